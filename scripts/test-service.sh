@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# Tests the service side (issue 6): systemd units, the LaunchAgent plist,
+# install.sh / uninstall.sh, `holdline-hub config` on a broken config file,
+# and that the README's commands and links exist as written.
+#
+#   scripts/test-service.sh [--bin-dir DIR]
+#
+# Uses already built binaries (default: target/debug, as scripts/test.sh
+# builds them); builds nothing. Works in temporary folders only: never
+# touches your ~/.holdline, your services or your PATH. Installs the Debian
+# package `systemd` when systemd-analyze is missing. Ends with
+# "service: N passed, M failed" and exits non-zero when anything failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin-dir) BIN_DIR="$2"; shift 2 ;;
+    --bin-dir=*) BIN_DIR="${1#*=}"; shift ;;
+    *) echo "test-service: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+case "$BIN_DIR" in /*) ;; *) BIN_DIR="$(pwd)/$BIN_DIR" ;; esac
+
+PASSED=0
+FAILED=0
+FAILURES=()
+ok() { PASSED=$((PASSED + 1)); printf 'ok   %s\n' "$1"; }
+bad() { FAILED=$((FAILED + 1)); FAILURES+=("$1"); printf 'FAIL %s\n' "$1"; [ -z "${2:-}" ] || printf '%s\n' "$2" | sed 's/^/     | /'; }
+# has_all TEXT WORD...: TEXT contains every WORD.
+has_all() { local text="$1" w; shift; for w in "$@"; do grep -qF -- "$w" <<<"$text" || { echo "no '$w' in: $text"; return 1; }; done; }
+# check NAME CMD...: passes when CMD exits 0.
+check() { local name="$1"; shift; local out; if out="$("$@" 2>&1)"; then ok "$name"; else bad "$name" "$out"; fi; }
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/holdline-test-service.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+
+# A clean environment for everything that runs install.sh or the hub: a
+# temporary HOME whose name needs quoting (space, &, %) in unit files and XML.
+FAKE_HOME="$TMP/home dir&50%"
+mkdir -p "$FAKE_HOME" "$TMP/run"
+chmod 0700 "$TMP/run"
+in_fake_home() {
+  env -u HOLDLINE_HOME -u HOLDLINE_MONGO_URI -u HOLDLINE_SECRET -u HOLDLINE_HUB \
+    HOME="$FAKE_HOME" XDG_CONFIG_HOME="$FAKE_HOME/.config" XDG_RUNTIME_DIR="$TMP/run" "$@"
+}
+
+have_bins=1
+for b in holdline-hub holdline-mcp; do
+  if [ ! -x "$BIN_DIR/$b" ]; then
+    have_bins=0
+    bad "binary $BIN_DIR/$b exists" "build first: cargo build -p holdline-hub -p holdline-mcp"
+  fi
+done
+
+# --- syntax of every script -------------------------------------------------
+for s in install.sh uninstall.sh run.sh test-service.sh; do
+  check "scripts/$s is executable and parses" bash -c "test -x '$ROOT/scripts/$s' && bash -n '$ROOT/scripts/$s'"
+done
+
+# --- install.sh / uninstall.sh, each run twice --------------------------------
+PREFIX="$TMP/prefix/bin"
+HL="$FAKE_HOME/.holdline"
+if [ "$have_bins" = 1 ]; then
+  for round in 1 2; do
+    check "install.sh --no-service (run $round) exits 0" \
+      in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX"
+    check "install.sh (run $round) put both binaries into the prefix, unchanged" bash -c "
+      cmp -s '$BIN_DIR/holdline-hub' '$PREFIX/holdline-hub' && test -x '$PREFIX/holdline-hub' &&
+      cmp -s '$BIN_DIR/holdline-mcp' '$PREFIX/holdline-mcp' && test -x '$PREFIX/holdline-mcp'"
+    check "install.sh (run $round) made the home 0700 with logs/ and a manifest" bash -c "
+      test \"\$(stat -c %a '$HL' 2>/dev/null || stat -f %Lp '$HL')\" = 700 &&
+      test -d '$HL/logs' && grep -q holdline-hub '$HL/install-manifest'"
+    check "install.sh --no-service (run $round) wrote no service file" bash -c "
+      test ! -e '$FAKE_HOME/.config/systemd/user/holdline-hub.service' &&
+      test ! -e '$FAKE_HOME/Library/LaunchAgents/dev.holdline.hub.plist'"
+  done
+  check "the installed holdline-hub runs (--version)" in_fake_home "$PREFIX/holdline-hub" --version
+  check "the installed holdline-mcp runs (--version)" in_fake_home "$PREFIX/holdline-mcp" --version
+  out="$(in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX" 2>&1)"
+  check "install.sh prints the next step (holdline-mcp install --client)" grep -q 'holdline-mcp install --client' <<<"$out"
+
+  # Data the person made must survive an uninstall without --purge.
+  printf 'keep me\n' > "$HL/data-marker"
+  for round in 1 2; do
+    check "uninstall.sh (run $round) exits 0" in_fake_home "$ROOT/scripts/uninstall.sh"
+    check "uninstall.sh (run $round) removed both binaries and the manifest" bash -c "
+      test ! -e '$PREFIX/holdline-hub' && test ! -e '$PREFIX/holdline-mcp' && test ! -e '$HL/install-manifest'"
+    check "uninstall.sh (run $round) kept the home and its data" test -f "$HL/data-marker"
+  done
+  check "install.sh after an uninstall exits 0" \
+    in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX"
+  for round in 1 2; do
+    check "uninstall.sh --purge (run $round) exits 0" in_fake_home "$ROOT/scripts/uninstall.sh" --purge
+    check "uninstall.sh --purge (run $round) deleted the home and the binaries" bash -c "
+      test ! -e '$HL' && test ! -e '$PREFIX/holdline-hub' && test ! -e '$PREFIX/holdline-mcp'"
+  done
+  # Leave binaries at the default prefix of the fake home for the unit checks.
+  check "install.sh with the default prefix (~/.local/bin) exits 0" \
+    in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR"
+fi
+
+# --- systemd units ------------------------------------------------------------
+SYSTEMD_OK=1
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  if [ "$(uname -s)" = Linux ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing the Debian package systemd (for systemd-analyze)…"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1; }
+  fi
+fi
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  SYSTEMD_OK=0
+  if [ "$(uname -s)" = Linux ]; then
+    bad "systemd-analyze is available" "install the systemd package (apt-get install systemd)"
+  else
+    echo "skip systemd checks: no systemd-analyze on $(uname -s)"
+  fi
+fi
+
+# verify_unit NAME MODE FILE: `systemd-analyze verify` must exit 0 and say nothing
+# (it only warns about unknown keys or bad values, still exiting 0).
+verify_unit() {
+  local name="$1" mode="$2" file="$3" out rc
+  if [ "$mode" = user ]; then
+    out="$(in_fake_home systemd-analyze --user --man=no verify "$file" 2>&1)"; rc=$?
+  else
+    out="$(systemd-analyze --man=no verify "$file" 2>&1)"; rc=$?
+  fi
+  if [ "$rc" = 0 ] && [ -z "$out" ]; then ok "$name"; else bad "$name" "exit $rc: $out"; fi
+}
+
+HARDENING="NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectKernelTunables=yes
+ProtectKernelModules=yes ProtectControlGroups=yes LockPersonality=yes MemoryDenyWriteExecute=yes
+Restart=on-failure"
+for unit in holdline-hub.service holdline-hub-system.service; do
+  missing=""
+  for opt in $HARDENING; do grep -qx "$opt" "$ROOT/systemd/$unit" || missing="$missing $opt"; done
+  grep -qx 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' "$ROOT/systemd/$unit" || missing="$missing RestrictAddressFamilies"
+  grep -q '^ProtectHome=' "$ROOT/systemd/$unit" || missing="$missing ProtectHome"
+  grep -q '^ReadWritePaths=' "$ROOT/systemd/$unit" || missing="$missing ReadWritePaths"
+  if [ -z "$missing" ]; then ok "systemd/$unit has the hardening options"; else bad "systemd/$unit has the hardening options" "missing:$missing"; fi
+done
+check "user unit: read-only home except ~/.holdline" bash -c "
+  grep -qx 'ProtectHome=read-only' '$ROOT/systemd/holdline-hub.service' &&
+  grep -qx 'ReadWritePaths=%h/.holdline' '$ROOT/systemd/holdline-hub.service'"
+
+if [ "$SYSTEMD_OK" = 1 ] && [ "$have_bins" = 1 ]; then
+  # The user unit as shipped: ExecStart=%h/.local/bin/holdline-hub, and the
+  # fake home has the real binary there.
+  verify_unit "systemd-analyze verify systemd/holdline-hub.service (user)" user "$ROOT/systemd/holdline-hub.service"
+  # The system unit, with ExecStart pointed at an installed binary.
+  mkdir -p "$TMP/units" "$TMP/sysbin"
+  cp "$BIN_DIR/holdline-hub" "$TMP/sysbin/holdline-hub"
+  sed "s#^ExecStart=/usr/local/bin/holdline-hub #ExecStart=$TMP/sysbin/holdline-hub #" \
+    "$ROOT/systemd/holdline-hub-system.service" > "$TMP/units/holdline-hub-system.service"
+  check "system unit's ExecStart is /usr/local/bin/holdline-hub serve" \
+    grep -qx 'ExecStart=/usr/local/bin/holdline-hub serve' "$ROOT/systemd/holdline-hub-system.service"
+  verify_unit "systemd-analyze verify systemd/holdline-hub-system.service (system)" system "$TMP/units/holdline-hub-system.service"
+  # The unit install.sh writes, for a prefix and home that need quoting.
+  mkdir -p "$TMP/rendered"
+  if in_fake_home "$ROOT/scripts/install.sh" --print-service systemd > "$TMP/rendered/holdline-hub.service"; then
+    verify_unit "systemd-analyze verify on the unit install.sh writes" user "$TMP/rendered/holdline-hub.service"
+  else
+    bad "install.sh --print-service systemd"
+  fi
+fi
+
+# --- launchd plist --------------------------------------------------------------
+PY="$(command -v python3 || true)"
+if [ -z "$PY" ]; then
+  bad "python3 is available (to parse the plist)"
+else
+  plist_check() { # FILE HOME: parse with plistlib and check the keys
+    "$PY" - "$1" "$2" <<'EOF'
+import plistlib, sys
+path, home = sys.argv[1], sys.argv[2]
+with open(path, "rb") as f:
+    d = plistlib.load(f)
+assert d["Label"] == "dev.holdline.hub", d.get("Label")
+args = d["ProgramArguments"]
+assert args[0].endswith("/holdline-hub") and args[1:] == ["serve"], args
+assert d["RunAtLoad"] is True, "RunAtLoad"
+assert d["KeepAlive"] not in (False, None), "KeepAlive"
+assert d["StandardOutPath"] == home + "/.holdline/logs/launchd.log", d["StandardOutPath"]
+assert d["StandardErrorPath"] == home + "/.holdline/logs/launchd.err", d["StandardErrorPath"]
+assert d["EnvironmentVariables"]["HOLDLINE_HOME"] == home + "/.holdline"
+EOF
+  }
+  check "launchd/dev.holdline.hub.plist parses with plistlib and has the keys" \
+    plist_check "$ROOT/launchd/dev.holdline.hub.plist" "__HOME__"
+  if in_fake_home "$ROOT/scripts/install.sh" --print-service launchd > "$TMP/rendered.plist"; then
+    rendered_plist_ok() { plist_check "$TMP/rendered.plist" "$FAKE_HOME" && ! grep -q '__[A-Z_]*__' "$TMP/rendered.plist"; }
+    check "the plist install.sh writes parses, with the real home and no placeholders left" rendered_plist_ok
+    check "the plist install.sh writes runs the installed binary" \
+      "$PY" -c "import plistlib,sys; d=plistlib.load(open(sys.argv[1],'rb')); assert d['ProgramArguments'][0]==sys.argv[2], d" \
+      "$TMP/rendered.plist" "$FAKE_HOME/.local/bin/holdline-hub"
+  else
+    bad "install.sh --print-service launchd"
+  fi
+fi
+
+# --- holdline-hub config --------------------------------------------------------
+if [ "$have_bins" = 1 ]; then
+  CFG_HOME="$TMP/cfg-home"
+  mkdir -p "$CFG_HOME"; chmod 0700 "$CFG_HOME"
+  hub_config() { in_fake_home env HOLDLINE_HOME="$CFG_HOME" timeout 20 "$BIN_DIR/holdline-hub" config 2>&1; }
+
+  # A type error on line 3.
+  printf 'listen = "127.0.0.1:13458"\n# the long-poll length\npoll_timeout_ms = "soon"\n' > "$CFG_HOME/config.toml"
+  out="$(hub_config)"; rc=$?
+  if [ "$rc" != 0 ] && grep -qi 'line 3' <<<"$out" && grep -qiE 'poll_timeout_ms|invalid type|expected' <<<"$out"; then
+    ok "holdline-hub config: a wrong type gives line 3 and the problem, exit non-zero"
+  else
+    bad "holdline-hub config: a wrong type gives line 3 and the problem, exit non-zero" "exit $rc: $out"
+  fi
+  # A syntax error on line 2.
+  printf 'listen = "127.0.0.1:13458"\nallowed_hosts = [holdline.lan]\n' > "$CFG_HOME/config.toml"
+  out="$(hub_config)"; rc=$?
+  if [ "$rc" != 0 ] && grep -qi 'line 2' <<<"$out" && grep -q 'config.toml' <<<"$out"; then
+    ok "holdline-hub config: a syntax error names config.toml and line 2, exit non-zero"
+  else
+    bad "holdline-hub config: a syntax error names config.toml and line 2, exit non-zero" "exit $rc: $out"
+  fi
+  # A good file: exit 0, secrets masked.
+  SECRET_VALUE="0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+  (umask 077; printf '%s\n' "$SECRET_VALUE" > "$CFG_HOME/secret")
+  cat > "$CFG_HOME/config.toml" <<'EOF'
+listen = "127.0.0.1:13458"
+allowed_hosts = ["holdline.lan"]
+mongo_uri = "mongodb://holdline:Sup3rSecretPw@db.lan:27017/"
+EOF
+  out="$(hub_config)"; rc=$?
+  if [ "$rc" = 0 ] && grep -q 'holdline.lan' <<<"$out" && ! grep -q 'Sup3rSecretPw' <<<"$out" && ! grep -q "$SECRET_VALUE" <<<"$out"; then
+    ok "holdline-hub config: a good file prints the settings with secrets masked"
+  else
+    bad "holdline-hub config: a good file prints the settings with secrets masked" "exit $rc: $out"
+  fi
+
+  # The flags the docs tell people to use exist.
+  out="$(in_fake_home "$BIN_DIR/holdline-hub" serve --help 2>&1)"
+  check "holdline-hub serve --help has --listen, --home and --mongo-uri" \
+    has_all "$out" --listen --home --mongo-uri
+  for sub in panel-url status sessions reply export import config; do
+    check "holdline-hub $sub --help" in_fake_home "$BIN_DIR/holdline-hub" "$sub" --help
+  done
+  out="$(in_fake_home "$BIN_DIR/holdline-mcp" install --help 2>&1)"
+  check "holdline-mcp install --help has --client and --print" \
+    has_all "$out" --client --print
+fi
+
+# --- READMEs and docs -------------------------------------------------------------
+for readme in README.md README.zh-CN.md; do
+  f="$ROOT/$readme"
+  if [ ! -f "$f" ]; then bad "$readme exists"; continue; fi
+  # The two commands, each alone on a line (as in a code block) and runnable.
+  for cmd in scripts/run.sh scripts/test.sh; do
+    if grep -qx "$cmd" "$f" && [ -x "$ROOT/$cmd" ]; then
+      ok "$readme: '$cmd' is written as a command and $cmd is executable"
+    else
+      bad "$readme: '$cmd' is written as a command and $cmd is executable"
+    fi
+  done
+done
+# Every relative link and image in the newcomer docs points at a file.
+for doc in README.md README.zh-CN.md docs/operations.md docs/security.md; do
+  f="$ROOT/$doc"
+  case "$doc" in README*) [ -f "$f" ] || continue ;; *) [ -f "$f" ] || { bad "$doc exists"; continue; } ;; esac
+  missing=""
+  while IFS= read -r target; do
+    target="${target%%#*}"
+    [ -n "$target" ] || continue
+    case "$target" in http://*|https://*|mailto:*) continue ;; esac
+    [ -e "$(dirname "$f")/$target" ] || missing="$missing $target"
+  done < <(grep -oE '\]\([^) ]+\)' "$f" | sed -E 's/^\]\(//; s/\)$//')
+  if [ -z "$missing" ]; then ok "$doc: every relative link resolves"; else bad "$doc: every relative link resolves" "missing:$missing"; fi
+done
+
+echo
+if [ "$FAILED" -gt 0 ]; then
+  printf 'failed:\n'; printf '  %s\n' "${FAILURES[@]}"
+fi
+echo "service: $PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Remove what scripts/install.sh added: the service (stopped first) and the
+# two binaries. The home (~/.holdline: secret, config.toml, db/, archive/,
+# logs/) is kept unless --purge is given.
+#
+#   scripts/uninstall.sh                 remove service and binaries, keep the data
+#   scripts/uninstall.sh --purge         also delete the home and all sessions in it
+#   scripts/uninstall.sh --prefix DIR    where the binaries are, when the install
+#                                        manifest is gone (default ~/.local/bin)
+#
+# Safe to run again: what is already gone is skipped. It never asks anything.
+set -euo pipefail
+
+PREFIX="${HOME}/.local/bin"
+PURGE=0
+HL_HOME="${HOLDLINE_HOME:-${HOME}/.holdline}"
+LABEL="dev.holdline.hub"
+UNIT="holdline-hub.service"
+
+say() { printf '%s\n' "$*"; }
+warn() { printf 'uninstall: %s\n' "$*" >&2; }
+die() { printf 'uninstall: %s\n' "$*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --purge) PURGE=1; shift ;;
+    --prefix) [ $# -ge 2 ] || die "--prefix needs a folder"; PREFIX="$2"; shift 2 ;;
+    --prefix=*) PREFIX="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+
+MANIFEST="$HL_HOME/install-manifest"
+BINS=()
+SERVICE_FILES=()
+if [ -f "$MANIFEST" ]; then
+  while IFS=$'\t' read -r kind path; do
+    [ -n "$path" ] || continue
+    case "$kind" in
+      bin) BINS+=("$path") ;;
+      systemd|launchd) SERVICE_FILES+=("$kind"$'\t'"$path") ;;
+    esac
+  done < "$MANIFEST"
+else
+  BINS=("$PREFIX/holdline-hub" "$PREFIX/holdline-mcp")
+fi
+# The default service locations, also when the manifest does not list them.
+SERVICE_FILES+=("systemd"$'\t'"${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user/$UNIT")
+SERVICE_FILES+=("launchd"$'\t'"$HOME/Library/LaunchAgents/$LABEL.plist")
+
+removed=0
+for entry in "${SERVICE_FILES[@]}"; do
+  kind="${entry%%$'\t'*}"; file="${entry#*$'\t'}"
+  [ -f "$file" ] || continue
+  case "$kind" in
+    systemd)
+      if command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; then
+        systemctl --user disable --now "$UNIT" >/dev/null 2>&1 || true
+        rm -f "$file"
+        systemctl --user daemon-reload || true
+        systemctl --user reset-failed "$UNIT" >/dev/null 2>&1 || true
+      else
+        rm -f "$file"
+      fi
+      ;;
+    launchd)
+      if command -v launchctl >/dev/null 2>&1; then
+        launchctl bootout "gui/$(id -u)/$LABEL" >/dev/null 2>&1 \
+          || launchctl unload "$file" >/dev/null 2>&1 || true
+      fi
+      rm -f "$file"
+      ;;
+  esac
+  say "Removed service $file"
+  removed=$((removed + 1))
+done
+
+for b in "${BINS[@]}"; do
+  case "$(basename "$b")" in holdline-hub|holdline-mcp) ;; *) continue ;; esac
+  if [ -e "$b" ]; then rm -f "$b"; say "Removed $b"; removed=$((removed + 1)); fi
+done
+rm -f "$MANIFEST"
+
+if [ "$PURGE" = 1 ]; then
+  case "$HL_HOME" in
+    ""|"/"|"$HOME"|"$HOME/") die "refusing to delete '$HL_HOME'" ;;
+  esac
+  if [ -d "$HL_HOME" ]; then rm -rf "$HL_HOME"; say "Deleted $HL_HOME (all sessions, secret and config)"; fi
+elif [ -d "$HL_HOME" ]; then
+  say "Kept $HL_HOME (sessions, secret, config). Delete it with: scripts/uninstall.sh --purge"
+fi
+[ "$removed" -gt 0 ] || say "Nothing to remove: holdline is not installed."
