@@ -1,0 +1,289 @@
+//! The admin subcommands: they talk HTTP to the running hub (found through
+//! `hub.addr` in the home, else the configured listen address) and, for
+//! export and import when no hub runs, open the store directly.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::home::Home;
+use crate::interchange::ExportFile;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0}")]
+    Message(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+type Result<T> = std::result::Result<T, AdminError>;
+
+fn fail<T>(msg: impl Into<String>) -> Result<T> {
+    Err(AdminError::Message(msg.into()))
+}
+
+/// Where the running hub answers, as a base URL.
+pub fn hub_url(config: &Config) -> String {
+    let home = Home::new(config.home.clone());
+    let addr = std::fs::read_to_string(home.addr_file())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(config.listen);
+    let addr = if addr.ip().is_unspecified() {
+        std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
+    } else {
+        addr
+    };
+    format!("http://{addr}")
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    secret: String,
+}
+
+impl Client {
+    fn new(config: &Config) -> Result<Client> {
+        let home = Home::new(config.home.clone());
+        let secret = home.read_secret().map_err(|e| {
+            AdminError::Message(format!(
+                "cannot read the secret in {}: {e}; start the hub once (`holdline-hub serve`) to make it",
+                home.root.display()
+            ))
+        })?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| AdminError::Message(e.to_string()))?;
+        Ok(Client {
+            http,
+            base: hub_url(config),
+            secret,
+        })
+    }
+
+    async fn is_up(&self) -> bool {
+        self.http
+            .get(format!("{}/healthz", self.base))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+
+    async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value> {
+        let res = req.bearer_auth(&self.secret).send().await.map_err(|e| {
+            AdminError::Message(format!("the hub at {} did not answer: {e}", self.base))
+        })?;
+        let status = res.status();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        if status.is_success() {
+            Ok(body)
+        } else {
+            let msg = body["error"]["message"].as_str().unwrap_or("no details");
+            fail(format!("the hub answered {status}: {msg}"))
+        }
+    }
+}
+
+/// `panel-url`: the login link and a QR code for a phone.
+pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
+    let home = Home::new(config.home.clone());
+    let secret = home.read_secret().map_err(|e| {
+        AdminError::Message(format!(
+            "no secret yet in {} ({e}); start the hub once with `holdline-hub serve`",
+            home.root.display()
+        ))
+    })?;
+    let addr = std::fs::read_to_string(home.addr_file())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(config.listen);
+    let url = format!("http://{}/#key={secret}", crate::net::advertised(addr));
+    println!("{url}");
+    if !no_qr {
+        let code = qrcode::QrCode::new(url.as_bytes())
+            .map_err(|e| AdminError::Message(format!("cannot draw a QR code: {e}")))?;
+        let art = code
+            .render::<qrcode::render::unicode::Dense1x2>()
+            .quiet_zone(true)
+            .build();
+        println!("{art}");
+        if addr.ip().is_loopback() {
+            println!(
+                "(the hub listens on loopback only: a phone needs --listen 0.0.0.0:{} or an SSH tunnel)",
+                addr.port()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `status`: is the hub up, and what it holds.
+pub async fn status(config: &Config) -> Result<()> {
+    let c = Client::new(config)?;
+    let res = c
+        .http
+        .get(format!("{}/healthz", c.base))
+        .send()
+        .await
+        .map_err(|_| AdminError::Message(format!("holdline-hub is not running at {}", c.base)))?;
+    let h: Value = res
+        .json()
+        .await
+        .map_err(|e| AdminError::Message(e.to_string()))?;
+    println!(
+        "holdline-hub {} at {}: {} sessions, {} waiting, up {}s",
+        h["version"].as_str().unwrap_or("?"),
+        c.base,
+        h["sessions"],
+        h["waiting"],
+        h["uptimeMs"].as_u64().unwrap_or(0) / 1000
+    );
+    match &h["mongo"] {
+        Value::Null => println!("MongoDB sync: off"),
+        m => println!(
+            "MongoDB sync: {} (pending {}, lag {} ms)",
+            m["state"].as_str().unwrap_or("?"),
+            m["pending"],
+            m["lagMs"]
+        ),
+    }
+    Ok(())
+}
+
+/// `sessions`: a table, waiting first.
+pub async fn sessions(config: &Config, all: bool) -> Result<()> {
+    let c = Client::new(config)?;
+    let status = if all { "all" } else { "" };
+    let list = c
+        .call(
+            c.http
+                .get(format!("{}/api/sessions?limit=200&status={status}", c.base)),
+        )
+        .await?;
+    let now = crate::session::now_ms();
+    println!("{:<36} {:<9} {:>8}  TITLE", "TOKEN", "STATUS", "WAITED");
+    for s in list["sessions"].as_array().into_iter().flatten() {
+        let waited = s["waitingSince"]
+            .as_i64()
+            .map(|t| format!("{}s", (now - t).max(0) / 1000))
+            .unwrap_or_default();
+        let title = match s["displayTitle"].as_str() {
+            Some(d) if !d.is_empty() => d,
+            _ => s["title"].as_str().unwrap_or(""),
+        };
+        println!(
+            "{:<36} {:<9} {:>8}  {}",
+            s["token"].as_str().unwrap_or(""),
+            s["status"].as_str().unwrap_or(""),
+            waited,
+            title
+        );
+    }
+    Ok(())
+}
+
+/// `reply TOKEN TEXT`: as if typed in the panel.
+pub async fn reply(config: &Config, token: &str, text: &str) -> Result<()> {
+    let c = Client::new(config)?;
+    let body = serde_json::json!({"token": token, "text": text});
+    let r = c
+        .call(c.http.post(format!("{}/api/reply", c.base)).json(&body))
+        .await?;
+    let how = if r["queued"].as_bool() == Some(true) {
+        "queued for the next wait"
+    } else {
+        "delivered to the waiting agent"
+    };
+    println!("reply {} {how}", r["replyId"].as_str().unwrap_or("?"));
+    Ok(())
+}
+
+/// Opens the store directly, for when no hub runs.
+fn open_offline(config: &Config) -> Result<crate::hub::Hub> {
+    Home::new(config.home.clone()).prepare().map_err(|e| {
+        AdminError::Message(format!("cannot prepare {}: {e}", config.home.display()))
+    })?;
+    Ok(crate::hub::Hub::open(
+        config.clone(),
+        config.listen.to_string(),
+        tokio_util::sync::CancellationToken::new(),
+    )?)
+}
+
+/// `export`: the running hub's sessions, or the store's when no hub runs.
+pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
+    let c = Client::new(config).ok();
+    let file: Value = match &c {
+        Some(c) if c.is_up().await => c.call(c.http.get(format!("{}/api/export", c.base))).await?,
+        _ => {
+            let hub = open_offline(config)?;
+            serde_json::to_value(
+                hub.export()
+                    .map_err(|e| AdminError::Message(e.to_string()))?,
+            )
+            .map_err(|e| AdminError::Message(e.to_string()))?
+        }
+    };
+    let text =
+        serde_json::to_string_pretty(&file).map_err(|e| AdminError::Message(e.to_string()))?;
+    match out {
+        Some(path) => {
+            crate::home::write_private(path, text.as_bytes()).map_err(|e| {
+                AdminError::Message(format!("cannot write {}: {e}", path.display()))
+            })?;
+            eprintln!(
+                "exported {} sessions to {}",
+                file.as_object().map_or(0, |o| o.len()),
+                path.display()
+            );
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{text}");
+        }
+    }
+    Ok(())
+}
+
+/// `import FILE`: adds the sessions the hub does not have yet.
+pub async fn import(config: &Config, path: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AdminError::Message(format!("cannot read {}: {e}", path.display())))?;
+    let file: ExportFile = serde_json::from_str(&text).map_err(|e| {
+        AdminError::Message(format!(
+            "{} is not a sessions.json file: {e}",
+            path.display()
+        ))
+    })?;
+    let c = Client::new(config).ok();
+    let (imported, skipped) = match &c {
+        Some(c) if c.is_up().await => {
+            let r = c
+                .call(c.http.post(format!("{}/api/import", c.base)).json(&file))
+                .await?;
+            (
+                r["imported"].as_u64().unwrap_or(0) as usize,
+                r["skipped"].as_u64().unwrap_or(0) as usize,
+            )
+        }
+        _ => {
+            let hub = open_offline(config)?;
+            let r = hub
+                .import(file)
+                .map_err(|e| AdminError::Message(e.to_string()))?;
+            hub.flush()
+                .await
+                .map_err(|e| AdminError::Message(e.to_string()))?;
+            r
+        }
+    };
+    println!("imported {imported} sessions, skipped {skipped} already present");
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! The JSON shapes of the HTTP API (docs/api.md): request bodies in, answers out.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Template;
+use crate::hub::SessionInfo;
+use crate::session::{Image, Message, Millis, QueuedReply, Review};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitBody {
+    pub cursor_title: String,
+    pub workspace: String,
+    pub host_ip: String,
+    #[serde(default)]
+    pub new_plan: bool,
+    pub plan_label: Option<String>,
+    pub thread_id: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitAnswer {
+    pub token: String,
+    pub status: &'static str,
+    pub created: bool,
+    pub binding_key: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectBody {
+    pub token: String,
+    pub cursor_title: String,
+    pub workspace: String,
+    pub host_ip: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TokenStatus {
+    pub token: String,
+    pub status: &'static str,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterBody {
+    pub token: String,
+    pub message: String,
+    pub cursor_title: String,
+    pub workspace: String,
+    pub host_ip: String,
+    pub request_id: String,
+    pub completion_pct: Option<u8>,
+    pub next_step: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterAnswer {
+    pub wait_id: String,
+    pub status: &'static str,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PollBody {
+    pub token: String,
+    pub wait_id: String,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplyDto {
+    pub id: String,
+    pub text: String,
+    pub images: Vec<Image>,
+    pub auto: bool,
+    pub at: Millis,
+}
+
+impl From<QueuedReply> for ReplyDto {
+    fn from(r: QueuedReply) -> Self {
+        ReplyDto {
+            id: r.id,
+            text: r.text,
+            images: r.images,
+            auto: r.auto,
+            at: r.at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum PollAnswer {
+    Replied {
+        reply: ReplyDto,
+    },
+    Renewal,
+    Gone {
+        reason: &'static str,
+        #[serde(rename = "mergedInto", skip_serializing_if = "Option::is_none")]
+        merged_into: Option<String>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AckBody {
+    pub token: String,
+    pub wait_id: String,
+    pub reply_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelBody {
+    pub token: String,
+    pub wait_id: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Ok {
+    pub ok: bool,
+}
+
+pub const OK: Ok = Ok { ok: true };
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeBody {
+    pub from_token: String,
+    pub to_token: String,
+    pub cursor_title: String,
+    pub workspace: String,
+    pub host_ip: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TokenOnly {
+    pub token: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigBody {
+    pub token: String,
+    pub session_auto_continue: Option<bool>,
+    pub timed_reply_enabled: Option<bool>,
+    pub timed_reply_interval_ms: Option<u64>,
+    pub continue_mode: Option<String>,
+    pub continue_prompt: Option<String>,
+    pub max_auto_streak: Option<u32>,
+    pub display_title: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReplyBody {
+    pub token: String,
+    pub text: String,
+    #[serde(default)]
+    pub images: Vec<Image>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplyAnswer {
+    pub reply_id: String,
+    pub queued: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    pub status: Option<String>,
+    pub q: Option<String>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionList {
+    pub sessions: Vec<SessionDto>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct HistoryQuery {
+    pub before: Option<u64>,
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoginBody {
+    pub key: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Templates {
+    pub templates: Vec<Template>,
+}
+
+/// A session's metadata as the API shows it (SPEC §2 fields plus what lists need).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDto {
+    pub token: String,
+    pub title: String,
+    pub display_title: String,
+    pub status: &'static str,
+    pub workspace: String,
+    pub host_ip: String,
+    pub binding_key: String,
+    pub hub: String,
+    pub created_at: Millis,
+    pub last_active_at: Millis,
+    pub msg_count: u64,
+    pub auto_streak: u32,
+    pub binding_check_count: u64,
+    pub continue_mode: String,
+    pub continue_prompt: String,
+    pub session_auto_continue: bool,
+    pub timed_reply_enabled: bool,
+    pub timed_reply_interval_ms: u64,
+    pub max_auto_streak: u32,
+    pub plan_name: Option<String>,
+    pub thread_id: Option<String>,
+    pub merged_into: Option<String>,
+    pub last_review: Review,
+    pub waiting_since: Option<Millis>,
+    pub queued_replies: usize,
+    pub preview: String,
+}
+
+impl From<SessionInfo> for SessionDto {
+    fn from(info: SessionInfo) -> Self {
+        let s = info.session;
+        SessionDto {
+            token: s.token.to_string(),
+            status: s.status.as_str(),
+            waiting_since: s.wait.as_ref().map(|w| w.since),
+            title: s.title,
+            display_title: s.display_title,
+            workspace: s.workspace,
+            host_ip: s.host_ip,
+            binding_key: s.binding_key,
+            hub: s.hub,
+            created_at: s.created_at,
+            last_active_at: s.last_active_at,
+            msg_count: s.msg_count,
+            auto_streak: s.auto_streak,
+            binding_check_count: s.binding_check_count,
+            continue_mode: s.keep_alive.continue_mode,
+            continue_prompt: s.keep_alive.continue_prompt,
+            session_auto_continue: s.keep_alive.session_auto_continue,
+            timed_reply_enabled: s.keep_alive.timed_reply_enabled,
+            timed_reply_interval_ms: s.keep_alive.timed_reply_interval_ms,
+            max_auto_streak: s.keep_alive.max_auto_streak,
+            plan_name: s.plan_name,
+            thread_id: s.thread_id,
+            merged_into: s.merged_into.map(|t| t.to_string()),
+            last_review: s.last_review,
+            queued_replies: info.queued_replies,
+            preview: s.preview,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageDto {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub message: Message,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDetail {
+    #[serde(flatten)]
+    pub session: SessionDto,
+    pub messages: Vec<MessageDto>,
+    pub next_before: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub ok: bool,
+    pub version: &'static str,
+    pub sessions: usize,
+    pub waiting: usize,
+    pub uptime_ms: u64,
+    pub mongo: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WhoAmI {
+    pub ok: bool,
+    pub version: &'static str,
+    pub hub: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportAnswer {
+    pub imported: usize,
+    pub skipped: usize,
+}

@@ -1,0 +1,127 @@
+//! `ApiError`: every failure the HTTP API answers, as `{"error":{"code","message"}}`
+//! with the status of SPEC §5; and the body/query extractors that produce it.
+
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+
+use crate::hub::HubError;
+use crate::session::Token;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
+    }
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+    }
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "TOO_LARGE", message)
+    }
+    pub fn rate_limited(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+    }
+}
+
+impl From<HubError> for ApiError {
+    fn from(e: HubError) -> Self {
+        let message = e.to_string();
+        match e {
+            HubError::BadRequest(_) => ApiError::bad_request(message),
+            HubError::NotFound(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "SESSION_NOT_FOUND", message)
+            }
+            HubError::BindingRejected(_) => {
+                ApiError::new(StatusCode::FORBIDDEN, "BINDING_REJECTED", message)
+            }
+            HubError::Forbidden(_) => ApiError::forbidden(message),
+            HubError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSED", message),
+            HubError::Store(e) => {
+                tracing::error!(error = %e, "store failure");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL",
+                    "the hub could not write to its store; nothing was recorded",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+/// Parses a token from a request, with the error SPEC §5 wants.
+pub fn token(s: &str) -> Result<Token, ApiError> {
+    Token::parse(s).ok_or_else(|| {
+        let shown: String = s.chars().take(48).collect();
+        ApiError::bad_request(format!(
+            "malformed token {shown:?}: expected ct_ followed by 32 lowercase hex digits"
+        ))
+    })
+}
+
+/// A JSON body whose every failure (too large, not UTF-8, not JSON, wrong
+/// fields) is an [`ApiError`]. The body cap comes from `DefaultBodyLimit`.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes =
+            axum::body::Bytes::from_request(req, state)
+                .await
+                .map_err(|e: BytesRejection| {
+                    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                        ApiError::too_large("the request body is over this route's size limit")
+                    } else {
+                        ApiError::bad_request(format!("cannot read the request body: {e}"))
+                    }
+                })?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request("the request needs a JSON body"));
+        }
+        serde_json::from_slice(&bytes)
+            .map(Body)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// Query parameters with [`ApiError`] rejections.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|e: QueryRejection| ApiError::bad_request(e.body_text()))
+    }
+}

@@ -1,0 +1,78 @@
+//! Observing the hub: the SSE stream of session changes, `/healthz` and
+//! `/metrics`.
+
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use tokio_stream::wrappers::BroadcastStream;
+
+use super::AppState;
+use super::dto::{Health, SessionDto};
+
+/// `GET /api/events`: a `session` event per change; ends at shutdown.
+pub async fn stream(
+    State(app): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let shutdown = app.hub.shutdown_token().clone().cancelled_owned();
+    let hello = futures::stream::once(async { Ok(Event::default().event("hello").data("{}")) });
+    let changes = BroadcastStream::new(app.hub.subscribe()).filter_map(|item| async move {
+        match item {
+            Ok(info) => {
+                let dto = SessionDto::from(info);
+                Some(Ok(Event::default()
+                    .event("session")
+                    .json_data(dto)
+                    .unwrap_or_else(|_| {
+                        Event::default().comment("unserializable")
+                    })))
+            }
+            // A slow client missed events: tell it to refetch everything.
+            Err(_) => Some(Ok(Event::default().event("resync").data("{}"))),
+        }
+    });
+    Sse::new(hello.chain(changes).take_until(shutdown))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// `GET /healthz`: liveness and a few counts, no secret needed.
+pub async fn health(State(app): State<AppState>) -> Json<Health> {
+    let (sessions, waiting) = app.hub.counts();
+    Json(Health {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION"),
+        sessions,
+        waiting,
+        uptime_ms: app.hub.uptime().as_millis() as u64,
+        mongo: app.sync_state(),
+    })
+}
+
+/// `GET /metrics`: Prometheus text.
+pub async fn metrics(State(app): State<AppState>) -> Response {
+    let (sessions, waiting) = app.hub.counts();
+    let c = app.hub.counters();
+    let body = format!(
+        "# TYPE holdline_sessions gauge\nholdline_sessions {sessions}\n\
+         # TYPE holdline_waiting gauge\nholdline_waiting {waiting}\n\
+         # TYPE holdline_replies_total counter\nholdline_replies_total {}\n\
+         # TYPE holdline_auto_replies_total counter\nholdline_auto_replies_total {}\n\
+         # TYPE holdline_polls_total counter\nholdline_polls_total {}\n\
+         # TYPE holdline_http_requests_total counter\nholdline_http_requests_total {}\n\
+         # TYPE holdline_store_bytes gauge\nholdline_store_bytes {}\n\
+         # TYPE holdline_uptime_seconds gauge\nholdline_uptime_seconds {}\n",
+        c.replies.load(Ordering::Relaxed),
+        c.auto_replies.load(Ordering::Relaxed),
+        c.polls.load(Ordering::Relaxed),
+        c.http_requests.load(Ordering::Relaxed),
+        app.hub.store().size_on_disk(),
+        app.hub.uptime().as_secs(),
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}

@@ -1,0 +1,251 @@
+//! Who may talk to the hub (SPEC §8): `Host`/`Origin` checks against DNS
+//! rebinding and cross-site requests, the secret (Bearer or the panel's
+//! cookie) on every `/api` route, and the login rate limit.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::AppState;
+use super::error::ApiError;
+
+/// The panel's cookie name.
+pub const COOKIE: &str = "holdline_session";
+/// Failed logins allowed per address per window.
+const LOGIN_FAILURES: usize = 10;
+const LOGIN_WINDOW: Duration = Duration::from_secs(60);
+
+/// The secret and what is derived from it.
+pub struct Secret {
+    value: String,
+    cookie: String,
+}
+
+impl Secret {
+    pub fn new(value: String) -> Self {
+        let mut mac = Hmac::<Sha256>::new_from_slice(value.as_bytes()).expect("hmac takes any key");
+        mac.update(b"holdline panel cookie v1");
+        let cookie = hex::encode(mac.finalize().into_bytes());
+        Secret { value, cookie }
+    }
+
+    /// Compares in constant time, so timing does not leak the secret.
+    pub fn matches(&self, candidate: &str) -> bool {
+        constant_time_eq(self.value.as_bytes(), candidate.as_bytes())
+    }
+
+    fn cookie_matches(&self, candidate: &str) -> bool {
+        constant_time_eq(self.cookie.as_bytes(), candidate.as_bytes())
+    }
+
+    /// The `Set-Cookie` value for a logged-in panel.
+    pub fn login_cookie(&self) -> String {
+        format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000",
+            self.cookie
+        )
+    }
+}
+
+pub fn logout_cookie() -> String {
+    format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Failed logins per client address.
+#[derive(Default)]
+pub struct LoginLimiter {
+    /// A std mutex: a short vector update per login, never across `.await`.
+    failures: Mutex<HashMap<IpAddr, Vec<Instant>>>,
+}
+
+impl LoginLimiter {
+    pub fn is_limited(&self, ip: IpAddr) -> bool {
+        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let recent = map.entry(ip).or_default();
+        recent.retain(|t| now.duration_since(*t) < LOGIN_WINDOW);
+        recent.len() >= LOGIN_FAILURES
+    }
+
+    pub fn failed(&self, ip: IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() > 10_000 {
+            // Bounded memory under a spray of addresses: forget the oldest state.
+            map.clear();
+        }
+        map.entry(ip).or_default().push(Instant::now());
+    }
+}
+
+/// Checks `Host` and `Origin` on every request.
+pub async fn check_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    if let Err(e) = origin_allowed(&app, req.headers()) {
+        tracing::info!(path = req.uri().path(), "refused: {}", e.message);
+        return e.into_response();
+    }
+    next.run(req).await
+}
+
+fn origin_allowed(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .ok_or_else(|| ApiError::forbidden("the request has no Host header"))?;
+    let config = app.hub.config();
+    let name = host_name(host);
+    let host_ok = name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok()
+        || config
+            .allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name));
+    if !host_ok {
+        return Err(ApiError::forbidden(format!(
+            "Host {host:?} is not allowed; add it to allowed_hosts in config.toml to use this name"
+        )));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin
+            .to_str()
+            .map_err(|_| ApiError::forbidden("unreadable Origin header"))?;
+        let same = origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(host));
+        let listed = config
+            .allowed_origins
+            .iter()
+            .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin));
+        if !same && !listed {
+            return Err(ApiError::forbidden(format!(
+                "cross-origin request from {origin:?} refused"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The name part of a `Host` value: `[::1]:80` → `::1`, `a:80` → `a`.
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// Requires the secret (Bearer) or the panel's cookie.
+pub async fn require_secret(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    if is_authorized(&app.secret, req.headers()) {
+        next.run(req).await
+    } else {
+        ApiError::unauthorized(
+            "missing or wrong secret: send Authorization: Bearer <the hub's secret> or log in to the panel",
+        )
+        .into_response()
+    }
+}
+
+pub fn is_authorized(secret: &Secret, headers: &HeaderMap) -> bool {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|v| secret.matches(v.trim()));
+    bearer
+        || headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .any(|(k, v)| k == COOKIE && secret.cookie_matches(v))
+}
+
+/// The client's address, for the login limit.
+pub fn client_ip(conn: Option<&ConnectInfo<SocketAddr>>) -> IpAddr {
+    conn.map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+}
+
+/// Logs each request's metadata (never bodies) and counts it.
+pub async fn log_request(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let started = Instant::now();
+    let res = next.run(req).await;
+    app.hub
+        .counters()
+        .http_requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let status = res.status().as_u16();
+    let ms = started.elapsed().as_millis() as u64;
+    if status >= 500 {
+        tracing::warn!(%method, path, status, ms, "request");
+    } else if status >= 400 {
+        tracing::info!(%method, path, status, ms, "request");
+    } else {
+        tracing::debug!(%method, path, status, ms, "request");
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_are_split_from_ports() {
+        assert_eq!(host_name("localhost:13458"), "localhost");
+        assert_eq!(host_name("[::1]:13458"), "::1");
+        assert_eq!(host_name("192.168.1.2"), "192.168.1.2");
+        assert_eq!(host_name("evil.example:80"), "evil.example");
+    }
+
+    #[test]
+    fn cookie_and_bearer_both_authorize() {
+        let s = Secret::new("0123456789abcdef0123456789abcdef".into());
+        let mut h = HeaderMap::new();
+        assert!(!is_authorized(&s, &h));
+        h.insert(header::AUTHORIZATION, "Bearer wrong".parse().unwrap());
+        assert!(!is_authorized(&s, &h));
+        h.insert(
+            header::AUTHORIZATION,
+            "Bearer 0123456789abcdef0123456789abcdef".parse().unwrap(),
+        );
+        assert!(is_authorized(&s, &h));
+        let mut h = HeaderMap::new();
+        let cookie = s.login_cookie();
+        let pair = cookie.split(';').next().unwrap();
+        h.insert(header::COOKIE, format!("other=1; {pair}").parse().unwrap());
+        assert!(is_authorized(&s, &h));
+    }
+
+    #[test]
+    fn login_limit_trips_after_ten_failures() {
+        let l = LoginLimiter::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..LOGIN_FAILURES {
+            assert!(!l.is_limited(ip));
+            l.failed(ip);
+        }
+        assert!(l.is_limited(ip));
+        assert!(!l.is_limited("10.0.0.2".parse().unwrap()));
+    }
+}

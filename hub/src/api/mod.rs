@@ -1,0 +1,85 @@
+//! The only code that knows HTTP and JSON: the router of SPEC §5, its guards
+//! and body limits. Handlers translate to [`crate::hub::Hub`] calls.
+
+mod agent;
+pub mod dto;
+pub mod error;
+mod events;
+pub mod guard;
+mod person;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+
+use crate::hub::Hub;
+
+/// JSON bodies are capped at 1 MiB; replies with images at 10 MiB (SPEC §8).
+pub const JSON_LIMIT: usize = 1024 * 1024;
+pub const REPLY_LIMIT: usize = 10 * 1024 * 1024;
+/// `import` over HTTP takes whole exports.
+pub const IMPORT_LIMIT: usize = 256 * 1024 * 1024;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub hub: Hub,
+    pub secret: Arc<guard::Secret>,
+    pub logins: Arc<guard::LoginLimiter>,
+}
+
+/// The whole HTTP surface: API, health, metrics, panel.
+pub fn router(state: AppState) -> Router {
+    let authed = Router::new()
+        .route("/api/init", post(agent::init))
+        .route("/api/select", post(agent::select))
+        .route("/api/wait/register", post(agent::register))
+        .route("/api/wait/poll", post(agent::poll))
+        .route("/api/wait/ack", post(agent::ack))
+        .route("/api/wait/cancel", post(agent::cancel))
+        .route("/api/merge", post(agent::merge))
+        .route("/api/session/config", post(person::configure))
+        .route(
+            "/api/reply",
+            post(person::reply).layer(DefaultBodyLimit::max(REPLY_LIMIT)),
+        )
+        .route("/api/sessions", get(person::list))
+        .route("/api/sessions/{token}", get(person::detail))
+        .route("/api/sessions/{token}/archive", post(person::archive))
+        .route("/api/sessions/{token}/restore", post(person::restore))
+        .route(
+            "/api/templates",
+            get(person::templates).put(person::set_templates),
+        )
+        .route("/api/export", get(person::export))
+        .route(
+            "/api/import",
+            post(person::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
+        )
+        .route("/api/whoami", get(person::whoami))
+        .route("/api/logout", post(person::logout))
+        .route("/api/events", get(events::stream))
+        .route("/metrics", get(events::metrics))
+        .route_layer(from_fn_with_state(state.clone(), guard::require_secret));
+
+    Router::new()
+        .merge(authed)
+        .route("/api/login", post(person::login))
+        .route("/healthz", get(events::health))
+        .route("/api/{*rest}", axum::routing::any(person::no_such_route))
+        .merge(crate::panel::routes())
+        .layer(DefaultBodyLimit::max(JSON_LIMIT))
+        .layer(from_fn_with_state(state.clone(), guard::check_origin))
+        .layer(from_fn_with_state(state.clone(), guard::log_request))
+        .with_state(state)
+}
+
+impl AppState {
+    /// The MongoDB sync state for `/healthz`; `None` while sync is off.
+    pub fn sync_state(&self) -> Option<serde_json::Value> {
+        None
+    }
+}

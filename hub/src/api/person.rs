@@ -1,0 +1,181 @@
+//! Routes the person uses through the panel or the admin CLI: login, replies,
+//! listing and reading sessions, settings, archive, templates, export/import.
+
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::dto::*;
+use super::error::{ApiError, Body, Query, token};
+use super::guard;
+use crate::hub::SessionSettings;
+use crate::interchange::ExportFile;
+
+type Answer<T> = Result<Json<T>, ApiError>;
+
+pub async fn login(
+    State(app): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    Body(b): Body<LoginBody>,
+) -> Result<Response, ApiError> {
+    let ip = addr.ip();
+    if app.logins.is_limited(ip) {
+        tracing::warn!(%ip, "login rate limited");
+        return Err(ApiError::rate_limited(
+            "too many failed logins from this address; wait a minute and try again",
+        ));
+    }
+    if !app.secret.matches(b.key.trim()) {
+        app.logins.failed(ip);
+        tracing::info!(%ip, "login with a wrong key");
+        return Err(ApiError::unauthorized(
+            "wrong key: open the URL that `holdline-hub panel-url` prints",
+        ));
+    }
+    Ok(([(header::SET_COOKIE, app.secret.login_cookie())], Json(OK)).into_response())
+}
+
+pub async fn logout() -> Response {
+    ([(header::SET_COOKIE, guard::logout_cookie())], Json(OK)).into_response()
+}
+
+pub async fn whoami(State(app): State<AppState>) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION"),
+        hub: app.hub.name().to_owned(),
+    })
+}
+
+pub async fn no_such_route() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "NOT_FOUND",
+        "no such API route; see docs/api.md",
+    )
+}
+
+pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Answer<ReplyAnswer> {
+    let t = token(&b.token)?;
+    let (reply_id, queued) = app.hub.reply(&t, b.text, b.images)?;
+    // The delivery rule: a reply answered 200 is on disk.
+    app.hub.flush().await?;
+    tracing::info!(token = %t, reply = %reply_id, queued, "reply recorded");
+    Ok(Json(ReplyAnswer { reply_id, queued }))
+}
+
+pub async fn configure(
+    State(app): State<AppState>,
+    Body(b): Body<ConfigBody>,
+) -> Answer<SessionDto> {
+    let t = token(&b.token)?;
+    let info = app.hub.configure(
+        &t,
+        SessionSettings {
+            session_auto_continue: b.session_auto_continue,
+            timed_reply_enabled: b.timed_reply_enabled,
+            timed_reply_interval_ms: b.timed_reply_interval_ms,
+            continue_mode: b.continue_mode,
+            continue_prompt: b.continue_prompt,
+            max_auto_streak: b.max_auto_streak,
+            display_title: b.display_title,
+        },
+    )?;
+    app.hub.flush().await?;
+    Ok(Json(info.into()))
+}
+
+pub async fn list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> Answer<SessionList> {
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be 1 to 200"));
+    }
+    let offset = match q.cursor.as_deref() {
+        None | Some("") => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .map_err(|_| ApiError::bad_request("cursor must be a value from nextCursor"))?,
+    };
+    let all = app.hub.list(q.status.as_deref(), q.q.as_deref())?;
+    let next_cursor = (all.len() > offset + limit).then(|| (offset + limit).to_string());
+    let sessions = all
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(SessionDto::from)
+        .collect();
+    Ok(Json(SessionList {
+        sessions,
+        next_cursor,
+    }))
+}
+
+pub async fn detail(
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+    Query(q): Query<HistoryQuery>,
+) -> Answer<SessionDetail> {
+    let t = token(&raw)?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=crate::hub::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be 1 to {}",
+            crate::hub::MAX_PAGE
+        )));
+    }
+    let info = app.hub.info(&t)?;
+    let messages = app.hub.messages(&t, q.before, limit)?;
+    let next_before = messages.first().map(|(seq, _)| *seq).filter(|seq| *seq > 0);
+    Ok(Json(SessionDetail {
+        session: info.into(),
+        messages: messages
+            .into_iter()
+            .map(|(seq, message)| MessageDto { seq, message })
+            .collect(),
+        next_before,
+    }))
+}
+
+pub async fn archive(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
+    let t = token(&raw)?;
+    let info = app.hub.archive(&t)?;
+    app.hub.flush().await?;
+    Ok(Json(info.into()))
+}
+
+pub async fn restore(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
+    let t = token(&raw)?;
+    let info = app.hub.restore(&t)?;
+    app.hub.flush().await?;
+    Ok(Json(info.into()))
+}
+
+pub async fn templates(State(app): State<AppState>) -> Answer<Templates> {
+    Ok(Json(Templates {
+        templates: app.hub.templates()?,
+    }))
+}
+
+pub async fn set_templates(
+    State(app): State<AppState>,
+    Body(b): Body<Templates>,
+) -> Answer<Templates> {
+    app.hub.set_templates(b.templates)?;
+    app.hub.flush().await?;
+    templates(State(app)).await
+}
+
+pub async fn export(State(app): State<AppState>) -> Answer<ExportFile> {
+    Ok(Json(app.hub.export()?))
+}
+
+pub async fn import(
+    State(app): State<AppState>,
+    Body(file): Body<ExportFile>,
+) -> Answer<ImportAnswer> {
+    let (imported, skipped) = app.hub.import(file)?;
+    app.hub.flush().await?;
+    Ok(Json(ImportAnswer { imported, skipped }))
+}

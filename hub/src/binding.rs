@@ -1,0 +1,143 @@
+//! Vertical binding (SPEC §3): which IDE chat on which machine owns a session,
+//! and the three check levels; pure logic, no IO.
+
+use crate::session::Session;
+
+/// `{workspace}::{cursorTitle}@{hostIp}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BindingKey(String);
+
+impl BindingKey {
+    pub fn new(workspace: &str, cursor_title: &str, host_ip: &str) -> Self {
+        BindingKey(format!("{workspace}::{cursor_title}@{host_ip}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+/// The caller's fingerprint, as the bridge sends it with every call.
+#[derive(Debug, Clone)]
+pub struct Caller<'a> {
+    pub cursor_title: &'a str,
+    pub workspace: &'a str,
+    pub host_ip: &'a str,
+}
+
+impl Caller<'_> {
+    pub fn key(&self) -> BindingKey {
+        BindingKey::new(self.workspace, self.cursor_title, self.host_ip)
+    }
+
+    /// Strict (select, merge target): the session's key must equal the caller's.
+    pub fn owns(&self, session: &Session) -> bool {
+        session.binding_key == self.key().as_str()
+    }
+
+    /// Medium (wait, merge source): same workspace and host; the title may differ.
+    pub fn shares_machine_and_workspace(&self, session: &Session) -> bool {
+        session.workspace == self.workspace && session.host_ip == self.host_ip
+    }
+}
+
+/// What the medium check decided for a wait.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WaitBinding {
+    /// Same chat.
+    Same,
+    /// Same workspace and host, new title: move the binding, keep the token.
+    Migrate {
+        old_key: String,
+        new_key: BindingKey,
+    },
+    Rejected,
+}
+
+/// The medium check of `wait_for_user_input`.
+pub fn check_wait(caller: &Caller<'_>, session: &Session) -> WaitBinding {
+    if caller.owns(session) {
+        WaitBinding::Same
+    } else if caller.shares_machine_and_workspace(session) {
+        WaitBinding::Migrate {
+            old_key: session.binding_key.clone(),
+            new_key: caller.key(),
+        }
+    } else {
+        WaitBinding::Rejected
+    }
+}
+
+/// Points a session at a new title and its key.
+pub fn migrate(session: &mut Session, cursor_title: &str, new_key: BindingKey) {
+    session.title = cursor_title.to_owned();
+    session.binding_key = new_key.into_string();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Token;
+
+    fn session() -> Session {
+        Session::new(Token::generate(), "Fix CI", "/w", "10.0.0.2", "hub")
+    }
+
+    #[test]
+    fn key_format_matches_the_node_hub() {
+        assert_eq!(
+            BindingKey::new("/Users/dev/work/webapp", "重构登录模块", "192.168.1.20").as_str(),
+            "/Users/dev/work/webapp::重构登录模块@192.168.1.20"
+        );
+    }
+
+    #[test]
+    fn strict_needs_every_part() {
+        let s = session();
+        let same = Caller {
+            cursor_title: "Fix CI",
+            workspace: "/w",
+            host_ip: "10.0.0.2",
+        };
+        assert!(same.owns(&s));
+        for (t, w, h) in [
+            ("Other", "/w", "10.0.0.2"),
+            ("Fix CI", "/x", "10.0.0.2"),
+            ("Fix CI", "/w", "10.0.0.3"),
+        ] {
+            let c = Caller {
+                cursor_title: t,
+                workspace: w,
+                host_ip: h,
+            };
+            assert!(!c.owns(&s));
+        }
+    }
+
+    #[test]
+    fn wait_check_migrates_a_renamed_title_only() {
+        let s = session();
+        let renamed = Caller {
+            cursor_title: "Fix CI v2",
+            workspace: "/w",
+            host_ip: "10.0.0.2",
+        };
+        match check_wait(&renamed, &s) {
+            WaitBinding::Migrate { old_key, new_key } => {
+                assert_eq!(old_key, "/w::Fix CI@10.0.0.2");
+                assert_eq!(new_key.as_str(), "/w::Fix CI v2@10.0.0.2");
+            }
+            other => panic!("{other:?}"),
+        }
+        let elsewhere = Caller {
+            cursor_title: "Fix CI",
+            workspace: "/w",
+            host_ip: "10.0.0.9",
+        };
+        assert_eq!(check_wait(&elsewhere, &s), WaitBinding::Rejected);
+    }
+}

@@ -1,0 +1,312 @@
+//! CLI + env + `config.toml` → [`Config`]; flags beat env, env beats the file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand};
+use serde::{Deserialize, Serialize};
+
+/// Default listen address: loopback only (SPEC §8).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:13458";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "holdline-hub",
+    version,
+    about = "holdline hub: keeps IDE agents' turns alive while a person answers from a browser"
+)]
+pub struct Cli {
+    /// The holdline home folder (config.toml, secret, db/, archive/, logs/).
+    #[arg(long, global = true, env = "HOLDLINE_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the hub in the foreground (what the service runs).
+    Serve(ServeArgs),
+    /// Print the panel URL with the secret, and a QR code for phones.
+    PanelUrl {
+        /// Leave out the QR code.
+        #[arg(long)]
+        no_qr: bool,
+    },
+    /// Is the hub up? Sessions, waits, sync state.
+    Status,
+    /// List sessions, waiting first.
+    Sessions {
+        /// Include merged and archived sessions.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Send a reply to a session, as the panel would.
+    Reply { token: String, text: String },
+    /// Write every session in the sessions.json format.
+    Export {
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Read a sessions.json (from holdline or the earlier Node hub).
+    Import { file: PathBuf },
+    /// Print the effective configuration, secrets masked.
+    Config,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on, e.g. 0.0.0.0:13458 for the LAN.
+    #[arg(long, env = "HOLDLINE_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// MongoDB URI for optional sync (database `holdline`).
+    #[arg(
+        long,
+        env = "HOLDLINE_MONGO_URI",
+        value_name = "URI",
+        hide_env_values = true
+    )]
+    pub mongo_uri: Option<String>,
+}
+
+/// A quick-reply template shown in the panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Template {
+    pub label: String,
+    pub text: String,
+}
+
+/// `config.toml`, every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<SocketAddr>,
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    pub mongo_uri: Option<String>,
+    pub poll_timeout_ms: Option<u64>,
+    pub continue_prompt: Option<String>,
+    pub max_auto_streak: Option<u32>,
+    pub cache_mb: Option<u64>,
+    pub templates: Option<Vec<Template>>,
+}
+
+/// Everything the hub runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub home: PathBuf,
+    pub listen: SocketAddr,
+    /// Host names (besides localhost and IP literals) the hub answers to.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (besides the hub's own) allowed to call the API from a browser.
+    pub allowed_origins: Vec<String>,
+    pub mongo_uri: Option<String>,
+    /// Default hold of a poll without `timeoutMs`.
+    pub poll_timeout_ms: u64,
+    /// Continue prompt of new sessions.
+    pub continue_prompt: String,
+    /// Max auto streak of new sessions.
+    pub max_auto_streak: u32,
+    /// sled page cache.
+    pub cache_bytes: u64,
+    pub templates: Vec<Template>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("no home folder: set HOLDLINE_HOME or HOME")]
+    NoHome,
+}
+
+/// The home folder: `--home`/`HOLDLINE_HOME`, else `~/.holdline`.
+pub fn home_dir(flag: Option<&Path>) -> Result<PathBuf, ConfigError> {
+    if let Some(h) = flag {
+        return Ok(h.to_owned());
+    }
+    let home = std::env::var_os("HOME").ok_or(ConfigError::NoHome)?;
+    Ok(PathBuf::from(home).join(".holdline"))
+}
+
+impl Config {
+    /// Reads `HOME/config.toml` (absent is fine) and applies `serve`'s flags and env.
+    pub fn load(home: PathBuf, serve: Option<&ServeArgs>) -> Result<Config, ConfigError> {
+        let path = home.join("config.toml");
+        let file = match std::fs::read_to_string(&path) {
+            Ok(text) => parse_file(&path, &text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileConfig::default(),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        let mut c = Config::from_file(home, file);
+        if let Some(args) = serve {
+            if let Some(l) = args.listen {
+                c.listen = l;
+            }
+            if args.mongo_uri.is_some() {
+                c.mongo_uri = args.mongo_uri.clone();
+            }
+        } else {
+            // Admin commands read the same env as `serve` would.
+            if let Some(l) = std::env::var("HOLDLINE_LISTEN")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                c.listen = l;
+            }
+            if let Ok(uri) = std::env::var("HOLDLINE_MONGO_URI") {
+                c.mongo_uri = Some(uri);
+            }
+        }
+        Ok(c)
+    }
+
+    /// A config for tests and benchmarks: defaults, the given home and listen address.
+    pub fn for_home(home: PathBuf, listen: SocketAddr) -> Config {
+        let mut c = Config::from_file(home, FileConfig::default());
+        c.listen = listen;
+        c
+    }
+
+    fn from_file(home: PathBuf, f: FileConfig) -> Config {
+        Config {
+            home,
+            listen: f
+                .listen
+                .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("default listen address")),
+            allowed_hosts: f.allowed_hosts,
+            allowed_origins: f.allowed_origins,
+            mongo_uri: f.mongo_uri,
+            poll_timeout_ms: f.poll_timeout_ms.unwrap_or(10_000).clamp(1, 60_000),
+            continue_prompt: f
+                .continue_prompt
+                .unwrap_or_else(|| crate::session::DEFAULT_CONTINUE_PROMPT.into()),
+            max_auto_streak: f
+                .max_auto_streak
+                .unwrap_or(crate::session::DEFAULT_MAX_AUTO_STREAK),
+            cache_bytes: f.cache_mb.unwrap_or(32).clamp(4, 4096) * 1024 * 1024,
+            templates: f.templates.unwrap_or_else(default_templates),
+        }
+    }
+
+    /// The effective configuration as TOML, with credentials masked.
+    pub fn to_masked_toml(&self) -> String {
+        let mut out = String::new();
+        let q = |s: &str| toml::Value::String(s.to_owned()).to_string();
+        let list = |v: &[String]| {
+            toml::Value::Array(v.iter().map(|s| toml::Value::String(s.clone())).collect())
+                .to_string()
+        };
+        out.push_str(&format!(
+            "# home = {}\n",
+            q(&self.home.display().to_string())
+        ));
+        out.push_str(&format!("listen = {}\n", q(&self.listen.to_string())));
+        out.push_str(&format!("allowed_hosts = {}\n", list(&self.allowed_hosts)));
+        out.push_str(&format!(
+            "allowed_origins = {}\n",
+            list(&self.allowed_origins)
+        ));
+        match &self.mongo_uri {
+            Some(uri) => out.push_str(&format!("mongo_uri = {}\n", q(&mask_uri(uri)))),
+            None => out.push_str("# mongo_uri is not set: MongoDB sync is off\n"),
+        }
+        out.push_str(&format!("poll_timeout_ms = {}\n", self.poll_timeout_ms));
+        out.push_str(&format!("continue_prompt = {}\n", q(&self.continue_prompt)));
+        out.push_str(&format!("max_auto_streak = {}\n", self.max_auto_streak));
+        out.push_str(&format!("cache_mb = {}\n", self.cache_bytes / 1024 / 1024));
+        out.push_str("# secret = (in the secret file, not shown)\n");
+        for t in &self.templates {
+            out.push_str(&format!(
+                "\n[[templates]]\nlabel = {}\ntext = {}\n",
+                q(&t.label),
+                q(&t.text)
+            ));
+        }
+        out
+    }
+}
+
+fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let what = e.message().to_owned();
+        ConfigError::Parse {
+            path: path.to_owned(),
+            message: match line {
+                Some(l) => format!("line {l}: {what}"),
+                None => what,
+            },
+        }
+    })
+}
+
+/// Hides the password (and user) of a `scheme://user:pass@host/...` URI.
+pub fn mask_uri(uri: &str) -> String {
+    match (uri.find("://"), uri.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &uri[..s], &uri[at + 1..]),
+        _ => uri.to_owned(),
+    }
+}
+
+/// Quick replies every new panel starts with, in Chinese and English.
+pub fn default_templates() -> Vec<Template> {
+    [
+        ("继续", "继续"),
+        ("Continue", "Continue."),
+        ("先写测试", "先补测试，再继续。"),
+        ("Run the tests", "Run the tests and show me the result."),
+        ("提交", "可以，提交吧。"),
+        ("Looks good, commit", "Looks good. Commit it."),
+        ("停", "先停下，等我看一下。"),
+        (
+            "Stop and explain",
+            "Stop here and explain what you changed.",
+        ),
+    ]
+    .into_iter()
+    .map(|(l, t)| Template {
+        label: l.into(),
+        text: t.into(),
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_name_the_line() {
+        let err = parse_file(
+            Path::new("c.toml"),
+            "listen = \"127.0.0.1:1\"\nmax_auto_streak = \"x\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("line 2"), "{err}");
+        let err = parse_file(Path::new("c.toml"), "\n\nlistn = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 3") && err.contains("listn"), "{err}");
+    }
+
+    #[test]
+    fn mongo_credentials_are_masked() {
+        assert_eq!(
+            mask_uri("mongodb://alice:s3cret@db:27017/x?tls=true"),
+            "mongodb://***@db:27017/x?tls=true"
+        );
+        assert_eq!(mask_uri("mongodb://db:27017"), "mongodb://db:27017");
+    }
+}

@@ -1,0 +1,1116 @@
+//! The hub's state handle: every operation of SPEC §5 over the session table,
+//! the store and the waiters. No HTTP here; `api` translates.
+//!
+//! Invariant: every change goes through [`Hub::commit`] — validated on a copy,
+//! applied to sled in one transaction, then swapped into memory — so memory
+//! never holds a state the store lacks. Callers flush before answering.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::binding::{self, Caller, WaitBinding};
+use crate::config::{Config, Template};
+use crate::interchange;
+use crate::session::{
+    Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Token, WaitEnd, now_ms,
+};
+use crate::store::{BindingKind, Store, StoreError, Write};
+use crate::waits::Waiters;
+
+/// Why an operation was refused; `api::error` maps each to a status and code.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("no session {0}")]
+    NotFound(Token),
+    #[error("{0}")]
+    BindingRejected(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Closed(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+type Result<T, E = HubError> = std::result::Result<T, E>;
+
+/// Limits on text fields, so a bad client cannot bloat the store.
+pub const MAX_TITLE: usize = 256;
+pub const MAX_PATH: usize = 4096;
+pub const MAX_HOST: usize = 255;
+pub const MAX_NAME: usize = 256;
+pub const MAX_POLL_MS: u64 = 60_000;
+pub const MAX_PAGE: usize = 500;
+
+/// What `init_conversation` asks for.
+#[derive(Debug, Clone)]
+pub struct InitRequest {
+    pub cursor_title: String,
+    pub workspace: String,
+    pub host_ip: String,
+    pub new_plan: bool,
+    pub plan_label: Option<String>,
+    pub thread_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct InitOutcome {
+    pub token: Token,
+    pub status: Status,
+    pub created: bool,
+    pub binding_key: String,
+}
+
+/// What `wait_for_user_input` registers.
+#[derive(Debug, Clone)]
+pub struct RegisterRequest {
+    pub token: Token,
+    pub message: String,
+    pub cursor_title: String,
+    pub workspace: String,
+    pub host_ip: String,
+    pub request_id: String,
+    pub completion_pct: Option<u8>,
+    pub next_step: Option<String>,
+}
+
+/// What a poll answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PollOutcome {
+    Replied(QueuedReply),
+    Renewal,
+    Gone {
+        reason: &'static str,
+        merged_into: Option<Token>,
+    },
+}
+
+/// A partial update of a session's settings (the person's, from panel or CLI).
+#[derive(Debug, Clone, Default)]
+pub struct SessionSettings {
+    pub session_auto_continue: Option<bool>,
+    pub timed_reply_enabled: Option<bool>,
+    pub timed_reply_interval_ms: Option<u64>,
+    pub continue_mode: Option<String>,
+    pub continue_prompt: Option<String>,
+    pub max_auto_streak: Option<u32>,
+    pub display_title: Option<String>,
+}
+
+/// A session with what only the hub's memory knows.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    pub session: Session,
+    pub queued_replies: usize,
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub replies: AtomicU64,
+    pub auto_replies: AtomicU64,
+    pub polls: AtomicU64,
+    pub http_requests: AtomicU64,
+}
+
+/// The hub. Cheap to clone; all clones share one state.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Session metadata by token. A std mutex: each critical section is map
+    /// work plus one in-memory sled transaction, never an `.await`.
+    sessions: Mutex<HashMap<Token, Session>>,
+    store: Store,
+    waiters: Waiters,
+    /// Changed sessions, for the panel's SSE stream (and sync).
+    events: broadcast::Sender<SessionInfo>,
+    config: Config,
+    /// `host:port` this hub answers on, stamped on sessions it creates.
+    name: String,
+    started: Instant,
+    shutdown: CancellationToken,
+    counters: Counters,
+}
+
+impl Hub {
+    /// Opens the store and loads every session's metadata (not messages).
+    pub fn open(
+        config: Config,
+        name: String,
+        shutdown: CancellationToken,
+    ) -> Result<Hub, StoreError> {
+        let home = crate::home::Home::new(config.home.clone());
+        let store = Store::open(&home.db_dir(), config.cache_bytes)?;
+        let sessions: HashMap<Token, Session> = store
+            .load_sessions()?
+            .into_iter()
+            .map(|s| (s.token.clone(), s))
+            .collect();
+        let (events, _) = broadcast::channel(1024);
+        let hub = Hub {
+            inner: Arc::new(Inner {
+                sessions: Mutex::new(sessions),
+                store,
+                waiters: Waiters::default(),
+                events,
+                config,
+                name,
+                started: Instant::now(),
+                shutdown,
+                counters: Counters::default(),
+            }),
+        };
+        Ok(hub)
+    }
+
+    /// Re-arms keep-alive timers of sessions that were waiting before a restart.
+    pub fn resume_waits(&self) {
+        let open: Vec<(Token, String)> = self
+            .lock()
+            .values()
+            .filter_map(|s| {
+                s.wait
+                    .as_ref()
+                    .map(|w| (s.token.clone(), w.wait_id.clone()))
+            })
+            .collect();
+        for (token, wait_id) in open {
+            self.arm_timed_reply(token, wait_id);
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    pub fn uptime(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+    pub fn counters(&self) -> &Counters {
+        &self.inner.counters
+    }
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionInfo> {
+        self.inner.events.subscribe()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Token, Session>> {
+        // A panic while holding the lock leaves consistent data (we swap
+        // whole sessions in), so a poisoned lock is safe to keep using.
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes every applied change durable.
+    pub async fn flush(&self) -> Result<()> {
+        self.inner.store.flush().await?;
+        Ok(())
+    }
+
+    /// `(sessions, waiting)` counts.
+    pub fn counts(&self) -> (usize, usize) {
+        let map = self.lock();
+        let waiting = map.values().filter(|s| s.wait.is_some()).count();
+        (map.len(), waiting)
+    }
+
+    // ---- the commit path ------------------------------------------------
+
+    /// Runs `f` on a copy of the session; if it succeeds, stores the copy and
+    /// `f`'s extra writes in one transaction and swaps the copy in.
+    fn commit<R>(
+        &self,
+        token: &Token,
+        f: impl FnOnce(&Hub, &mut Session, &mut Write) -> Result<R>,
+    ) -> Result<R> {
+        let (r, after) = {
+            let mut map = self.lock();
+            let current = map
+                .get(token)
+                .ok_or_else(|| HubError::NotFound(token.clone()))?;
+            let mut next = current.clone();
+            let mut w = Write::new();
+            let r = f(self, &mut next, &mut w)?;
+            w.session(&next);
+            self.inner.store.apply(&w)?;
+            map.insert(token.clone(), next.clone());
+            (r, next)
+        };
+        self.changed(after);
+        Ok(r)
+    }
+
+    /// Tells waiters and listeners that a session changed.
+    fn changed(&self, session: Session) {
+        self.inner.waiters.wake(&session.token);
+        let queued = self.queued_count(&session.token);
+        let _ = self.inner.events.send(SessionInfo {
+            session,
+            queued_replies: queued,
+        });
+    }
+
+    fn queued_count(&self, token: &Token) -> usize {
+        self.inner
+            .store
+            .queued_replies(token)
+            .map(|q| q.len())
+            .unwrap_or(0)
+    }
+
+    fn append(&self, s: &mut Session, w: &mut Write, message: Message) {
+        let seq = s.note_message(&message);
+        w.message(&s.token, seq, message);
+    }
+
+    // ---- agent side -----------------------------------------------------
+
+    /// `init_conversation`: lenient — reuses the session bound to the chat,
+    /// plan label or thread id, else makes one.
+    pub fn init(&self, req: InitRequest) -> Result<InitOutcome> {
+        check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
+        check_opt_name("planLabel", req.plan_label.as_deref())?;
+        check_opt_name("threadId", req.thread_id.as_deref())?;
+        let caller = Caller {
+            cursor_title: &req.cursor_title,
+            workspace: &req.workspace,
+            host_ip: &req.host_ip,
+        };
+        let key = caller.key();
+        let store = &self.inner.store;
+        let open = |t: Option<Token>| -> Option<Token> {
+            let t = t?;
+            self.lock()
+                .get(&t)
+                .filter(|s| !s.status.is_closed())
+                .map(|s| s.token.clone())
+        };
+        let found = if req.new_plan {
+            None
+        } else {
+            let by_thread = match &req.thread_id {
+                Some(t) => open(store.binding(BindingKind::Thread, t)?),
+                None => None,
+            };
+            let by_plan = match &req.plan_label {
+                Some(p) if by_thread.is_none() => open(store.binding(BindingKind::Plan, p)?),
+                _ => None,
+            };
+            match by_thread.or(by_plan) {
+                Some(t) => Some(t),
+                None => open(store.binding(BindingKind::Chat, key.as_str())?),
+            }
+        };
+
+        if let Some(token) = found {
+            let out = self.commit(&token, |_, s, w| {
+                s.binding_check_count += 1;
+                if s.binding_key != key.as_str() {
+                    // Lenient: the same plan or thread under a new title (or
+                    // window) takes the session along.
+                    if store.binding(BindingKind::Chat, &s.binding_key)?.as_ref() == Some(&s.token)
+                    {
+                        w.bind(BindingKind::Chat, &s.binding_key, None);
+                    }
+                    s.workspace = req.workspace.clone();
+                    s.host_ip = req.host_ip.clone();
+                    binding::migrate(s, &req.cursor_title, key.clone());
+                }
+                w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
+                bind_plan_thread(s, w, &req);
+                s.last_active_at = now_ms();
+                Ok(InitOutcome {
+                    token: s.token.clone(),
+                    status: s.status,
+                    created: false,
+                    binding_key: s.binding_key.clone(),
+                })
+            })?;
+            return Ok(out);
+        }
+
+        let mut s = Session::new(
+            Token::generate(),
+            &req.cursor_title,
+            &req.workspace,
+            &req.host_ip,
+            &self.inner.name,
+        );
+        s.keep_alive.continue_prompt = self.inner.config.continue_prompt.clone();
+        s.keep_alive.max_auto_streak = self.inner.config.max_auto_streak;
+        let mut w = Write::new();
+        w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
+        bind_plan_thread(&mut s, &mut w, &req);
+        w.session(&s);
+        {
+            let mut map = self.lock();
+            self.inner.store.apply(&w)?;
+            map.insert(s.token.clone(), s.clone());
+        }
+        let out = InitOutcome {
+            token: s.token.clone(),
+            status: s.status,
+            created: true,
+            binding_key: s.binding_key.clone(),
+        };
+        self.changed(s);
+        Ok(out)
+    }
+
+    /// `select_conversation`: strict — the caller must own the session.
+    pub fn select(&self, token: &Token, caller: &Caller<'_>) -> Result<Status> {
+        check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
+        self.commit(token, |_, s, _| {
+            ensure_open(s)?;
+            if !caller.owns(s) {
+                return Err(rejected(s, caller));
+            }
+            s.binding_check_count += 1;
+            Ok(s.status)
+        })
+    }
+
+    /// Opens the session's wait (superseding an open one) and records the
+    /// agent's message, once per `requestId`.
+    pub fn register(&self, req: RegisterRequest) -> Result<String> {
+        check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
+        if req.request_id.is_empty() || req.request_id.len() > MAX_NAME {
+            return Err(HubError::BadRequest(format!(
+                "requestId must be 1 to {MAX_NAME} characters"
+            )));
+        }
+        if req.completion_pct.is_some_and(|p| p > 100) {
+            return Err(HubError::BadRequest(
+                "completionPct must be 0 to 100".into(),
+            ));
+        }
+        let caller = Caller {
+            cursor_title: &req.cursor_title,
+            workspace: &req.workspace,
+            host_ip: &req.host_ip,
+        };
+        let wait_id = self.commit(&req.token, |hub, s, w| {
+            ensure_open(s)?;
+            match binding::check_wait(&caller, s) {
+                WaitBinding::Same => {}
+                WaitBinding::Migrate { old_key, new_key } => {
+                    let store = &hub.inner.store;
+                    if store.binding(BindingKind::Chat, &old_key)?.as_ref() == Some(&s.token) {
+                        w.bind(BindingKind::Chat, &old_key, None);
+                    }
+                    w.bind(BindingKind::Chat, new_key.as_str(), Some(&s.token));
+                    binding::migrate(s, &req.cursor_title, new_key);
+                }
+                WaitBinding::Rejected => return Err(rejected(s, &caller)),
+            }
+            s.binding_check_count += 1;
+            let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
+            if repeated && let Some(open) = &s.wait {
+                return Ok(open.wait_id.clone());
+            }
+            if !repeated {
+                s.close_wait(WaitEnd::Superseded);
+                let message = Message {
+                    role: Role::Assistant,
+                    content: req.message.clone(),
+                    at: now_ms(),
+                    auto: false,
+                    images: vec![],
+                    reply_id: None,
+                };
+                hub.append(s, w, message);
+                s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
+                s.last_request_id = Some(req.request_id.clone());
+            }
+            let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
+            s.wait = Some(OpenWait {
+                wait_id: wait_id.clone(),
+                request_id: req.request_id.clone(),
+                since: now_ms(),
+            });
+            let mut queued = hub.inner.store.first_reply(&s.token)?.is_some();
+            if !queued
+                && s.keep_alive.session_auto_continue
+                && !s.last_review.is_idle_next
+                && s.last_review.completion_pct.is_none_or(|p| p < 100)
+                && s.may_auto_reply()
+            {
+                // Idle auto-continue: the agent named a next step; go on with it.
+                let text = format!(
+                    "{}\n{}",
+                    s.keep_alive.continue_prompt, s.last_review.next_step
+                );
+                hub.queue_auto_reply(s, w, text);
+                queued = true;
+            }
+            s.status = Session::waiting_status(queued);
+            s.last_active_at = now_ms();
+            Ok(wait_id)
+        })?;
+        self.arm_timed_reply(req.token.clone(), wait_id.clone());
+        Ok(wait_id)
+    }
+
+    fn queue_auto_reply(&self, s: &mut Session, w: &mut Write, text: String) {
+        let reply = QueuedReply::new(text, vec![], true);
+        let message = Message {
+            role: Role::User,
+            content: reply.text.clone(),
+            at: reply.at,
+            auto: true,
+            images: vec![],
+            reply_id: Some(reply.id.clone()),
+        };
+        self.append(s, w, message);
+        w.enqueue(&s.token, reply);
+        self.inner
+            .counters
+            .auto_replies
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Timed reply: after the session's interval with no reply, deliver its
+    /// continue prompt to this wait (once).
+    fn arm_timed_reply(&self, token: Token, wait_id: String) {
+        let interval = match self.lock().get(&token) {
+            Some(s)
+                if s.keep_alive.timed_reply_enabled && s.keep_alive.timed_reply_interval_ms > 0 =>
+            {
+                Duration::from_millis(s.keep_alive.timed_reply_interval_ms)
+            }
+            _ => return,
+        };
+        let hub = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = hub.inner.shutdown.cancelled() => return,
+            }
+            let fired = hub.commit(&token, |hub, s, w| {
+                let due = s.has_open_wait(&wait_id)
+                    && s.keep_alive.timed_reply_enabled
+                    && s.may_auto_reply()
+                    && hub.inner.store.first_reply(&s.token)?.is_none();
+                if due {
+                    let text = s.keep_alive.continue_prompt.clone();
+                    hub.queue_auto_reply(s, w, text);
+                    s.status = Status::Replied;
+                }
+                Ok(due)
+            });
+            match fired {
+                Ok(true) => {
+                    if let Err(e) = hub.flush().await {
+                        tracing::error!(error = %e, "flushing a timed reply failed");
+                    }
+                    tracing::info!(token = %token, "timed reply queued");
+                }
+                Ok(false) | Err(HubError::NotFound(_)) => {}
+                Err(e) => tracing::warn!(token = %token, error = %e, "timed reply failed"),
+            }
+        });
+    }
+
+    /// Holds until a reply is pending for the wait, the timeout passes
+    /// (`Renewal`) or the wait is gone.
+    pub async fn poll(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        timeout: Duration,
+    ) -> Result<PollOutcome> {
+        self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut wake = self.inner.waiters.subscribe(token);
+        loop {
+            // Subscribed before looking, so a change in between still wakes us.
+            wake.borrow_and_update();
+            if let Some(outcome) = self.poll_now(token, wait_id)? {
+                return Ok(outcome);
+            }
+            tokio::select! {
+                _ = wake.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(PollOutcome::Renewal),
+                _ = self.inner.shutdown.cancelled() => return Ok(PollOutcome::Renewal),
+            }
+        }
+    }
+
+    fn poll_now(&self, token: &Token, wait_id: &str) -> Result<Option<PollOutcome>> {
+        let map = self.lock();
+        let s = map
+            .get(token)
+            .ok_or_else(|| HubError::NotFound(token.clone()))?;
+        if s.has_open_wait(wait_id) {
+            return Ok(self
+                .inner
+                .store
+                .first_reply(token)?
+                .map(PollOutcome::Replied));
+        }
+        if let Some(reason) = s.closed_reason(wait_id) {
+            return Ok(Some(PollOutcome::Gone {
+                reason: reason.as_str(),
+                merged_into: s.merged_into.clone(),
+            }));
+        }
+        if map
+            .values()
+            .any(|o| o.token != *token && o.has_open_wait(wait_id))
+        {
+            return Err(HubError::Forbidden(
+                "that waitId belongs to another session".into(),
+            ));
+        }
+        Ok(Some(PollOutcome::Gone {
+            reason: "unknown",
+            merged_into: None,
+        }))
+    }
+
+    /// Consumes a delivered reply and finishes the wait.
+    pub fn ack(&self, token: &Token, wait_id: &str, reply_id: &str) -> Result<()> {
+        self.commit(token, |hub, s, w| {
+            if s.acked_replies.iter().any(|r| r == reply_id) {
+                return Ok(());
+            }
+            let reply = hub
+                .inner
+                .store
+                .queued_replies(token)?
+                .into_iter()
+                .find(|r| r.id == reply_id)
+                .ok_or_else(|| HubError::BadRequest(format!("unknown replyId {reply_id:?}")))?;
+            w.dequeue(token, reply_id);
+            let finishes_open_wait = s.has_open_wait(wait_id);
+            s.reply_delivered(&reply);
+            if !finishes_open_wait {
+                // Acked through an older wait: the status reflects the delivery,
+                // but an open wait of a newer call is left as it was.
+                s.status = Status::Holding;
+            }
+            Ok(())
+        })
+    }
+
+    /// Ends the wait without a reply; queued replies stay queued.
+    pub fn cancel(&self, token: &Token, wait_id: &str) -> Result<()> {
+        let other = self
+            .lock()
+            .values()
+            .any(|o| o.token != *token && o.has_open_wait(wait_id));
+        if other {
+            return Err(HubError::Forbidden(
+                "that waitId belongs to another session".into(),
+            ));
+        }
+        self.commit(token, |_, s, _| {
+            if s.has_open_wait(wait_id) {
+                s.close_wait(WaitEnd::Cancelled);
+                s.status = Status::Holding;
+            }
+            Ok(())
+        })
+    }
+
+    /// Appends the source's history to the target, closes the source and
+    /// re-points its bindings and queued replies.
+    pub fn merge(&self, from: &Token, to: &Token, caller: &Caller<'_>) -> Result<()> {
+        check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
+        if from == to {
+            return Err(HubError::BadRequest(
+                "cannot merge a session into itself".into(),
+            ));
+        }
+        let store = &self.inner.store;
+        let (src_after, dst_after) = {
+            let mut map = self.lock();
+            let src = map
+                .get(from)
+                .ok_or_else(|| HubError::NotFound(from.clone()))?;
+            let dst = map.get(to).ok_or_else(|| HubError::NotFound(to.clone()))?;
+            ensure_open(dst)?;
+            ensure_open(src)?;
+            if !caller.owns(dst) {
+                return Err(rejected(dst, caller));
+            }
+            if !caller.shares_machine_and_workspace(src) {
+                return Err(HubError::BindingRejected(
+                    "the source session belongs to another workspace or machine".into(),
+                ));
+            }
+            let (mut src, mut dst) = (src.clone(), dst.clone());
+            let mut w = Write::new();
+            let history = store.messages(from, None, usize::MAX)?;
+            for (_, m) in history {
+                self.append(&mut dst, &mut w, m);
+            }
+            for r in store.queued_replies(from)? {
+                w.dequeue(from, &r.id);
+                w.enqueue(to, r);
+            }
+            for kind in [BindingKind::Chat, BindingKind::Plan, BindingKind::Thread] {
+                for name in store.bindings_of(kind, from)? {
+                    w.bind(kind, &name, Some(to));
+                }
+            }
+            src.close_wait(WaitEnd::Merged);
+            src.status = Status::Merged;
+            src.merged_into = Some(to.clone());
+            src.last_active_at = now_ms();
+            dst.binding_check_count += 1;
+            w.session(&src).session(&dst);
+            store.apply(&w)?;
+            map.insert(from.clone(), src.clone());
+            map.insert(to.clone(), dst.clone());
+            (src, dst)
+        };
+        self.changed(src_after);
+        self.changed(dst_after);
+        Ok(())
+    }
+
+    // ---- person side ----------------------------------------------------
+
+    /// Records the person's reply and queues it for the (next) wait.
+    /// Returns `(reply id, queued)`: queued is true when no agent waits now.
+    pub fn reply(&self, token: &Token, text: String, images: Vec<Image>) -> Result<(String, bool)> {
+        if text.trim().is_empty() && images.is_empty() {
+            return Err(HubError::BadRequest(
+                "a reply needs text or an image".into(),
+            ));
+        }
+        check_images(&images)?;
+        let out = self.commit(token, |hub, s, w| {
+            ensure_open(s)?;
+            let reply = QueuedReply::new(text, images, false);
+            let message = Message {
+                role: Role::User,
+                content: reply.text.clone(),
+                at: reply.at,
+                auto: false,
+                images: reply.images.clone(),
+                reply_id: Some(reply.id.clone()),
+            };
+            hub.append(s, w, message);
+            let id = reply.id.clone();
+            w.enqueue(&s.token, reply);
+            let queued = s.wait.is_none();
+            if !queued {
+                s.status = Status::Replied;
+            }
+            Ok((id, queued))
+        })?;
+        self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Changes keep-alive settings or the display title.
+    pub fn configure(&self, token: &Token, c: SessionSettings) -> Result<SessionInfo> {
+        if let Some(ms) = c.timed_reply_interval_ms
+            && ms != 0
+            && !(100..=86_400_000).contains(&ms)
+        {
+            return Err(HubError::BadRequest(
+                "timedReplyIntervalMs must be 0 or 100 to 86400000".into(),
+            ));
+        }
+        if c.max_auto_streak.is_some_and(|m| m > 10_000) {
+            return Err(HubError::BadRequest(
+                "maxAutoStreak must be at most 10000".into(),
+            ));
+        }
+        for (name, v, max) in [
+            ("continueMode", &c.continue_mode, MAX_NAME),
+            ("continuePrompt", &c.continue_prompt, 8192),
+            ("displayTitle", &c.display_title, MAX_TITLE),
+        ] {
+            if v.as_ref().is_some_and(|v| v.chars().count() > max) {
+                return Err(HubError::BadRequest(format!(
+                    "{name} is longer than {max} characters"
+                )));
+            }
+        }
+        if c.continue_prompt
+            .as_ref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return Err(HubError::BadRequest(
+                "continuePrompt cannot be empty".into(),
+            ));
+        }
+        let wait = self.commit(token, |_, s, _| {
+            let k = &mut s.keep_alive;
+            if let Some(v) = c.session_auto_continue {
+                k.session_auto_continue = v;
+            }
+            if let Some(v) = c.timed_reply_enabled {
+                k.timed_reply_enabled = v;
+            }
+            if let Some(v) = c.timed_reply_interval_ms {
+                k.timed_reply_interval_ms = v;
+            }
+            if let Some(v) = c.continue_mode {
+                k.continue_mode = v;
+            }
+            if let Some(v) = c.continue_prompt {
+                k.continue_prompt = v;
+            }
+            if let Some(v) = c.max_auto_streak {
+                k.max_auto_streak = v;
+            }
+            if let Some(v) = c.display_title {
+                s.display_title = v.trim().to_owned();
+            }
+            Ok(s.wait.as_ref().map(|w| w.wait_id.clone()))
+        })?;
+        if let Some(wait_id) = wait {
+            self.arm_timed_reply(token.clone(), wait_id);
+        }
+        self.info(token)
+    }
+
+    /// Archives a session: ends its wait and writes `archive/YYYY-MM/ct_….json`.
+    pub fn archive(&self, token: &Token) -> Result<SessionInfo> {
+        self.commit(token, |_, s, _| {
+            match s.status {
+                Status::Merged => return Err(HubError::Closed(closed_message(s))),
+                Status::Archived => return Ok(()),
+                _ => {}
+            }
+            s.close_wait(WaitEnd::Archived);
+            s.status = Status::Archived;
+            s.last_active_at = now_ms();
+            Ok(())
+        })?;
+        if let Err(e) = self.write_archive_file(token) {
+            tracing::warn!(token = %token, error = %e, "writing the archive file failed");
+        }
+        self.info(token)
+    }
+
+    /// Puts an archived session back to `holding`.
+    pub fn restore(&self, token: &Token) -> Result<SessionInfo> {
+        self.commit(token, |_, s, _| match s.status {
+            Status::Merged => Err(HubError::Closed(closed_message(s))),
+            Status::Archived => {
+                s.status = Status::Holding;
+                s.last_active_at = now_ms();
+                Ok(())
+            }
+            _ => Ok(()),
+        })?;
+        self.info(token)
+    }
+
+    fn write_archive_file(&self, token: &Token) -> std::io::Result<()> {
+        let export = self
+            .export_one(token)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let month = time::OffsetDateTime::now_utc()
+            .format(time::macros::format_description!("[year]-[month]"))
+            .map_err(std::io::Error::other)?;
+        let dir = crate::home::Home::new(self.inner.config.home.clone())
+            .archive_dir()
+            .join(month);
+        std::fs::create_dir_all(&dir)?;
+        let body = serde_json::to_vec_pretty(&export).map_err(std::io::Error::other)?;
+        crate::home::write_private(&dir.join(format!("{token}.json")), &body)
+    }
+
+    // ---- reading --------------------------------------------------------
+
+    pub fn info(&self, token: &Token) -> Result<SessionInfo> {
+        let session = self
+            .lock()
+            .get(token)
+            .cloned()
+            .ok_or_else(|| HubError::NotFound(token.clone()))?;
+        Ok(SessionInfo {
+            queued_replies: self.queued_count(token),
+            session,
+        })
+    }
+
+    /// Sessions matching `status` (`None`: every open one; `all`), and `q`
+    /// (title or message text), waiting first (longest first), then the most
+    /// recently active.
+    pub fn list(&self, status: Option<&str>, q: Option<&str>) -> Result<Vec<SessionInfo>> {
+        let filter = match status {
+            None | Some("") => None,
+            Some("all") => Some(None),
+            Some(s) => {
+                Some(Some(Status::parse(s).ok_or_else(|| {
+                    HubError::BadRequest(format!("unknown status {s:?}"))
+                })?))
+            }
+        };
+        let mut picked: Vec<Session> = self
+            .lock()
+            .values()
+            .filter(|s| match filter {
+                None => !s.status.is_closed(),
+                Some(None) => true,
+                Some(Some(st)) => s.status == st,
+            })
+            .cloned()
+            .collect();
+        if let Some(q) = q.map(str::trim).filter(|q| !q.is_empty()) {
+            let needle = q.to_lowercase();
+            let mut kept = Vec::with_capacity(picked.len());
+            for s in picked {
+                if s.title.to_lowercase().contains(&needle)
+                    || s.display_title.to_lowercase().contains(&needle)
+                    || s.token.as_str() == q
+                    || self.inner.store.messages_contain(&s.token, &needle)?
+                {
+                    kept.push(s);
+                }
+            }
+            picked = kept;
+        }
+        picked.sort_by(|a, b| {
+            let wa = a.wait.as_ref().map(|w| w.since);
+            let wb = b.wait.as_ref().map(|w| w.since);
+            match (wa, wb) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => b.last_active_at.cmp(&a.last_active_at),
+            }
+            .then_with(|| a.token.cmp(&b.token))
+        });
+        Ok(picked
+            .into_iter()
+            .map(|s| SessionInfo {
+                queued_replies: self.queued_count(&s.token),
+                session: s,
+            })
+            .collect())
+    }
+
+    /// A page of a session's history: the newest `limit` before `before`.
+    pub fn messages(
+        &self,
+        token: &Token,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Message)>> {
+        if !self.lock().contains_key(token) {
+            return Err(HubError::NotFound(token.clone()));
+        }
+        Ok(self
+            .inner
+            .store
+            .messages(token, before, limit.min(MAX_PAGE))?)
+    }
+
+    // ---- templates, export, import --------------------------------------
+
+    pub fn templates(&self) -> Result<Vec<Template>> {
+        Ok(self
+            .inner
+            .store
+            .meta_get("templates")?
+            .unwrap_or_else(|| self.inner.config.templates.clone()))
+    }
+
+    pub fn set_templates(&self, templates: Vec<Template>) -> Result<()> {
+        if templates.len() > 100 {
+            return Err(HubError::BadRequest("at most 100 templates".into()));
+        }
+        for t in &templates {
+            if t.label.trim().is_empty()
+                || t.label.chars().count() > 64
+                || t.text.chars().count() > 8192
+            {
+                return Err(HubError::BadRequest(
+                    "each template needs a label of 1 to 64 characters and a text of at most 8192"
+                        .into(),
+                ));
+            }
+        }
+        self.inner.store.meta_put("templates", &templates)?;
+        Ok(())
+    }
+
+    fn export_one(&self, token: &Token) -> Result<interchange::ExportFile> {
+        let info = self.info(token)?;
+        let messages = self.inner.store.messages(token, None, usize::MAX)?;
+        let mut file = interchange::ExportFile::new();
+        file.insert(
+            token.to_string(),
+            interchange::ExportSession::from_session(
+                &info.session,
+                messages.into_iter().map(|m| m.1),
+            ),
+        );
+        Ok(file)
+    }
+
+    /// Every session with its messages, in the `sessions.json` format.
+    pub fn export(&self) -> Result<interchange::ExportFile> {
+        let tokens: Vec<Token> = {
+            let mut t: Vec<Token> = self.lock().keys().cloned().collect();
+            t.sort();
+            t
+        };
+        let mut file = interchange::ExportFile::new();
+        for token in tokens {
+            file.extend(self.export_one(&token)?);
+        }
+        Ok(file)
+    }
+
+    /// Adds the sessions of a `sessions.json` this hub does not have yet.
+    /// Returns `(imported, skipped)`.
+    pub fn import(&self, file: interchange::ExportFile) -> Result<(usize, usize)> {
+        let (mut imported, mut skipped) = (0, 0);
+        for (key, entry) in file {
+            let (mut session, messages) = entry
+                .into_session(&key, &self.inner.name)
+                .map_err(HubError::BadRequest)?;
+            let mut map = self.lock();
+            if map.contains_key(&session.token) {
+                skipped += 1;
+                continue;
+            }
+            let mut w = Write::new();
+            session.msg_count = 0;
+            for m in messages {
+                let seq = session.note_message(&m);
+                w.message(&session.token, seq, m);
+            }
+            if !session.status.is_closed() {
+                w.bind(
+                    BindingKind::Chat,
+                    &session.binding_key,
+                    Some(&session.token),
+                );
+                if let Some(p) = &session.plan_name {
+                    w.bind(BindingKind::Plan, p, Some(&session.token));
+                }
+                if let Some(t) = &session.thread_id {
+                    w.bind(BindingKind::Thread, t, Some(&session.token));
+                }
+            }
+            w.session(&session);
+            self.inner.store.apply(&w)?;
+            map.insert(session.token.clone(), session);
+            imported += 1;
+        }
+        Ok((imported, skipped))
+    }
+}
+
+fn bind_plan_thread(s: &mut Session, w: &mut Write, req: &InitRequest) {
+    if let Some(p) = &req.plan_label {
+        s.plan_name = Some(p.clone());
+        w.bind(BindingKind::Plan, p, Some(&s.token));
+    }
+    if let Some(t) = &req.thread_id {
+        s.thread_id = Some(t.clone());
+        w.bind(BindingKind::Thread, t, Some(&s.token));
+    }
+}
+
+fn ensure_open(s: &Session) -> Result<()> {
+    if s.status.is_closed() {
+        Err(HubError::Closed(closed_message(s)))
+    } else {
+        Ok(())
+    }
+}
+
+fn closed_message(s: &Session) -> String {
+    match (&s.status, &s.merged_into) {
+        (Status::Merged, Some(to)) => format!("session {} was merged into {to}", s.token),
+        (Status::Archived, _) => format!("session {} is archived; restore it first", s.token),
+        _ => format!("session {} is closed", s.token),
+    }
+}
+
+fn rejected(s: &Session, caller: &Caller<'_>) -> HubError {
+    HubError::BindingRejected(format!(
+        "session {} is bound to another IDE chat ({}), not {}",
+        s.token,
+        s.binding_key,
+        caller.key().as_str()
+    ))
+}
+
+/// Validates the fingerprint every agent call carries.
+pub fn check_caller(cursor_title: &str, workspace: &str, host_ip: &str) -> Result<()> {
+    for (name, v, max) in [
+        ("cursorTitle", cursor_title, MAX_TITLE),
+        ("workspace", workspace, MAX_PATH),
+        ("hostIp", host_ip, MAX_HOST),
+    ] {
+        if v.trim().is_empty() {
+            return Err(HubError::BadRequest(format!("{name} must not be empty")));
+        }
+        if v.chars().count() > max {
+            return Err(HubError::BadRequest(format!(
+                "{name} is longer than {max} characters"
+            )));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(HubError::BadRequest(format!(
+                "{name} contains control characters"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_opt_name(name: &str, v: Option<&str>) -> Result<()> {
+    match v {
+        Some(v) if v.trim().is_empty() || v.chars().count() > MAX_NAME => Err(
+            HubError::BadRequest(format!("{name} must be 1 to {MAX_NAME} characters")),
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn check_images(images: &[Image]) -> Result<()> {
+    use base64::Engine as _;
+    if images.len() > 10 {
+        return Err(HubError::BadRequest("at most 10 images per reply".into()));
+    }
+    for img in images {
+        if !crate::session::IMAGE_TYPES.contains(&img.mime_type.as_str()) {
+            return Err(HubError::BadRequest(format!(
+                "image type {:?} is not supported (png, jpeg, gif, webp)",
+                img.mime_type
+            )));
+        }
+        if base64::engine::general_purpose::STANDARD
+            .decode(&img.data)
+            .is_err()
+        {
+            return Err(HubError::BadRequest(
+                "image data is not valid base64".into(),
+            ));
+        }
+    }
+    Ok(())
+}

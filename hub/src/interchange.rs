@@ -1,0 +1,278 @@
+//! The `sessions.json` interchange format (token → session with messages), as
+//! the earlier Node hub wrote it; read leniently, written with every field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::binding::BindingKey;
+use crate::session::{
+    Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms, preview_of,
+};
+
+/// A whole file: token → session.
+pub type ExportFile = BTreeMap<String, ExportSession>;
+
+/// One session as `sessions.json` holds it. Every field but the token may be
+/// missing in files from the Node hub; defaults fill them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportSession {
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub display_title: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub created_at: Option<Millis>,
+    #[serde(default)]
+    pub last_active_at: Option<Millis>,
+    #[serde(default)]
+    pub msg_count: Option<u64>,
+    #[serde(default)]
+    pub auto_streak: u32,
+    #[serde(default)]
+    pub binding_key: Option<String>,
+    #[serde(default)]
+    pub host_ip: String,
+    #[serde(default)]
+    pub hub: String,
+    #[serde(default)]
+    pub binding_check_count: u64,
+    #[serde(default)]
+    pub continue_mode: Option<String>,
+    #[serde(default)]
+    pub continue_prompt: Option<String>,
+    #[serde(default)]
+    pub session_auto_continue: bool,
+    #[serde(default)]
+    pub timed_reply_enabled: bool,
+    #[serde(default)]
+    pub timed_reply_interval_ms: u64,
+    #[serde(default)]
+    pub max_auto_streak: Option<u32>,
+    #[serde(default)]
+    pub plan_name: Option<String>,
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    #[serde(default)]
+    pub merged_into: Option<String>,
+    #[serde(default)]
+    pub last_review: Option<ExportReview>,
+    #[serde(default)]
+    pub messages: Vec<ExportMessage>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportReview {
+    #[serde(default)]
+    pub has_review: bool,
+    #[serde(default)]
+    pub completion_pct: Option<f64>,
+    #[serde(default)]
+    pub next_step: Option<String>,
+    #[serde(default)]
+    pub is_idle_next: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportMessage {
+    pub role: String,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub at: Millis,
+    #[serde(default)]
+    pub auto: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_id: Option<String>,
+}
+
+impl ExportSession {
+    pub fn from_session(s: &Session, messages: impl Iterator<Item = Message>) -> Self {
+        ExportSession {
+            token: Some(s.token.to_string()),
+            title: s.title.clone(),
+            display_title: s.display_title.clone(),
+            status: Some(s.status.as_str().to_owned()),
+            workspace: s.workspace.clone(),
+            created_at: Some(s.created_at),
+            last_active_at: Some(s.last_active_at),
+            msg_count: Some(s.msg_count),
+            auto_streak: s.auto_streak,
+            binding_key: Some(s.binding_key.clone()),
+            host_ip: s.host_ip.clone(),
+            hub: s.hub.clone(),
+            binding_check_count: s.binding_check_count,
+            continue_mode: Some(s.keep_alive.continue_mode.clone()),
+            continue_prompt: Some(s.keep_alive.continue_prompt.clone()),
+            session_auto_continue: s.keep_alive.session_auto_continue,
+            timed_reply_enabled: s.keep_alive.timed_reply_enabled,
+            timed_reply_interval_ms: s.keep_alive.timed_reply_interval_ms,
+            max_auto_streak: Some(s.keep_alive.max_auto_streak),
+            plan_name: s.plan_name.clone(),
+            thread_id: s.thread_id.clone(),
+            merged_into: s.merged_into.as_ref().map(|t| t.to_string()),
+            last_review: Some(ExportReview {
+                has_review: s.last_review.has_review,
+                completion_pct: s.last_review.completion_pct.map(f64::from),
+                next_step: Some(s.last_review.next_step.clone()),
+                is_idle_next: Some(s.last_review.is_idle_next),
+            }),
+            messages: messages
+                .map(|m| ExportMessage {
+                    role: match m.role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                        Role::System => "system",
+                    }
+                    .into(),
+                    content: m.content,
+                    at: m.at,
+                    auto: m.auto,
+                    images: m.images,
+                    reply_id: m.reply_id,
+                })
+                .collect(),
+        }
+    }
+
+    /// Turns an entry into a session and its messages. Waits do not survive
+    /// an export, so `waiting`/`replied` come back as `holding`.
+    pub fn into_session(self, key: &str, hub: &str) -> Result<(Session, Vec<Message>), String> {
+        let token_text = self.token.as_deref().unwrap_or(key);
+        let token = Token::parse(token_text)
+            .ok_or_else(|| format!("{token_text:?} is not a session token (ct_ + 32 hex)"))?;
+        if self.token.as_deref().is_some_and(|t| t != key) {
+            return Err(format!("entry {key:?} holds token {token_text:?}"));
+        }
+        let status = match self.status.as_deref().map(Status::parse) {
+            None => Status::Holding,
+            Some(Some(Status::Waiting | Status::Replied)) => Status::Holding,
+            Some(Some(s)) => s,
+            Some(None) => {
+                return Err(format!(
+                    "{token}: unknown status {:?}",
+                    self.status.unwrap_or_default()
+                ));
+            }
+        };
+        let title = if self.title.is_empty() {
+            "untitled".to_owned()
+        } else {
+            self.title
+        };
+        let mut s = Session::new(
+            token,
+            &title,
+            &self.workspace,
+            &self.host_ip,
+            if self.hub.is_empty() { hub } else { &self.hub },
+        );
+        let defaults = KeepAlive::default();
+        s.display_title = self.display_title;
+        s.status = status;
+        s.created_at = self.created_at.unwrap_or_else(now_ms);
+        s.last_active_at = self.last_active_at.unwrap_or(s.created_at);
+        s.auto_streak = self.auto_streak;
+        s.binding_key = self
+            .binding_key
+            .unwrap_or_else(|| BindingKey::new(&s.workspace, &s.title, &s.host_ip).into_string());
+        s.binding_check_count = self.binding_check_count;
+        s.keep_alive = KeepAlive {
+            continue_mode: self.continue_mode.unwrap_or(defaults.continue_mode),
+            continue_prompt: self
+                .continue_prompt
+                .filter(|p| !p.trim().is_empty())
+                .unwrap_or(defaults.continue_prompt),
+            session_auto_continue: self.session_auto_continue,
+            timed_reply_enabled: self.timed_reply_enabled,
+            timed_reply_interval_ms: self.timed_reply_interval_ms,
+            max_auto_streak: self.max_auto_streak.unwrap_or(defaults.max_auto_streak),
+        };
+        s.plan_name = self.plan_name;
+        s.thread_id = self.thread_id;
+        s.merged_into = self.merged_into.as_deref().and_then(Token::parse);
+        if let Some(r) = self.last_review {
+            let next_step = r.next_step.unwrap_or_default();
+            s.last_review = Review {
+                has_review: r.has_review,
+                completion_pct: r.completion_pct.map(|p| p.clamp(0.0, 100.0) as u8),
+                is_idle_next: r.is_idle_next.unwrap_or(next_step.is_empty()),
+                next_step,
+            };
+        }
+        let mut messages = Vec::with_capacity(self.messages.len());
+        for m in self.messages {
+            let role = match m.role.as_str() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                "system" => Role::System,
+                other => return Err(format!("{}: unknown message role {other:?}", s.token)),
+            };
+            messages.push(Message {
+                role,
+                content: m.content,
+                at: m.at,
+                auto: m.auto,
+                images: m.images,
+                reply_id: m.reply_id,
+            });
+        }
+        if let Some(last) = messages.last() {
+            s.preview = preview_of(&last.content);
+        }
+        Ok((s, messages))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE_FILE: &str = include_str!("../tests/data/node-hub-sessions.json");
+
+    #[test]
+    fn reads_the_node_hub_file() {
+        let file: ExportFile = serde_json::from_str(NODE_FILE).unwrap();
+        assert_eq!(file.len(), 2);
+        let (key, entry) = file
+            .into_iter()
+            .find(|(k, _)| k.starts_with("ct_9f2c"))
+            .unwrap();
+        let (s, msgs) = entry.into_session(&key, "here:1").unwrap();
+        assert_eq!(s.title, "重构登录模块");
+        assert_eq!(s.display_title, "登录重构");
+        assert_eq!(
+            s.binding_key,
+            "/Users/dev/work/webapp::重构登录模块@192.168.1.20"
+        );
+        assert_eq!(s.hub, "192.168.1.20:13458");
+        assert_eq!(s.last_review.completion_pct, Some(80));
+        assert_eq!(msgs.len(), 4);
+        assert!(msgs[3].auto);
+    }
+
+    #[test]
+    fn rejects_bad_tokens_and_roles() {
+        let bad: ExportFile =
+            serde_json::from_str(r#"{"../x": {"title": "t", "messages": []}}"#).unwrap();
+        let (k, e) = bad.into_iter().next().unwrap();
+        assert!(e.into_session(&k, "h").is_err());
+        let bad: ExportFile = serde_json::from_str(
+            r#"{"ct_0a1b2c3d4e5f60718293a4b5c6d7e8f9": {"messages": [{"role": "robot", "content": ""}]}}"#,
+        )
+        .unwrap();
+        let (k, e) = bad.into_iter().next().unwrap();
+        assert!(e.into_session(&k, "h").unwrap_err().contains("robot"));
+    }
+}

@@ -1,0 +1,118 @@
+//! holdline-hub: the LAN service that owns every session, its binding to the
+//! IDE chat that owns it, the long-poll waits and the queued replies.
+//!
+//! Code map (each module's first line says what it owns):
+//! - [`config`]      CLI + env + `config.toml` → `Config`
+//! - [`home`]        the home folder, its permissions, the secret
+//! - [`session`]     the session model and status machine; no IO
+//! - [`binding`]     binding keys and the three check levels; no IO
+//! - [`waits`]       wake-ups for long polls
+//! - [`hub`]         every operation over sessions, store and waits; no HTTP
+//! - [`store`]       the only code that knows sled
+//! - [`interchange`] the `sessions.json` export/import format
+//! - [`api`]         the only code that knows HTTP and JSON
+//! - [`panel`]       the panel's files, compiled in
+//! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
+//!
+//! Entry point: [`run`] takes a bound listener and a shutdown future, so
+//! tests bind `127.0.0.1:0` and never sleep to wait for start.
+
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod api;
+pub mod binding;
+pub mod config;
+pub mod home;
+pub mod hub;
+pub mod interchange;
+pub mod net;
+pub mod panel;
+pub mod session;
+pub mod store;
+pub mod waits;
+
+use std::future::Future;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::home::Home;
+
+/// Why the hub could not start or stopped badly; each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot prepare the holdline home {path}: {source}")]
+    Home {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Runs the hub on `listener` until `shutdown` completes, then finishes the
+/// open requests (long polls answer `renewal`, event streams end) and flushes
+/// the store.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let home = Home::new(config.home.clone());
+    let home_err = |source| RunError::Home {
+        path: home.root.clone(),
+        source,
+    };
+    home.prepare().map_err(home_err)?;
+    let secret = home.read_secret().map_err(home_err)?;
+    let addr = listener.local_addr().map_err(RunError::Serve)?;
+    let name = net::advertised(addr).to_string();
+
+    let stop = CancellationToken::new();
+    let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
+    hub.resume_waits();
+    let (sessions, waiting) = hub.counts();
+    tracing::info!(%addr, sessions, waiting, "holdline-hub listening");
+    eprintln!("holdline-hub listening on http://{addr}");
+    home::write_private(&home.addr_file(), addr.to_string().as_bytes()).map_err(home_err)?;
+    announce(&name, &secret);
+
+    let state = api::AppState {
+        hub: hub.clone(),
+        secret: Arc::new(api::guard::Secret::new(secret)),
+        logins: Arc::default(),
+    };
+    let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let signal = stop.clone();
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            signal.cancel();
+        })
+        .await;
+    stop.cancel();
+    let flushed = hub.flush().await;
+    let _ = std::fs::remove_file(home.addr_file());
+    tracing::info!("holdline-hub stopped");
+    served.map_err(RunError::Serve)?;
+    flushed.map_err(|e| match e {
+        hub::HubError::Store(s) => RunError::Store(s),
+        other => RunError::Serve(std::io::Error::other(other.to_string())),
+    })
+}
+
+/// Prints where the panel is. The key goes to a terminal only, never into a
+/// service's captured output.
+fn announce(name: &str, secret: &str) {
+    if std::io::stdout().is_terminal() {
+        println!("Panel: http://{name}/#key={secret}");
+    } else {
+        println!("Panel: http://{name}/  (run `holdline-hub panel-url` for the login link)");
+    }
+}

@@ -1,0 +1,109 @@
+//! `holdline-hub`: parses the command line, sets up logging, binds, and hands
+//! over to the library (`holdline_hub::run` or an admin command).
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use holdline_hub::config::{self, Cli, Command, Config};
+use holdline_hub::{admin, home::Home};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("holdline-hub: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("holdline-hub: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    let home = config::home_dir(cli.home.as_deref())?;
+    let serve_args = match &cli.command {
+        Command::Serve(a) => Some(a.clone()),
+        _ => None,
+    };
+    let config = Config::load(home, serve_args.as_ref())?;
+    match cli.command {
+        Command::Serve(_) => serve(config).await,
+        Command::PanelUrl { no_qr } => Ok(admin::panel_url(&config, no_qr)?),
+        Command::Status => Ok(admin::status(&config).await?),
+        Command::Sessions { all } => Ok(admin::sessions(&config, all).await?),
+        Command::Reply { token, text } => Ok(admin::reply(&config, &token, &text).await?),
+        Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
+        Command::Import { file } => Ok(admin::import(&config, &file).await?),
+        Command::Config => {
+            print!("{}", config.to_masked_toml());
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let home = Home::new(config.home.clone());
+    home.prepare()
+        .with_context(|| format!("cannot prepare the holdline home {}", home.root.display()))?;
+    let _log_guard = init_logging(&home)?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {}: is another holdline-hub running there (`holdline-hub status`)? Stop it or pass --listen ADDR",
+                config.listen
+            )
+        })?;
+    holdline_hub::run(listener, config, shutdown_signal()).await?;
+    Ok(())
+}
+
+/// Logs to stderr and to `logs/hub.log` (0600). Never message text or secrets.
+fn init_logging(home: &Home) -> anyhow::Result<tracing_appender::non_blocking::WorkerGuard> {
+    let path = home.logs_dir().join("hub.log");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open the log file {}", path.display()))?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let filter =
+        || EnvFilter::try_from_env("HOLDLINE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter()),
+        )
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(writer)
+                .with_filter(filter()),
+        )
+        .init();
+    Ok(guard)
+}
+
+/// Completes on SIGTERM (launchd, systemd) or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,514 @@
+//! The session model and its status machine (SPEC §2); pure data, no IO.
+//!
+//! These types are also the store's record format (serde, camelCase, the
+//! field names of the earlier Node hub's `sessions.json`), which is why they
+//! derive `Serialize`; what the HTTP API sends lives in `api::dto`.
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch, the time unit of every stored field.
+pub type Millis = i64;
+
+/// The wall clock in [`Millis`].
+pub fn now_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as Millis)
+        .unwrap_or(0)
+}
+
+/// Default cap on consecutive automatic replies before a person must answer.
+pub const DEFAULT_MAX_AUTO_STREAK: u32 = 20;
+/// Default text of an automatic reply.
+pub const DEFAULT_CONTINUE_PROMPT: &str = "Continue with the next step.";
+
+/// A session token: `ct_` followed by 32 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Token(String);
+
+impl Token {
+    /// A fresh random token (from a v4 UUID).
+    pub fn generate() -> Self {
+        Token(format!("ct_{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    /// Parses a token, accepting only the exact `ct_` + 32 lowercase hex form.
+    pub fn parse(s: &str) -> Option<Self> {
+        let hex = s.strip_prefix("ct_")?;
+        let ok = hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        ok.then(|| Token(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for Token {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Token::parse(&s).ok_or_else(|| format!("malformed token {s:?}"))
+    }
+}
+
+impl From<Token> for String {
+    fn from(t: Token) -> String {
+        t.0
+    }
+}
+
+/// Where a session is in its life (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Init,
+    /// The agent is working after a real reply (or has not waited yet).
+    Holding,
+    /// An agent is blocked in `wait_for_user_input`.
+    Waiting,
+    /// A reply is ready for the waiting agent but not yet acknowledged.
+    Replied,
+    /// The agent is working after an automatic reply.
+    Running,
+    Merged,
+    Archived,
+}
+
+impl Status {
+    /// Merged and archived sessions take no waits and no replies.
+    pub fn is_closed(self) -> bool {
+        matches!(self, Status::Merged | Status::Archived)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Init => "init",
+            Status::Holding => "holding",
+            Status::Waiting => "waiting",
+            Status::Replied => "replied",
+            Status::Running => "running",
+            Status::Merged => "merged",
+            Status::Archived => "archived",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Some(match s {
+            "init" => Status::Init,
+            "holding" => Status::Holding,
+            "waiting" => Status::Waiting,
+            "replied" => Status::Replied,
+            "running" => Status::Running,
+            "merged" => Status::Merged,
+            "archived" => Status::Archived,
+            _ => return None,
+        })
+    }
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person (or an automatic reply on their behalf).
+    User,
+    /// The agent.
+    Assistant,
+    System,
+}
+
+/// An image attached to a reply or message, base64 as MCP carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    pub mime_type: String,
+    pub data: String,
+}
+
+/// Image types the panel may attach and MCP clients can show.
+pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// One entry of a session's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    pub at: Millis,
+    #[serde(default)]
+    pub auto: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_id: Option<String>,
+}
+
+/// A reply waiting to be delivered to the session's agent, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedReply {
+    pub id: String,
+    pub text: String,
+    #[serde(default)]
+    pub images: Vec<Image>,
+    pub auto: bool,
+    pub at: Millis,
+}
+
+impl QueuedReply {
+    pub fn new(text: String, images: Vec<Image>, auto: bool) -> Self {
+        QueuedReply {
+            id: format!("r_{}", uuid::Uuid::new_v4().simple()),
+            text,
+            images,
+            auto,
+            at: now_ms(),
+        }
+    }
+}
+
+/// What the agent said of its progress at its last wait.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    pub has_review: bool,
+    pub completion_pct: Option<u8>,
+    #[serde(default)]
+    pub next_step: String,
+    pub is_idle_next: bool,
+}
+
+impl Default for Review {
+    fn default() -> Self {
+        Review {
+            has_review: false,
+            completion_pct: None,
+            next_step: String::new(),
+            is_idle_next: true,
+        }
+    }
+}
+
+impl Review {
+    pub fn from_wait(completion_pct: Option<u8>, next_step: Option<String>) -> Self {
+        let next_step = next_step.unwrap_or_default();
+        Review {
+            has_review: completion_pct.is_some() || !next_step.is_empty(),
+            completion_pct,
+            is_idle_next: next_step.trim().is_empty(),
+            next_step,
+        }
+    }
+}
+
+/// The agent's open `wait_for_user_input`; at most one per session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenWait {
+    pub wait_id: String,
+    pub request_id: String,
+    pub since: Millis,
+}
+
+/// Why a wait ended, as its late polls are told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitEnd {
+    Superseded,
+    Finished,
+    Cancelled,
+    Merged,
+    Archived,
+}
+
+impl WaitEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitEnd::Superseded => "superseded",
+            WaitEnd::Finished => "finished",
+            WaitEnd::Cancelled => "cancelled",
+            WaitEnd::Merged => "merged",
+            WaitEnd::Archived => "archived",
+        }
+    }
+}
+
+/// A recently closed wait, remembered so a late poll learns why it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClosedWait {
+    pub wait_id: String,
+    pub reason: WaitEnd,
+}
+
+/// How many closed waits and acked reply ids a session remembers.
+const RECENT: usize = 16;
+
+/// Per-session keep-alive settings (SPEC §5 keep-alive modes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeepAlive {
+    pub continue_mode: String,
+    pub continue_prompt: String,
+    /// Idle auto-continue: when the agent waits while naming a next step, go on at once.
+    pub session_auto_continue: bool,
+    /// Timed reply: deliver `continue_prompt` after `timed_reply_interval_ms` without a real reply.
+    pub timed_reply_enabled: bool,
+    pub timed_reply_interval_ms: u64,
+    pub max_auto_streak: u32,
+}
+
+impl Default for KeepAlive {
+    fn default() -> Self {
+        KeepAlive {
+            continue_mode: "optimize".into(),
+            continue_prompt: DEFAULT_CONTINUE_PROMPT.into(),
+            session_auto_continue: false,
+            timed_reply_enabled: false,
+            timed_reply_interval_ms: 0,
+            max_auto_streak: DEFAULT_MAX_AUTO_STREAK,
+        }
+    }
+}
+
+/// A conversation between one IDE chat's agent and a person: its metadata.
+/// Messages are stored apart (see `store`) and loaded on demand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub token: Token,
+    pub title: String,
+    pub display_title: String,
+    pub status: Status,
+    pub workspace: String,
+    pub host_ip: String,
+    pub binding_key: String,
+    /// The hub (`host:port`) that owns the session.
+    pub hub: String,
+    pub created_at: Millis,
+    pub last_active_at: Millis,
+    pub msg_count: u64,
+    pub auto_streak: u32,
+    pub binding_check_count: u64,
+    #[serde(flatten)]
+    pub keep_alive: KeepAlive,
+    pub plan_name: Option<String>,
+    pub thread_id: Option<String>,
+    pub merged_into: Option<Token>,
+    pub last_review: Review,
+    /// The open wait, persisted so a session waiting before a restart waits after it.
+    pub wait: Option<OpenWait>,
+    /// The `requestId` of the last register, so a repeated call records nothing new.
+    pub last_request_id: Option<String>,
+    pub closed_waits: Vec<ClosedWait>,
+    /// Reply ids already acknowledged, so a retried ack is answered `ok` again.
+    pub acked_replies: Vec<String>,
+    /// Text of the newest message, cut short, for lists.
+    pub preview: String,
+}
+
+impl Session {
+    pub fn new(token: Token, title: &str, workspace: &str, host_ip: &str, hub: &str) -> Self {
+        let now = now_ms();
+        Session {
+            binding_key: crate::binding::BindingKey::new(workspace, title, host_ip).into_string(),
+            token,
+            title: title.to_owned(),
+            display_title: String::new(),
+            status: Status::Holding,
+            workspace: workspace.to_owned(),
+            host_ip: host_ip.to_owned(),
+            hub: hub.to_owned(),
+            created_at: now,
+            last_active_at: now,
+            msg_count: 0,
+            auto_streak: 0,
+            binding_check_count: 0,
+            keep_alive: KeepAlive::default(),
+            plan_name: None,
+            thread_id: None,
+            merged_into: None,
+            last_review: Review::default(),
+            wait: None,
+            last_request_id: None,
+            closed_waits: Vec::new(),
+            acked_replies: Vec::new(),
+            preview: String::new(),
+        }
+    }
+
+    /// Records a message's effect on the metadata and returns its sequence number.
+    pub fn note_message(&mut self, message: &Message) -> u64 {
+        let seq = self.msg_count;
+        self.msg_count += 1;
+        self.last_active_at = self.last_active_at.max(message.at);
+        self.preview = preview_of(&message.content);
+        seq
+    }
+
+    /// Ends the open wait, if any, remembering why for its late polls.
+    pub fn close_wait(&mut self, reason: WaitEnd) -> Option<OpenWait> {
+        let wait = self.wait.take()?;
+        self.closed_waits.push(ClosedWait {
+            wait_id: wait.wait_id.clone(),
+            reason,
+        });
+        trim_front(&mut self.closed_waits);
+        Some(wait)
+    }
+
+    /// Why a wait that is not open ended, if this session remembers it.
+    pub fn closed_reason(&self, wait_id: &str) -> Option<WaitEnd> {
+        self.closed_waits
+            .iter()
+            .rev()
+            .find(|c| c.wait_id == wait_id)
+            .map(|c| c.reason)
+    }
+
+    /// Whether `wait_id` is this session's open wait.
+    pub fn has_open_wait(&self, wait_id: &str) -> bool {
+        self.wait.as_ref().is_some_and(|w| w.wait_id == wait_id)
+    }
+
+    /// The status while a wait is open: `replied` once a reply is queued for it.
+    pub fn waiting_status(queued: bool) -> Status {
+        if queued {
+            Status::Replied
+        } else {
+            Status::Waiting
+        }
+    }
+
+    /// Applies a delivered reply: a real one resets the streak, an automatic one adds to it.
+    pub fn reply_delivered(&mut self, reply: &QueuedReply) {
+        if reply.auto {
+            self.auto_streak += 1;
+            self.status = Status::Running;
+        } else {
+            self.auto_streak = 0;
+            self.status = Status::Holding;
+        }
+        self.acked_replies.push(reply.id.clone());
+        trim_front(&mut self.acked_replies);
+        self.close_wait(WaitEnd::Finished);
+        self.last_active_at = now_ms();
+    }
+
+    /// Whether the hub may send another automatic reply now.
+    pub fn may_auto_reply(&self) -> bool {
+        !self.status.is_closed() && self.auto_streak < self.keep_alive.max_auto_streak
+    }
+
+    /// The title the panel shows.
+    pub fn shown_title(&self) -> &str {
+        if self.display_title.is_empty() {
+            &self.title
+        } else {
+            &self.display_title
+        }
+    }
+}
+
+fn trim_front<T>(v: &mut Vec<T>) {
+    if v.len() > RECENT {
+        let extra = v.len() - RECENT;
+        v.drain(..extra);
+    }
+}
+
+/// The first 160 characters of a message, on one line.
+pub fn preview_of(content: &str) -> String {
+    let mut out: String = content
+        .chars()
+        .take(160)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if content.chars().nth(160).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_parse_only_the_exact_form() {
+        let t = Token::generate();
+        assert!(Token::parse(t.as_str()).is_some());
+        assert_eq!(t.as_str().len(), 35);
+        for bad in [
+            "",
+            "ct_",
+            "../x",
+            "ct_0A1B2C3D4E5F60718293A4B5C6D7E8F9",
+            "ct_0a1b2c3d4e5f60718293a4b5c6d7e8f",
+            "ct_0a1b2c3d4e5f60718293a4b5c6d7e8f9a",
+            "xx_0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+        ] {
+            assert!(Token::parse(bad).is_none(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn real_reply_resets_streak_auto_reply_adds() {
+        let mut s = Session::new(Token::generate(), "t", "/w", "10.0.0.1", "h");
+        s.wait = Some(OpenWait {
+            wait_id: "w1".into(),
+            request_id: "q".into(),
+            since: 0,
+        });
+        s.reply_delivered(&QueuedReply::new("go".into(), vec![], true));
+        assert_eq!((s.auto_streak, s.status), (1, Status::Running));
+        assert_eq!(s.closed_reason("w1"), Some(WaitEnd::Finished));
+        s.reply_delivered(&QueuedReply::new("go".into(), vec![], true));
+        assert_eq!(s.auto_streak, 2);
+        s.reply_delivered(&QueuedReply::new("stop".into(), vec![], false));
+        assert_eq!((s.auto_streak, s.status), (0, Status::Holding));
+    }
+
+    #[test]
+    fn streak_cap_stops_auto_replies() {
+        let mut s = Session::new(Token::generate(), "t", "/w", "h", "h");
+        s.keep_alive.max_auto_streak = 2;
+        s.auto_streak = 2;
+        assert!(!s.may_auto_reply());
+        s.auto_streak = 1;
+        assert!(s.may_auto_reply());
+    }
+
+    #[test]
+    fn remembers_only_recent_closed_waits() {
+        let mut s = Session::new(Token::generate(), "t", "/w", "h", "h");
+        for i in 0..40 {
+            s.wait = Some(OpenWait {
+                wait_id: format!("w{i}"),
+                request_id: String::new(),
+                since: 0,
+            });
+            s.close_wait(WaitEnd::Superseded);
+        }
+        assert_eq!(s.closed_waits.len(), RECENT);
+        assert_eq!(s.closed_reason("w39"), Some(WaitEnd::Superseded));
+        assert_eq!(s.closed_reason("w0"), None);
+    }
+
+    #[test]
+    fn preview_is_short_and_single_line() {
+        let p = preview_of(&"a\nb".repeat(200));
+        assert!(!p.contains('\n'));
+        assert!(p.ends_with('…'));
+    }
+}

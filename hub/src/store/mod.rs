@@ -1,0 +1,469 @@
+//! The only code that knows sled: sessions, messages, bindings, queued replies
+//! and the schema version, each change applied atomically across trees.
+//!
+//! Layout (one tree each):
+//! - `sessions`: token → session metadata (JSON)
+//! - `messages`: token ‖ seq (u64 BE) → message (JSON); appending one never
+//!   rewrites the others, and a session's history is a prefix scan
+//! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
+//! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
+//! - `meta`: `schema_version`, `templates`
+
+use std::path::{Path, PathBuf};
+
+use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
+use sled::{IVec, Tree};
+
+use crate::session::{Message, QueuedReply, Session, Token};
+
+/// The on-disk layout version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "the store at {path} is locked by another holdline-hub process; stop that hub first (or pass another --home)"
+    )]
+    Locked { path: PathBuf },
+    #[error(
+        "the store at {path} has schema version {found}, this holdline-hub reads version {expected}; run a matching holdline-hub, or export with it and import here"
+    )]
+    Schema {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error(
+        "the store at {path} is damaged ({detail}); restore it from a backup or move it aside and import an export (see docs/operations.md)"
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "cannot open the store at {path}: {source}; check that the folder exists, is writable and the disk is not full"
+    )]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "storage write failed: {0}; check free disk space and permissions of the holdline home"
+    )]
+    Io(String),
+    #[error("a stored record is unreadable: {0}")]
+    Decode(String),
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        StoreError::Io(e.to_string())
+    }
+}
+
+/// Which name-to-token table a binding lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `workspace::title@host` → token
+    Chat,
+    /// plan name → token
+    Plan,
+    /// thread id → token
+    Thread,
+}
+
+/// A set of changes written in one transaction.
+#[derive(Debug, Default)]
+pub struct Write {
+    sessions: Vec<Session>,
+    messages: Vec<(Token, u64, Message)>,
+    bind: Vec<(BindingKind, String, Option<Token>)>,
+    enqueue: Vec<(Token, QueuedReply)>,
+    dequeue: Vec<(Token, String)>,
+}
+
+impl Write {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn session(&mut self, s: &Session) -> &mut Self {
+        self.sessions.push(s.clone());
+        self
+    }
+    pub fn message(&mut self, token: &Token, seq: u64, m: Message) -> &mut Self {
+        self.messages.push((token.clone(), seq, m));
+        self
+    }
+    /// Points `name` at `token`, or removes it with `None`.
+    pub fn bind(&mut self, kind: BindingKind, name: &str, token: Option<&Token>) -> &mut Self {
+        self.bind.push((kind, name.to_owned(), token.cloned()));
+        self
+    }
+    pub fn enqueue(&mut self, token: &Token, reply: QueuedReply) -> &mut Self {
+        self.enqueue.push((token.clone(), reply));
+        self
+    }
+    pub fn dequeue(&mut self, token: &Token, reply_id: &str) -> &mut Self {
+        self.dequeue.push((token.clone(), reply_id.to_owned()));
+        self
+    }
+}
+
+/// The embedded database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    sessions: Tree,
+    messages: Tree,
+    bindings: Tree,
+    plans: Tree,
+    threads: Tree,
+    replies: Tree,
+    meta: Tree,
+}
+
+fn key(token: &Token, n: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(token.as_str().len() + 8);
+    k.extend_from_slice(token.as_str().as_bytes());
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(v).map_err(|e| StoreError::Decode(e.to_string()))
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("store records always serialize")
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, checking the schema version.
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(|e| open_error(dir, e))?;
+        let t = |name: &str| db.open_tree(name).map_err(|e| open_error(dir, e));
+        let store = Store {
+            sessions: t("sessions")?,
+            messages: t("messages")?,
+            bindings: t("bindings")?,
+            plans: t("plans")?,
+            threads: t("threads")?,
+            replies: t("replies")?,
+            meta: t("meta")?,
+            db,
+        };
+        match store.meta.get("schema_version")? {
+            None => {
+                store
+                    .meta
+                    .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+                store.db.flush()?;
+            }
+            Some(v) => {
+                let found = <[u8; 4]>::try_from(v.as_ref())
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| StoreError::Corrupt {
+                        path: dir.to_owned(),
+                        detail: "unreadable schema version".into(),
+                    })?;
+                if found != SCHEMA_VERSION {
+                    return Err(StoreError::Schema {
+                        path: dir.to_owned(),
+                        found,
+                        expected: SCHEMA_VERSION,
+                    });
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// Every session's metadata (messages stay on disk).
+    pub fn load_sessions(&self) -> Result<Vec<Session>, StoreError> {
+        self.sessions.iter().values().map(|v| decode(&v?)).collect()
+    }
+
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Applies every change of `w` atomically. Not yet durable: call [`Store::flush`].
+    pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
+        let trees = (
+            &self.sessions,
+            &self.messages,
+            &self.bindings,
+            &self.plans,
+            &self.threads,
+            &self.replies,
+        );
+        // Queued replies are keyed by a monotonic id so the queue keeps its order.
+        let mut reply_keys = Vec::with_capacity(w.enqueue.len());
+        for (token, _) in &w.enqueue {
+            reply_keys.push(key(token, self.db.generate_id()?));
+        }
+        let dequeue_keys: Vec<Vec<u8>> = w
+            .dequeue
+            .iter()
+            .map(|(token, id)| self.reply_key(token, id))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        let result: Result<(), TransactionError<()>> =
+            trees.transaction(|(sessions, messages, bindings, plans, threads, replies)| {
+                for s in &w.sessions {
+                    sessions.insert(s.token.as_str().as_bytes(), encode(s))?;
+                }
+                for (token, seq, m) in &w.messages {
+                    messages.insert(key(token, *seq), encode(m))?;
+                }
+                for (kind, name, token) in &w.bind {
+                    let tree = match kind {
+                        BindingKind::Chat => bindings,
+                        BindingKind::Plan => plans,
+                        BindingKind::Thread => threads,
+                    };
+                    match token {
+                        Some(t) => tree.insert(name.as_bytes(), t.as_str().as_bytes())?,
+                        None => tree.remove(name.as_bytes())?,
+                    };
+                }
+                for ((_, r), k) in w.enqueue.iter().zip(&reply_keys) {
+                    replies.insert(k.as_slice(), encode(r))?;
+                }
+                for k in &dequeue_keys {
+                    replies.remove(k.as_slice())?;
+                }
+                Ok::<(), ConflictableTransactionError<()>>(())
+            });
+        result.map_err(|e| match e {
+            TransactionError::Storage(e) => StoreError::from(e),
+            TransactionError::Abort(()) => StoreError::Io("transaction aborted".into()),
+        })
+    }
+
+    /// Makes every applied write durable. Called before answering anything a person typed.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    pub fn flush_blocking(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// The token bound to `name`, if any.
+    pub fn binding(&self, kind: BindingKind, name: &str) -> Result<Option<Token>, StoreError> {
+        let tree = match kind {
+            BindingKind::Chat => &self.bindings,
+            BindingKind::Plan => &self.plans,
+            BindingKind::Thread => &self.threads,
+        };
+        Ok(tree
+            .get(name.as_bytes())?
+            .and_then(|v| Token::parse(std::str::from_utf8(&v).ok()?)))
+    }
+
+    /// Every binding of one kind that points at `token`.
+    pub fn bindings_of(&self, kind: BindingKind, token: &Token) -> Result<Vec<String>, StoreError> {
+        let tree = match kind {
+            BindingKind::Chat => &self.bindings,
+            BindingKind::Plan => &self.plans,
+            BindingKind::Thread => &self.threads,
+        };
+        let mut out = Vec::new();
+        for kv in tree.iter() {
+            let (k, v) = kv?;
+            if v.as_ref() == token.as_str().as_bytes() {
+                out.push(String::from_utf8_lossy(&k).into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Messages of a session with `seq < before`, the newest `limit` of them, oldest first.
+    pub fn messages(
+        &self,
+        token: &Token,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let start = key(token, 0);
+        let end = key(token, before.unwrap_or(u64::MAX));
+        let mut out = Vec::with_capacity(limit.min(256));
+        for kv in self.messages.range(start..end).rev().take(limit) {
+            let (k, v) = kv?;
+            out.push((seq_of(&k), decode(&v)?));
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Whether any message of the session contains `needle` (already lowercased).
+    pub fn messages_contain(&self, token: &Token, needle: &str) -> Result<bool, StoreError> {
+        for kv in self.messages.scan_prefix(token.as_str().as_bytes()) {
+            let (_, v) = kv?;
+            let m: Message = decode(&v)?;
+            if m.content.to_lowercase().contains(needle) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The replies queued for a session, oldest first.
+    pub fn queued_replies(&self, token: &Token) -> Result<Vec<QueuedReply>, StoreError> {
+        self.replies
+            .scan_prefix(token.as_str().as_bytes())
+            .values()
+            .map(|v| decode(&v?))
+            .collect()
+    }
+
+    /// The oldest queued reply, the one a poll answers with.
+    pub fn first_reply(&self, token: &Token) -> Result<Option<QueuedReply>, StoreError> {
+        match self.replies.scan_prefix(token.as_str().as_bytes()).next() {
+            Some(kv) => Ok(Some(decode(&kv?.1)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn reply_key(&self, token: &Token, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        for kv in self.replies.scan_prefix(token.as_str().as_bytes()) {
+            let (k, v) = kv?;
+            let r: QueuedReply = decode(&v)?;
+            if r.id == id {
+                return Ok(Some(k.to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A meta value (JSON), such as the quick-reply templates.
+    pub fn meta_get<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, StoreError> {
+        self.meta.get(name)?.map(|v| decode(&v)).transpose()
+    }
+
+    pub fn meta_put<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
+        self.meta.insert(name, encode(value))?;
+        Ok(())
+    }
+
+    /// Size of the database on disk, for `/metrics`.
+    pub fn size_on_disk(&self) -> u64 {
+        self.db.size_on_disk().unwrap_or(0)
+    }
+}
+
+fn seq_of(k: &IVec) -> u64 {
+    let n = k.len();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&k[n - 8..]);
+    u64::from_be_bytes(b)
+}
+
+fn open_error(dir: &Path, e: sled::Error) -> StoreError {
+    match e {
+        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+            StoreError::Locked {
+                path: dir.to_owned(),
+            }
+        }
+        sled::Error::Io(io) => StoreError::Open {
+            path: dir.to_owned(),
+            source: io,
+        },
+        sled::Error::Corruption { .. } => StoreError::Corrupt {
+            path: dir.to_owned(),
+            detail: "sled found corrupt data".into(),
+        },
+        other => StoreError::Corrupt {
+            path: dir.to_owned(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Role;
+
+    fn msg(i: u64) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: format!("m{i}"),
+            at: i as i64,
+            auto: false,
+            images: vec![],
+            reply_id: None,
+        }
+    }
+
+    #[test]
+    fn messages_page_backwards_and_queue_keeps_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+        let mut w = Write::new();
+        w.session(&s);
+        for i in 0..10 {
+            w.message(&s.token, i, msg(i));
+        }
+        let (a, b) = (
+            QueuedReply::new("a".into(), vec![], false),
+            QueuedReply::new("b".into(), vec![], false),
+        );
+        w.enqueue(&s.token, a.clone()).enqueue(&s.token, b.clone());
+        store.apply(&w).unwrap();
+
+        let last3 = store.messages(&s.token, None, 3).unwrap();
+        assert_eq!(last3.iter().map(|m| m.0).collect::<Vec<_>>(), vec![7, 8, 9]);
+        let before7 = store.messages(&s.token, Some(7), 2).unwrap();
+        assert_eq!(before7.iter().map(|m| m.0).collect::<Vec<_>>(), vec![5, 6]);
+
+        assert_eq!(store.first_reply(&s.token).unwrap().unwrap().id, a.id);
+        let mut w = Write::new();
+        w.dequeue(&s.token, &a.id);
+        store.apply(&w).unwrap();
+        assert_eq!(store.first_reply(&s.token).unwrap().unwrap().id, b.id);
+    }
+
+    #[test]
+    fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        match Store::open(dir.path(), 1 << 20) {
+            Err(StoreError::Locked { .. }) => {}
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("second open succeeded"),
+        }
+        store
+            .meta
+            .insert("schema_version", &99u32.to_be_bytes())
+            .unwrap();
+        store.flush_blocking().unwrap();
+        drop(store);
+        // sled's background flusher lets go of the lock shortly after the drop.
+        let mut reopened = Store::open(dir.path(), 1 << 20);
+        for _ in 0..50 {
+            if !matches!(reopened, Err(StoreError::Locked { .. })) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            reopened = Store::open(dir.path(), 1 << 20);
+        }
+        match reopened {
+            Err(StoreError::Schema { found: 99, .. }) => {}
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("wrong schema accepted"),
+        }
+    }
+}
