@@ -1,0 +1,202 @@
+//! Bridge configuration from the environment: hub list, secret source, host id, wait limits.
+
+use std::{
+    net::{IpAddr, Ipv4Addr, UdpSocket},
+    path::PathBuf,
+    time::Duration,
+};
+
+/// The hub every bridge tries when `HOLDLINE_HUB` is not set.
+pub const DEFAULT_HUB: &str = "http://127.0.0.1:13458";
+
+/// Everything the bridge reads from its environment, resolved once at start.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Hub base URLs without a trailing slash, primary first.
+    pub hubs: Vec<String>,
+    /// Where the secret comes from.
+    pub secret: SecretSource,
+    /// The holdline home (`HOLDLINE_HOME`, else `~/.holdline`).
+    pub home: PathBuf,
+    /// This machine's identity in binding keys.
+    pub host_ip: String,
+    /// `HOLDLINE_MAX_WAIT_SEC`: overrides the per-client wait limit; `Some(None)` means no limit.
+    pub max_wait: Option<Option<Duration>>,
+    /// `HOLDLINE_HUB_BIN`: the hub executable to auto-start, when set.
+    pub hub_bin: Option<PathBuf>,
+    /// `HOLDLINE_NO_AUTOSTART=1` turns off starting a local hub.
+    pub autostart: bool,
+}
+
+/// The secret is either given or read from the home folder; the file is re-read on demand
+/// because an auto-started hub writes it after the bridge has started.
+#[derive(Debug, Clone)]
+pub enum SecretSource {
+    /// `HOLDLINE_SECRET`.
+    Given(String),
+    /// `<home>/secret`.
+    File(PathBuf),
+}
+
+impl SecretSource {
+    /// The secret now, or `None` when the file does not exist (yet) or is empty.
+    pub fn read(&self) -> Option<String> {
+        match self {
+            SecretSource::Given(s) => Some(s.clone()),
+            SecretSource::File(path) => std::fs::read_to_string(path)
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty()),
+        }
+    }
+
+    /// Where the secret comes from, for error messages.
+    pub fn describe(&self) -> String {
+        match self {
+            SecretSource::Given(_) => "HOLDLINE_SECRET".to_owned(),
+            SecretSource::File(path) => path.display().to_string(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Config {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads configuration through `get`, so tests need not touch the process environment.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
+        let nonempty = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let hubs = parse_hub_list(nonempty("HOLDLINE_HUB").as_deref().unwrap_or(DEFAULT_HUB));
+        let home = nonempty("HOLDLINE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| user_home(&get).join(".holdline"));
+        let secret = match nonempty("HOLDLINE_SECRET") {
+            Some(s) => SecretSource::Given(s),
+            None => SecretSource::File(home.join("secret")),
+        };
+        let host_ip = nonempty("HOLDLINE_HOST_ID").unwrap_or_else(primary_ipv4);
+        let max_wait = nonempty("HOLDLINE_MAX_WAIT_SEC")
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|secs| (secs > 0).then(|| Duration::from_secs(secs)));
+        let hub_bin = nonempty("HOLDLINE_HUB_BIN").map(PathBuf::from);
+        let autostart = !matches!(
+            nonempty("HOLDLINE_NO_AUTOSTART").as_deref(),
+            Some("1" | "true" | "yes")
+        );
+        Config {
+            hubs,
+            secret,
+            home,
+            host_ip,
+            max_wait,
+            hub_bin,
+            autostart,
+        }
+    }
+}
+
+/// Splits `HOLDLINE_HUB`: comma separated, order kept, `http://` added when no scheme is given.
+pub fn parse_hub_list(raw: &str) -> Vec<String> {
+    let hubs: Vec<String> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let s = s.trim_end_matches('/');
+            if s.contains("://") {
+                s.to_owned()
+            } else {
+                format!("http://{s}")
+            }
+        })
+        .collect();
+    if hubs.is_empty() {
+        vec![DEFAULT_HUB.to_owned()]
+    } else {
+        hubs
+    }
+}
+
+fn user_home(get: &impl Fn(&str) -> Option<String>) -> PathBuf {
+    get("HOME")
+        .or_else(|| get("USERPROFILE"))
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The address this machine would use to reach the LAN: connecting a UDP socket sends
+/// nothing, it only asks the kernel to pick a route and a source address.
+pub fn primary_ipv4() -> String {
+    let probe = |target: &str| -> Option<Ipv4Addr> {
+        let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+        socket.connect(target).ok()?;
+        match socket.local_addr().ok()?.ip() {
+            IpAddr::V4(ip) if !ip.is_loopback() && !ip.is_unspecified() => Some(ip),
+            _ => None,
+        }
+    };
+    probe("10.254.254.254:1")
+        .or_else(|| probe("192.0.2.1:1"))
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| Ipv4Addr::LOCALHOST.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Config {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn hub_list_keeps_order_and_adds_scheme() {
+        assert_eq!(
+            parse_hub_list(" http://a:1/ , b:2,,"),
+            vec!["http://a:1", "http://b:2"]
+        );
+        assert_eq!(parse_hub_list(""), vec![DEFAULT_HUB]);
+    }
+
+    #[test]
+    fn secret_env_wins_over_home_file() {
+        let c = config(&[("HOLDLINE_SECRET", "s3"), ("HOLDLINE_HOME", "/x")]);
+        assert!(matches!(c.secret, SecretSource::Given(ref s) if s == "s3"));
+        let c = config(&[("HOLDLINE_HOME", "/x")]);
+        assert!(matches!(c.secret, SecretSource::File(ref p) if p == &PathBuf::from("/x/secret")));
+        let c = config(&[("HOME", "/home/u")]);
+        assert_eq!(c.home, PathBuf::from("/home/u/.holdline"));
+    }
+
+    #[test]
+    fn host_id_and_max_wait_overrides() {
+        let c = config(&[
+            ("HOLDLINE_HOST_ID", "desk-1"),
+            ("HOLDLINE_MAX_WAIT_SEC", "42"),
+        ]);
+        assert_eq!(c.host_ip, "desk-1");
+        assert_eq!(c.max_wait, Some(Some(Duration::from_secs(42))));
+        let c = config(&[("HOLDLINE_MAX_WAIT_SEC", "0")]);
+        assert_eq!(c.max_wait, Some(None));
+        let c = config(&[]);
+        assert_eq!(c.max_wait, None);
+        assert!(c.autostart);
+    }
+
+    #[test]
+    fn primary_address_is_never_empty() {
+        assert!(!primary_ipv4().is_empty());
+    }
+}

@@ -1,0 +1,537 @@
+//! The only code that speaks HTTP to hubs: ordered failover, retry, auto-start of a loopback hub.
+
+use std::{
+    net::{IpAddr, SocketAddr, ToSocketAddrs},
+    path::PathBuf,
+    process::Stdio,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::config::{Config, SecretSource};
+
+/// How long a plain request may take; polls add their own hold time on top.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long an auto-started hub has to answer `/healthz`.
+const AUTOSTART_READY: Duration = Duration::from_secs(15);
+/// Auto-start is tried at most this often, so a broken hub binary is not spawned in a loop.
+const AUTOSTART_COOLDOWN: Duration = Duration::from_secs(30);
+
+/// Why a hub call failed, in the terms the tools explain to the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// No listed hub answered.
+    #[error("no holdline hub answered (tried {})", tried.join(", "))]
+    Unreachable {
+        /// The hubs tried, in order.
+        tried: Vec<String>,
+    },
+    /// A hub answered with an API error.
+    #[error("hub {hub} answered {status} {code}: {message}")]
+    Api {
+        /// Which hub answered.
+        hub: String,
+        /// HTTP status.
+        status: u16,
+        /// The `error.code` of the body.
+        code: String,
+        /// The `error.message` of the body.
+        message: String,
+    },
+    /// There is no secret to send.
+    #[error("no secret found in {0}")]
+    NoSecret(String),
+    /// The hub answered something that is not the documented JSON.
+    #[error("hub {hub} answered unexpected data: {detail}")]
+    BadAnswer {
+        /// Which hub answered.
+        hub: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl HubError {
+    /// Whether another attempt (same or next hub) may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, HubError::Unreachable { .. })
+            || matches!(self, HubError::Api { status, .. } if *status >= 500)
+    }
+}
+
+/// `POST /api/init` answer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitAnswer {
+    pub token: String,
+    pub status: String,
+    pub created: bool,
+    pub binding_key: String,
+}
+
+/// `POST /api/select` answer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectAnswer {
+    pub token: String,
+    pub status: String,
+}
+
+/// `POST /api/wait/register` answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterAnswer {
+    pub wait_id: String,
+}
+
+/// An image as the hub sends it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    pub mime_type: String,
+    pub data: String,
+}
+
+/// A reply as the agent receives it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reply {
+    pub id: String,
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub images: Vec<Image>,
+    #[serde(default)]
+    pub auto: bool,
+    #[serde(default)]
+    pub at: i64,
+}
+
+/// `POST /api/wait/poll` answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum PollAnswer {
+    /// A reply is pending; ack it once it reached the agent.
+    Replied { reply: Reply },
+    /// Nothing yet; poll again.
+    Renewal,
+    /// The wait is closed.
+    #[serde(rename_all = "camelCase")]
+    Gone {
+        reason: String,
+        #[serde(default)]
+        merged_into: Option<String>,
+    },
+}
+
+/// `POST /api/merge` answer.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MergeAnswer {
+    pub token: String,
+}
+
+/// Session metadata, only the fields the bridge uses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub status: String,
+}
+
+/// A clonable handle to the ordered hub list.
+#[derive(Clone)]
+pub struct HubClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    hubs: Vec<String>,
+    http: reqwest::Client,
+    secret: SecretSource,
+    home: PathBuf,
+    hub_bin: Option<PathBuf>,
+    autostart: bool,
+    /// Index of the hub that answered last; calls start there so a dead primary costs
+    /// one connect failure, not one per call.
+    active: AtomicUsize,
+    /// When auto-start was last tried; a std mutex because it is never held across `.await`.
+    last_autostart: Mutex<Option<Instant>>,
+}
+
+impl HubClient {
+    /// A client for `config.hubs`.
+    pub fn new(config: &Config) -> HubClient {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .no_proxy()
+            .build()
+            .expect("reqwest client without TLS always builds");
+        HubClient {
+            inner: Arc::new(Inner {
+                hubs: config.hubs.clone(),
+                http,
+                secret: config.secret.clone(),
+                home: config.home.clone(),
+                hub_bin: config.hub_bin.clone(),
+                autostart: config.autostart,
+                active: AtomicUsize::new(0),
+                last_autostart: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The hub calls currently go to.
+    pub fn active_hub(&self) -> &str {
+        &self.inner.hubs[self.inner.active.load(Ordering::Relaxed) % self.inner.hubs.len()]
+    }
+
+    pub async fn init(&self, body: Value) -> Result<InitAnswer, HubError> {
+        self.post("/api/init", &body, REQUEST_TIMEOUT).await
+    }
+
+    pub async fn select(&self, body: Value) -> Result<SelectAnswer, HubError> {
+        self.post("/api/select", &body, REQUEST_TIMEOUT).await
+    }
+
+    pub async fn register(&self, body: Value) -> Result<RegisterAnswer, HubError> {
+        self.post("/api/wait/register", &body, REQUEST_TIMEOUT)
+            .await
+    }
+
+    /// Long-polls one wait for up to `hold`.
+    pub async fn poll(
+        &self,
+        token: &str,
+        wait_id: &str,
+        hold: Duration,
+    ) -> Result<PollAnswer, HubError> {
+        let body = serde_json::json!({
+            "token": token, "waitId": wait_id, "timeoutMs": hold.as_millis() as u64,
+        });
+        self.post("/api/wait/poll", &body, hold + REQUEST_TIMEOUT)
+            .await
+    }
+
+    pub async fn ack(&self, token: &str, wait_id: &str, reply_id: &str) -> Result<(), HubError> {
+        let body = serde_json::json!({"token": token, "waitId": wait_id, "replyId": reply_id});
+        self.post::<Value>("/api/wait/ack", &body, REQUEST_TIMEOUT)
+            .await
+            .map(drop)
+    }
+
+    pub async fn cancel(&self, token: &str, wait_id: &str) -> Result<(), HubError> {
+        let body = serde_json::json!({"token": token, "waitId": wait_id});
+        self.post::<Value>("/api/wait/cancel", &body, REQUEST_TIMEOUT)
+            .await
+            .map(drop)
+    }
+
+    pub async fn merge(&self, body: Value) -> Result<MergeAnswer, HubError> {
+        self.post("/api/merge", &body, REQUEST_TIMEOUT).await
+    }
+
+    /// `GET /api/sessions/{token}` with one message, for the title and workspace of a
+    /// session this bridge has not seen since it started.
+    pub async fn session(&self, token: &str) -> Result<SessionInfo, HubError> {
+        let path = format!("/api/sessions/{token}?limit=1");
+        self.send(reqwest::Method::GET, &path, None, REQUEST_TIMEOUT)
+            .await
+    }
+
+    /// POSTs `body` to `path` on the active hub, then the others in list order; starts a
+    /// loopback hub once when none answers.
+    pub async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<T, HubError> {
+        self.send(reqwest::Method::POST, path, Some(body), timeout)
+            .await
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<T, HubError> {
+        match self.try_all(&method, path, body, timeout).await {
+            Err(HubError::Unreachable { tried }) => {
+                if self.autostart_local_hub().await {
+                    self.try_all(&method, path, body, timeout).await
+                } else {
+                    Err(HubError::Unreachable { tried })
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn try_all<T: DeserializeOwned>(
+        &self,
+        method: &reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<T, HubError> {
+        let secret = self
+            .inner
+            .secret
+            .read()
+            .ok_or_else(|| HubError::NoSecret(self.inner.secret.describe()))?;
+        let n = self.inner.hubs.len();
+        let start = self.inner.active.load(Ordering::Relaxed) % n;
+        // The active hub first, then the list in its configured order.
+        let order = std::iter::once(start).chain((0..n).filter(|&i| i != start));
+        let mut tried = Vec::new();
+        let mut last_server_error = None;
+        for i in order {
+            let hub = &self.inner.hubs[i];
+            let mut request = self
+                .inner
+                .http
+                .request(method.clone(), format!("{hub}{path}"))
+                .bearer_auth(&secret)
+                .timeout(timeout);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = match request.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(hub = %hub, path, error = %e, "hub did not answer");
+                    tried.push(hub.clone());
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            let bytes = match response.bytes().await {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(hub = %hub, path, error = %e, "hub answer cut off");
+                    tried.push(hub.clone());
+                    continue;
+                }
+            };
+            if status >= 500 {
+                tracing::warn!(hub = %hub, path, status, "hub failed");
+                last_server_error = Some(api_error(hub, status, &bytes));
+                tried.push(hub.clone());
+                continue;
+            }
+            if i != start {
+                tracing::info!(hub = %hub, "switched to hub");
+            }
+            self.inner.active.store(i, Ordering::Relaxed);
+            if !(200..300).contains(&status) {
+                return Err(api_error(hub, status, &bytes));
+            }
+            return serde_json::from_slice(&bytes).map_err(|e| HubError::BadAnswer {
+                hub: hub.clone(),
+                detail: e.to_string(),
+            });
+        }
+        Err(last_server_error.unwrap_or(HubError::Unreachable { tried }))
+    }
+
+    /// Starts `holdline-hub serve` for the first loopback hub in the list and waits for its
+    /// `/healthz`. Answers whether a hub is up now.
+    async fn autostart_local_hub(&self) -> bool {
+        if !self.inner.autostart {
+            return false;
+        }
+        let Some(hub) = self.inner.hubs.iter().find(|h| loopback_addr(h).is_some()) else {
+            return false;
+        };
+        {
+            let mut last = self.inner.last_autostart.lock().expect("not poisoned");
+            if last.is_some_and(|t| t.elapsed() < AUTOSTART_COOLDOWN) {
+                return false;
+            }
+            *last = Some(Instant::now());
+        }
+        let Some(addr) = loopback_addr(hub) else {
+            return false;
+        };
+        let Some(bin) = self.hub_binary() else {
+            tracing::warn!(
+                "no hub answered and holdline-hub was not found beside holdline-mcp or on PATH"
+            );
+            return false;
+        };
+        let mut command = std::process::Command::new(&bin);
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .env("HOLDLINE_HOME", &self.inner.home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // Its own process group: the hub outlives this bridge and serves other IDE windows,
+        // so a signal the IDE sends to the bridge's group must not reach it.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        match command.spawn() {
+            Ok(child) => {
+                tracing::info!(pid = child.id(), bin = %bin.display(), %addr, "started holdline-hub");
+                // Reap it in the background if it exits while the bridge still runs.
+                std::thread::spawn(move || {
+                    let mut child = child;
+                    let _ = child.wait();
+                });
+            }
+            Err(e) => {
+                tracing::warn!(bin = %bin.display(), error = %e, "could not start holdline-hub");
+                return false;
+            }
+        }
+        let deadline = Instant::now() + AUTOSTART_READY;
+        while Instant::now() < deadline {
+            let ok = self
+                .inner
+                .http
+                .get(format!("{hub}/healthz"))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok && self.inner.secret.read().is_some() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tracing::warn!(%addr, "auto-started holdline-hub did not become healthy");
+        false
+    }
+
+    fn hub_binary(&self) -> Option<PathBuf> {
+        if let Some(bin) = &self.inner.hub_bin {
+            return Some(bin.clone());
+        }
+        let name = format!("holdline-hub{}", std::env::consts::EXE_SUFFIX);
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.join(&name)))
+            .filter(|p| p.is_file());
+        beside.or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join(&name))
+                    .find(|p| p.is_file())
+            })
+        })
+    }
+}
+
+fn api_error(hub: &str, status: u16, bytes: &[u8]) -> HubError {
+    #[derive(Deserialize)]
+    struct Body {
+        error: Detail,
+    }
+    #[derive(Deserialize)]
+    struct Detail {
+        code: String,
+        #[serde(default)]
+        message: String,
+    }
+    let (code, message) = match serde_json::from_slice::<Body>(bytes) {
+        Ok(b) => (b.error.code, b.error.message),
+        Err(_) => (
+            format!("HTTP_{status}"),
+            String::from_utf8_lossy(bytes).chars().take(200).collect(),
+        ),
+    };
+    HubError::Api {
+        hub: hub.to_owned(),
+        status,
+        code,
+        message,
+    }
+}
+
+/// The socket address of a hub URL when it is on this machine's loopback interface.
+pub fn loopback_addr(url: &str) -> Option<SocketAddr> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next()?;
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+            (h, p.parse::<u16>().ok()?)
+        }
+        _ => (authority, 80),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: IpAddr = match host {
+        "localhost" => IpAddr::from([127, 0, 0, 1]),
+        h => match h.parse() {
+            Ok(ip) => ip,
+            Err(_) => (h, port).to_socket_addrs().ok()?.next()?.ip(),
+        },
+    };
+    ip.is_loopback().then_some(SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_detection() {
+        assert_eq!(
+            loopback_addr("http://127.0.0.1:13458"),
+            Some("127.0.0.1:13458".parse().unwrap())
+        );
+        assert_eq!(
+            loopback_addr("http://localhost:9"),
+            Some("127.0.0.1:9".parse().unwrap())
+        );
+        assert_eq!(
+            loopback_addr("http://[::1]:7/"),
+            Some("[::1]:7".parse().unwrap())
+        );
+        assert_eq!(loopback_addr("http://192.168.1.5:13458"), None);
+    }
+
+    #[test]
+    fn poll_answers_parse() {
+        let a: PollAnswer = serde_json::from_str(
+            r#"{"status":"replied","reply":{"id":"r_1","text":"hi","images":[{"mimeType":"image/png","data":"AA=="}],"auto":false,"at":1}}"#,
+        )
+        .unwrap();
+        assert!(matches!(a, PollAnswer::Replied { ref reply } if reply.images.len() == 1));
+        let a: PollAnswer = serde_json::from_str(r#"{"status":"renewal"}"#).unwrap();
+        assert!(matches!(a, PollAnswer::Renewal));
+        let a: PollAnswer =
+            serde_json::from_str(r#"{"status":"gone","reason":"merged","mergedInto":"ct_x"}"#)
+                .unwrap();
+        assert!(
+            matches!(a, PollAnswer::Gone { ref reason, ref merged_into } if reason == "merged" && merged_into.as_deref() == Some("ct_x"))
+        );
+    }
+
+    #[test]
+    fn api_error_body_is_read() {
+        let e = api_error(
+            "h",
+            403,
+            br#"{"error":{"code":"BINDING_REJECTED","message":"no"}}"#,
+        );
+        assert!(
+            matches!(e, HubError::Api { ref code, status: 403, .. } if code == "BINDING_REJECTED")
+        );
+        let e = api_error("h", 502, b"bad gateway");
+        assert!(e.is_transient());
+    }
+}

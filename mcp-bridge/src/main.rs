@@ -1,0 +1,53 @@
+//! Thin entry point: `holdline-mcp` serves MCP on stdio; `holdline-mcp install` sets up an IDE.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "holdline-mcp",
+    version,
+    about = "holdline bridge: the stdio MCP server each IDE runs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP on stdin/stdout (the default).
+    Serve,
+    /// Write (or print) an IDE's MCP entry and a short rule file for holdline.
+    Install(holdline_mcp::install::InstallArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // Logs go to stderr: stdout is the MCP protocol.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HOLDLINE_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("holdline_mcp=info,rmcp=warn")
+            }),
+        )
+        .init();
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Install(args) => holdline_mcp::install::run(&args),
+        Command::Serve => tokio::runtime::Runtime::new()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| {
+                rt.block_on(holdline_mcp::serve_stdio(
+                    holdline_mcp::config::Config::from_env(),
+                ))
+            }),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("holdline-mcp: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
