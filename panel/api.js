@@ -1,0 +1,122 @@
+// api.js — the only code in the panel that talks to the hub: JSON calls to
+// /api/* (cookie auth, same origin), their errors as ApiError, and the SSE
+// stream of session changes with reconnection.
+
+/** An error answer from the hub (`{"error":{code,message}}`) or a network failure (status 0). */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function call(method, path, body) {
+  const init = { method, credentials: 'same-origin', headers: {} };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError(0, 'NETWORK', e.message || 'network error');
+  }
+  const text = await res.text();
+  let data = null;
+  if (text) {
+    try { data = JSON.parse(text); } catch { data = null; }
+  }
+  if (!res.ok) {
+    const err = data && data.error ? data.error : {};
+    throw new ApiError(res.status, err.code || `HTTP_${res.status}`, err.message || res.statusText);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  login: (key) => call('POST', '/api/login', { key }),
+  logout: () => call('POST', '/api/logout', {}),
+  whoami: () => call('GET', '/api/whoami'),
+  sessions: ({ status = '', q = '', limit = 200 } = {}) => {
+    const p = new URLSearchParams();
+    if (status) p.set('status', status);
+    if (q) p.set('q', q);
+    p.set('limit', String(limit));
+    return call('GET', `/api/sessions?${p}`);
+  },
+  session: (token, { before = null, limit = 50 } = {}) => {
+    const p = new URLSearchParams({ limit: String(limit) });
+    if (before !== null && before !== undefined) p.set('before', String(before));
+    return call('GET', `/api/sessions/${enc(token)}?${p}`);
+  },
+  /** `body` is sent as prepared (already JSON text) so the caller can size-check it first. */
+  reply: (json) => call('POST', '/api/reply', json),
+  config: (token, fields) => call('POST', '/api/session/config', { token, ...fields }),
+  archive: (token) => call('POST', `/api/sessions/${enc(token)}/archive`, {}),
+  restore: (token) => call('POST', `/api/sessions/${enc(token)}/restore`, {}),
+  merge: (body) => call('POST', '/api/merge', body),
+  templates: () => call('GET', '/api/templates'),
+  saveTemplates: (templates) => call('PUT', '/api/templates', { templates }),
+};
+
+/**
+ * Follows `GET /api/events`. `onSession(session)` for each change;
+ * `onState(live)` when the stream opens or drops; `onReconnect()` when it
+ * opens again after a drop, so the caller refetches what it may have missed.
+ * EventSource retries network errors by itself; when it gives up (e.g. a
+ * 401 or the hub answering non-SSE during a restart) we start a new one.
+ */
+export function followEvents({ onSession, onState, onReconnect, onUnauthorized }) {
+  let es = null;
+  let dropped = false;
+  let timer = null;
+  let stopped = false;
+  let backoff = 1000;
+
+  function open() {
+    if (stopped) return;
+    es = new EventSource('/api/events', { withCredentials: true });
+    es.addEventListener('open', () => {
+      backoff = 1000;
+      onState(true);
+      if (dropped) {
+        dropped = false;
+        onReconnect();
+      }
+    });
+    es.addEventListener('session', (ev) => {
+      let s;
+      try { s = JSON.parse(ev.data); } catch { return; }
+      if (s && s.token) onSession(s);
+    });
+    // The hub says this client missed events (it was slow): refetch everything.
+    es.addEventListener('resync', () => onReconnect());
+    es.addEventListener('error', () => {
+      dropped = true;
+      onState(false);
+      if (es.readyState === EventSource.CLOSED) {
+        es.close();
+        clearTimeout(timer);
+        timer = setTimeout(async () => {
+          try {
+            await api.whoami();
+          } catch (e) {
+            if (e.status === 401) { onUnauthorized(); return; }
+          }
+          open();
+        }, backoff);
+        backoff = Math.min(backoff * 2, 15000);
+      }
+    });
+  }
+  open();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    if (es) es.close();
+  };
+}

@@ -1,0 +1,545 @@
+// app.js — the panel's entry point: login, the session list, the open
+// conversation and its actions (settings, rename, merge, archive, restore),
+// live updates from SSE, notifications, language and theme switches.
+
+import { api, followEvents } from './api.js';
+import { t, lang, setLang, applyStatic, duration, ago } from './i18n.js';
+import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme } from './ui.js';
+import { renderMessages, resetMessages } from './conversation.js';
+import * as composer from './composer.js';
+import * as notify from './notify.js';
+
+const CLOSED = new Set(['merged', 'archived']);
+const PAGE = 50;
+
+const state = {
+  /** 'open' or 'archived': which list is shown. */
+  view: 'open',
+  q: '',
+  /** token → Session as listed (current view and search). */
+  listed: new Map(),
+  /** token → Session, every one seen (for the waiting count and notifications). */
+  known: new Map(),
+  /** token of the session on screen. */
+  current: null,
+  /** The session on screen: Session fields plus messages (oldest first) and nextBefore. */
+  detail: null,
+  /** token → waitingSince already announced, so one wait chimes once. */
+  announced: new Map(),
+  stopEvents: null,
+};
+
+// ---------------------------------------------------------------- login
+
+async function boot() {
+  applyTheme();
+  applyStatic();
+  wireStatic();
+  // A panel URL pasted into a tab that already shows the panel only changes the hash.
+  window.addEventListener('hashchange', () => { takeKeyFromHash(); });
+  if (await takeKeyFromHash()) return;
+  try {
+    await api.whoami();
+    start();
+  } catch (e) {
+    showLogin(e.status === 401 ? '' : t('loginFailed', { msg: e.message }));
+  }
+}
+
+/** Signs in with `#key=…` when the address has one; true if it had. */
+async function takeKeyFromHash() {
+  const m = location.hash.match(/[#&]key=([^&]*)/);
+  if (!m) return false;
+  // Drop the key from the address bar (and history) before anything else.
+  history.replaceState(null, '', location.pathname + location.search);
+  let key = m[1];
+  try { key = decodeURIComponent(key); } catch { /* use it as it came */ }
+  await login(key);
+  return true;
+}
+
+async function login(key) {
+  try {
+    await api.login(key);
+    start();
+  } catch (e) {
+    showLogin(e.status === 401 ? t('loginWrong') : e.status === 429 ? t('loginRateLimited') : t('loginFailed', { msg: e.message }));
+  }
+}
+
+function showLogin(error) {
+  if (state.stopEvents) { state.stopEvents(); state.stopEvents = null; }
+  $('#app').hidden = true;
+  $('#login').hidden = false;
+  const err = $('#login-error');
+  err.textContent = error || '';
+  err.hidden = !error;
+  $('#login-key').focus();
+  document.title = 'holdline';
+}
+
+async function logout() {
+  try { await api.logout(); } catch { /* the cookie may already be gone */ }
+  state.current = null;
+  state.detail = null;
+  showLogin('');
+}
+
+// ---------------------------------------------------------------- app
+
+function start() {
+  $('#login').hidden = true;
+  $('#app').hidden = false;
+  drawToolbar();
+  const saved = sessionStorage.getItem('holdline.current');
+  refreshList().then(() => {
+    if (saved && !state.current) select(saved, { quiet: true });
+  });
+  composer.loadTemplates();
+  if (!state.stopEvents) {
+    state.stopEvents = followEvents({
+      onSession: sessionEvent,
+      onState: (live) => {
+        const el = $('#live');
+        el.dataset.state = live ? 'on' : 'off';
+        el.textContent = live ? t('connected') : t('disconnected');
+      },
+      onReconnect: () => { refreshList(); if (state.current) loadDetail(state.current); },
+      onUnauthorized: () => showLogin(''),
+    });
+  }
+  $('#attach').replaceChildren(icon('image'));
+  clearInterval(state.ticker);
+  state.ticker = setInterval(tick, 1000);
+}
+
+function wireStatic() {
+  $('#login-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    login($('#login-key').value.trim());
+  });
+  $('#logout').addEventListener('click', logout);
+  $('#lang-toggle').addEventListener('click', () => {
+    setLang(lang === 'zh' ? 'en' : 'zh');
+    applyStatic();
+    resetMessages();
+    drawToolbar();
+    drawList();
+    composer.relabel();
+    if (state.detail) drawDetail();
+    if (!$('#login-error').hidden) $('#login-error').hidden = true;
+  });
+  $('#theme-toggle').addEventListener('click', () => toggleTheme());
+  $('#notify-toggle').addEventListener('click', () => {
+    notify.setEnabled(!notify.enabled());
+    drawToolbar();
+  });
+  document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });
+  let searchTimer = null;
+  $('#search').addEventListener('input', (e) => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => { state.q = e.target.value.trim(); refreshList(); }, 250);
+  });
+  $('#view-open').addEventListener('click', () => setView('open'));
+  $('#view-archived').addEventListener('click', () => setView('archived'));
+  $('#back').addEventListener('click', () => {
+    document.body.classList.remove('conv-open');
+  });
+  $('#load-older').addEventListener('click', loadOlder);
+  $('#rename').addEventListener('click', rename);
+  $('#settings-open').addEventListener('click', editSettings);
+  $('#merge-open').addEventListener('click', merge);
+  $('#archive').addEventListener('click', archive);
+  $('#restore').addEventListener('click', restore);
+  composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok); } });
+}
+
+function drawToolbar() {
+  const on = notify.enabled();
+  const bell = $('#notify-toggle');
+  bell.replaceChildren(icon(on ? 'bell' : 'bellOff'));
+  bell.title = on ? t('notifyOn') : t('notifyOff');
+  bell.setAttribute('aria-label', bell.title);
+  bell.dataset.state = on ? 'on' : 'off';
+  $('#lang-toggle').textContent = t('language');
+  $('#view-open').setAttribute('aria-selected', String(state.view === 'open'));
+  $('#view-archived').setAttribute('aria-selected', String(state.view === 'archived'));
+  const live = $('#live');
+  live.textContent = live.dataset.state === 'off' ? t('disconnected') : live.dataset.state === 'on' ? t('connected') : '';
+}
+
+function setView(view) {
+  if (state.view === view) return;
+  state.view = view;
+  drawToolbar();
+  refreshList();
+}
+
+function title(s) {
+  return (s.displayTitle && s.displayTitle.trim()) || s.title || s.token;
+}
+
+// ---------------------------------------------------------------- list
+
+async function refreshList() {
+  const view = state.view;
+  const q = state.q;
+  try {
+    const res = await api.sessions({ status: view === 'archived' ? 'archived' : '', q });
+    if (view !== state.view || q !== state.q) return;
+    state.listed = new Map(res.sessions.map((s) => [s.token, s]));
+    for (const s of res.sessions) remember(s, false);
+    drawList();
+  } catch (e) {
+    if (e.status === 401) showLogin('');
+    else toast(t('errorGeneric', { msg: e.message }), 'error');
+  }
+}
+
+/** Keeps `s` in `known`; announces a new wait when `live`. */
+function remember(s, live) {
+  state.known.set(s.token, s);
+  if (s.status === 'waiting') {
+    const since = s.waitingSince || s.lastActiveAt;
+    if (live && state.announced.get(s.token) !== since) {
+      notify.announce(t('notifyTitle', { title: title(s) }), s.lastReview?.nextStep || s.preview || '', () => select(s.token));
+    }
+    state.announced.set(s.token, since);
+  } else {
+    state.announced.delete(s.token);
+  }
+}
+
+function belongsInView(s) {
+  if (state.view === 'archived') return s.status === 'archived';
+  return !CLOSED.has(s.status);
+}
+
+function sortSessions(list) {
+  return list.sort((a, b) => {
+    const aw = a.status === 'waiting';
+    const bw = b.status === 'waiting';
+    if (aw !== bw) return aw ? -1 : 1;
+    if (aw) return (a.waitingSince || 0) - (b.waitingSince || 0);
+    return (b.lastActiveAt || 0) - (a.lastActiveAt || 0);
+  });
+}
+
+function drawList() {
+  const ul = $('#session-list');
+  const sessions = sortSessions([...state.listed.values()]);
+  ul.replaceChildren(...sessions.map(sessionItem));
+  const empty = $('#list-empty');
+  empty.hidden = sessions.length > 0;
+  empty.textContent = state.q ? t('noMatch') : state.view === 'archived' ? t('noArchived') : t('noSessions');
+  drawWaitingCount();
+}
+
+function sessionItem(s) {
+  const waiting = s.status === 'waiting';
+  const review = s.lastReview || {};
+  const pct = Number.isFinite(review.completionPct) ? Math.max(0, Math.min(100, review.completionPct)) : null;
+  const item = h('li', {
+    class: `session${waiting ? ' waiting' : ''}${s.token === state.current ? ' selected' : ''}`,
+    testid: 'session-item',
+    dataset: { token: s.token, status: s.status },
+  },
+  h('button', { type: 'button', class: 'session-button', onclick: () => select(s.token) },
+    h('div', { class: 'row' },
+      h('span', { class: 'title', testid: 'session-title' }, title(s)),
+      h('span', { class: `badge status-${s.status}`, testid: 'session-status' }, t(`status.${s.status}`)),
+    ),
+    h('div', { class: 'row small muted' },
+      waiting
+        ? h('span', { class: 'waited', testid: 'session-waited', dataset: { since: String(s.waitingSince || s.lastActiveAt || Date.now()) } },
+          t('waitingFor', { d: duration(Date.now() - (s.waitingSince || s.lastActiveAt || Date.now())) }))
+        : h('span', { class: 'ago', dataset: { at: String(s.lastActiveAt || 0) } }, ago(s.lastActiveAt)),
+      s.queuedReplies > 0 ? h('span', { class: 'tag queued', testid: 'session-queued' }, t('queuedN', { n: s.queuedReplies })) : null,
+      h('span', { class: 'host' }, s.hostIp || ''),
+    ),
+    pct !== null || review.nextStep
+      ? h('div', { class: 'progress-row', testid: 'session-progress' },
+        pct !== null ? h('span', { class: 'progress', role: 'progressbar', 'aria-valuenow': pct, 'aria-valuemin': 0, 'aria-valuemax': 100 },
+          h('span', { class: 'bar', style: `width:${pct}%` })) : null,
+        pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
+        review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
+      : null,
+    s.preview ? h('div', { class: 'preview muted small' }, s.preview) : null,
+  ));
+  return item;
+}
+
+function drawWaitingCount() {
+  const n = [...state.known.values()].filter((s) => s.status === 'waiting').length;
+  document.title = n > 0 ? `(${n}) holdline` : 'holdline';
+  const el = $('#waiting-count');
+  el.hidden = n === 0;
+  el.textContent = String(n);
+  el.title = t('status.waiting');
+}
+
+function tick() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll('[data-testid="session-waited"]')) {
+    el.textContent = t('waitingFor', { d: duration(now - Number(el.dataset.since)) });
+  }
+  if (now % 15000 < 1000) {
+    for (const el of document.querySelectorAll('#session-list .ago')) el.textContent = ago(Number(el.dataset.at), now);
+  }
+}
+
+// ---------------------------------------------------------------- live
+
+let detailTimer = null;
+
+function sessionEvent(s) {
+  remember(s, true);
+  if (belongsInView(s) && (!state.q || state.listed.has(s.token))) state.listed.set(s.token, s);
+  else state.listed.delete(s.token);
+  drawList();
+  if (state.q && !state.listed.has(s.token)) {
+    // A change may make a session match the search; ask the hub.
+    clearTimeout(state.searchTimer);
+    state.searchTimer = setTimeout(refreshList, 500);
+  }
+  if (s.token === state.current) {
+    Object.assign(state.detail, s);
+    drawHeader();
+    composer.sessionChanged(state.detail);
+    clearTimeout(detailTimer);
+    detailTimer = setTimeout(() => loadDetail(s.token), 80);
+  }
+}
+
+// ---------------------------------------------------------------- conversation
+
+async function select(token, { quiet = false } = {}) {
+  state.current = token;
+  sessionStorage.setItem('holdline.current', token);
+  document.body.classList.add('conv-open');
+  for (const li of document.querySelectorAll('#session-list .session')) li.classList.toggle('selected', li.dataset.token === token);
+  const ok = await loadDetail(token, { fresh: true, quiet });
+  if (ok && state.current === token && !matchMedia('(max-width: 720px)').matches) $('#reply-input').focus();
+}
+
+function mergeMessages(older, newer) {
+  const bySeq = new Map();
+  for (const m of older) bySeq.set(m.seq, m);
+  for (const m of newer) bySeq.set(m.seq, m);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+async function loadDetail(token, { fresh = false, quiet = false } = {}) {
+  try {
+    const res = await api.session(token, { limit: PAGE });
+    if (state.current !== token) return false;
+    const keep = !fresh && state.detail && state.detail.token === token;
+    const list = $('#messages');
+    const atBottom = !keep || list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+    const messages = keep ? mergeMessages(state.detail.messages, res.messages || []) : (res.messages || []);
+    const nextBefore = keep ? state.detail.nextBefore : res.nextBefore;
+    state.detail = { ...res, messages, nextBefore };
+    state.known.set(token, { ...(state.known.get(token) || {}), ...stripMessages(res) });
+    drawDetail();
+    composer.sessionChanged(state.detail);
+    if (atBottom) list.scrollTop = list.scrollHeight;
+    return true;
+  } catch (e) {
+    if (e.status === 401) { showLogin(''); return false; }
+    if (state.current === token) {
+      state.current = null;
+      sessionStorage.removeItem('holdline.current');
+      document.body.classList.remove('conv-open');
+      $('#conv-body').hidden = true;
+      $('#conv-empty').hidden = false;
+    }
+    if (!quiet) toast(t('errorGeneric', { msg: e.message }), 'error');
+    return false;
+  }
+}
+
+function stripMessages(res) {
+  const { messages, nextBefore, ...meta } = res;
+  void messages; void nextBefore;
+  return meta;
+}
+
+async function loadOlder() {
+  const d = state.detail;
+  if (!d || d.nextBefore === null || d.nextBefore === undefined) return;
+  const token = d.token;
+  const btn = $('#load-older');
+  btn.disabled = true;
+  try {
+    const res = await api.session(token, { before: d.nextBefore, limit: PAGE });
+    if (state.current !== token) return;
+    const list = $('#messages');
+    const fromBottom = list.scrollHeight - list.scrollTop;
+    d.messages = mergeMessages(res.messages || [], d.messages);
+    d.nextBefore = res.nextBefore;
+    drawDetail();
+    list.scrollTop = list.scrollHeight - fromBottom;
+  } catch (e) {
+    toast(t('errorGeneric', { msg: e.message }), 'error');
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+function drawHeader() {
+  const d = state.detail;
+  $('#conv-title').textContent = title(d);
+  $('#conv-title').title = `${t('token')}: ${d.token}\n${t('workspace')}: ${d.workspace || ''}\n${t('host')}: ${d.hostIp || ''}`;
+  const badge = $('#conv-status');
+  badge.className = `badge status-${d.status}`;
+  badge.textContent = t(`status.${d.status}`);
+  badge.dataset.status = d.status;
+  const r = d.lastReview || {};
+  const bits = [];
+  if (Number.isFinite(r.completionPct)) bits.push(t('progress', { pct: r.completionPct }));
+  if (r.nextStep) bits.push(t('nextStep', { step: r.nextStep }));
+  if (d.queuedReplies > 0) bits.push(t('queuedN', { n: d.queuedReplies }));
+  $('#conv-progress').textContent = bits.join(' · ');
+  const closed = CLOSED.has(d.status);
+  $('#archive').hidden = closed;
+  $('#restore').hidden = d.status !== 'archived';
+  $('#merge-open').hidden = closed;
+  $('#settings-open').disabled = closed;
+  $('#rename').disabled = d.status === 'merged';
+}
+
+function drawDetail() {
+  const d = state.detail;
+  $('#conv-empty').hidden = true;
+  $('#conv-body').hidden = false;
+  drawHeader();
+  $('#load-older').hidden = d.nextBefore === null || d.nextBefore === undefined;
+  renderMessages($('#message-list'), d, d.messages);
+  composer.showSession(d.token, CLOSED.has(d.status));
+}
+
+// ---------------------------------------------------------------- actions
+
+function applySession(s) {
+  if (!s || !s.token) return;
+  remember(s, false);
+  if (belongsInView(s)) state.listed.set(s.token, s);
+  else state.listed.delete(s.token);
+  drawList();
+  if (s.token === state.current) {
+    Object.assign(state.detail, s);
+    drawDetail();
+  }
+}
+
+async function rename() {
+  const d = state.detail;
+  const dialog = $('#rename-dialog');
+  $('#rename-input').value = d.displayTitle || '';
+  if ((await runDialog(dialog)) !== 'ok') return;
+  try {
+    applySession(await api.config(d.token, { displayTitle: $('#rename-input').value.trim() }));
+    toast(t('saved'));
+  } catch (e) {
+    toast(t('saveFailed', { msg: e.message }), 'error');
+  }
+}
+
+async function editSettings() {
+  const d = state.detail;
+  const dialog = $('#settings-dialog');
+  const mode = d.timedReplyEnabled ? 'timed' : d.sessionAutoContinue ? 'auto' : 'hold';
+  for (const r of dialog.querySelectorAll('input[name=mode]')) r.checked = r.value === mode;
+  $('#set-interval').value = d.timedReplyIntervalMs ? Math.round(d.timedReplyIntervalMs / 1000) : 300;
+  $('#set-prompt').value = d.continuePrompt || '';
+  $('#set-mode').value = d.continueMode || '';
+  $('#set-streak').value = d.maxAutoStreak ?? 20;
+  $('#settings-info').textContent = `${t('token')}: ${d.token} · ${t('workspace')}: ${d.workspace || ''} · ${t('host')}: ${d.hostIp || ''}`;
+  if ((await runDialog(dialog)) !== 'ok') return;
+  const chosen = dialog.querySelector('input[name=mode]:checked')?.value || 'hold';
+  const fields = {
+    timedReplyEnabled: chosen === 'timed',
+    sessionAutoContinue: chosen === 'auto',
+    timedReplyIntervalMs: Math.max(1, Math.round(Number($('#set-interval').value) || 300)) * 1000,
+    continueMode: $('#set-mode').value.trim() || d.continueMode || 'optimize',
+    maxAutoStreak: Math.max(0, Math.round(Number($('#set-streak').value) || 0)),
+  };
+  // The hub refuses an empty continue prompt: leave it as it is then.
+  if ($('#set-prompt').value.trim()) fields.continuePrompt = $('#set-prompt').value;
+  try {
+    applySession(await api.config(d.token, fields));
+    toast(t('saved'));
+  } catch (e) {
+    toast(t('saveFailed', { msg: e.message }), 'error');
+  }
+}
+
+/** The IDE chat title inside a binding key `{workspace}::{cursorTitle}@{hostIp}`. */
+export function cursorTitleOf(s) {
+  const key = s.bindingKey || '';
+  const start = key.indexOf('::');
+  const end = key.lastIndexOf('@');
+  if (start >= 0 && end > start) return key.slice(start + 2, end);
+  return s.title || '';
+}
+
+async function merge() {
+  const d = state.detail;
+  let open;
+  try {
+    // POST /api/merge checks the binding like an agent's merge: the target must
+    // share the source's workspace and host, so only those are offered.
+    open = (await api.sessions({ limit: 200 })).sessions.filter((s) => s.token !== d.token && !CLOSED.has(s.status)
+      && s.workspace === d.workspace && s.hostIp === d.hostIp);
+  } catch (e) {
+    toast(t('errorGeneric', { msg: e.message }), 'error');
+    return;
+  }
+  if (!open.length) {
+    toast(t('mergeNoTarget'));
+    return;
+  }
+  const picker = $('#merge-target');
+  picker.replaceChildren(...open.map((s) => h('option', { value: s.token }, `${title(s)} — ${s.workspace || ''} @ ${s.hostIp || ''}`)));
+  $('#merge-hint').textContent = t('mergeHint', { from: title(d) });
+  if ((await runDialog($('#merge-dialog'))) !== 'ok') return;
+  const target = open.find((s) => s.token === picker.value);
+  if (!target) return;
+  if (!(await confirmBox(t('mergeConfirm', { from: title(d), to: title(target) }), t('merge')))) return;
+  try {
+    const res = await api.merge({
+      fromToken: d.token,
+      toToken: target.token,
+      cursorTitle: cursorTitleOf(target),
+      workspace: target.workspace,
+      hostIp: target.hostIp,
+    });
+    toast(t('merged', { to: title(target) }));
+    await refreshList();
+    await select(res?.token || target.token);
+  } catch (e) {
+    toast(t('errorGeneric', { msg: `${e.code}: ${e.message}` }), 'error');
+  }
+}
+
+async function archive() {
+  const d = state.detail;
+  if (!(await confirmBox(t('archiveConfirm', { title: title(d) }), t('archive')))) return;
+  try {
+    applySession(await api.archive(d.token));
+  } catch (e) {
+    toast(t('errorGeneric', { msg: e.message }), 'error');
+  }
+}
+
+async function restore() {
+  const d = state.detail;
+  if (!(await confirmBox(t('restoreConfirm', { title: title(d) }), t('restore')))) return;
+  try {
+    applySession(await api.restore(d.token));
+  } catch (e) {
+    toast(t('errorGeneric', { msg: e.message }), 'error');
+  }
+}
+
+boot();

@@ -1,0 +1,292 @@
+// composer.js — the reply box: Enter sends / Shift+Enter breaks a line,
+// per-session drafts in localStorage (keyed by token, never shared), pasted
+// and dropped images, quick replies from the editable templates, and the
+// queued/delivered line under the box.
+
+import { api } from './api.js';
+import { $, h, toast, runDialog } from './ui.js';
+import { t, bytes, DEFAULT_TEMPLATES } from './i18n.js';
+
+/** The hub's body cap for /api/reply. */
+export const REPLY_LIMIT = 10 * 1024 * 1024;
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+const DRAFT_PREFIX = 'holdline.draft.';
+
+let token = null;
+let closed = false;
+let templates = [];
+/** Images waiting to be sent, per session token (kept in memory only: they can be large). */
+const attachments = new Map();
+/** The last reply sent per token: `{replyId, queued}`; drives the status line. */
+const lastSent = new Map();
+let onSent = () => {};
+
+export function draftKey(tok) { return DRAFT_PREFIX + tok; }
+
+function loadDraft(tok) {
+  try { return localStorage.getItem(draftKey(tok)) || ''; } catch { return ''; }
+}
+
+function saveDraft(tok, text) {
+  try {
+    if (text) localStorage.setItem(draftKey(tok), text);
+    else localStorage.removeItem(draftKey(tok));
+  } catch { /* storage full or disabled: the draft lives on in the box */ }
+}
+
+function input() { return $('#reply-input'); }
+
+/** Sets up listeners once; `sent(token)` is called after each successful reply. */
+export function initComposer({ sent }) {
+  onSent = sent;
+  const box = input();
+  box.addEventListener('input', () => { if (token) saveDraft(token, box.value); });
+  box.addEventListener('keydown', (e) => {
+    // isComposing / 229: Enter that ends an IME composition (Chinese input) must not send.
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+      e.preventDefault();
+      send();
+    }
+  });
+  box.addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData?.items || [])]
+      .filter((it) => it.kind === 'file')
+      .map((it) => it.getAsFile())
+      .filter(Boolean);
+    if (files.length) {
+      e.preventDefault();
+      addFiles(files);
+    }
+  });
+  const zone = $('#conversation');
+  zone.addEventListener('dragover', (e) => {
+    if ([...(e.dataTransfer?.types || [])].includes('Files')) {
+      e.preventDefault();
+      zone.classList.add('dropping');
+    }
+  });
+  zone.addEventListener('dragleave', () => zone.classList.remove('dropping'));
+  zone.addEventListener('drop', (e) => {
+    zone.classList.remove('dropping');
+    const files = [...(e.dataTransfer?.files || [])];
+    if (files.length) {
+      e.preventDefault();
+      addFiles(files);
+    }
+  });
+  $('#attach').addEventListener('click', () => $('#file-input').click());
+  $('#file-input').addEventListener('change', (e) => {
+    addFiles([...e.target.files]);
+    e.target.value = '';
+  });
+  $('#reply-send').addEventListener('click', () => send());
+  $('#templates-edit').addEventListener('click', editTemplates);
+  $('#template-add').addEventListener('click', () => $('#template-rows').append(templateRow({ label: '', text: '' })));
+}
+
+/** Switches the box to session `tok` (its own draft and images); `isClosed` disables it. */
+export function showSession(tok, isClosed) {
+  const box = input();
+  if (token !== tok) {
+    token = tok;
+    box.value = loadDraft(tok);
+  }
+  closed = isClosed;
+  box.disabled = isClosed;
+  $('#reply-send').disabled = isClosed;
+  $('#attach').disabled = isClosed;
+  for (const b of document.querySelectorAll('#quick-replies button')) b.disabled = isClosed;
+  drawAttachments();
+  drawStatus(null);
+}
+
+/** Re-checks the status line against the session as the hub now reports it. */
+export function sessionChanged(session) {
+  if (session.token !== token) return;
+  const sent = lastSent.get(token);
+  if (sent && sent.state !== 'delivered' && !(session.queuedReplies > 0) && session.status !== 'waiting') {
+    sent.state = 'delivered';
+  }
+  drawStatus(session);
+}
+
+function drawStatus(session) {
+  const el = $('#reply-status');
+  el.classList.remove('error');
+  if (closed) {
+    el.textContent = t('replyClosed');
+    el.dataset.state = 'closed';
+    return;
+  }
+  const sent = token && lastSent.get(token);
+  if (!sent) {
+    el.textContent = '';
+    el.dataset.state = '';
+    return;
+  }
+  el.dataset.state = sent.state;
+  el.textContent = sent.state === 'sending' ? t('sending')
+    : sent.state === 'queued' ? t('replyQueued')
+      : sent.state === 'delivered' ? t('replyDelivered')
+        : t('replySent');
+  void session;
+}
+
+function showError(message) {
+  const el = $('#reply-status');
+  el.textContent = message;
+  el.dataset.state = 'error';
+  el.classList.add('error');
+}
+
+function readImage(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => {
+      const url = String(r.result);
+      const comma = url.indexOf(',');
+      resolve({ mimeType: file.type, data: url.slice(comma + 1), name: file.name || '', size: file.size });
+    };
+    r.onerror = () => reject(r.error);
+    r.readAsDataURL(file);
+  });
+}
+
+async function addFiles(files) {
+  if (!token || closed) return;
+  const tok = token;
+  const list = attachments.get(tok) || [];
+  for (const f of files) {
+    if (!IMAGE_TYPES.includes(f.type)) {
+      toast(t('badImage'), 'error');
+      continue;
+    }
+    try {
+      list.push(await readImage(f));
+    } catch (e) {
+      toast(t('errorGeneric', { msg: e.message }), 'error');
+    }
+  }
+  attachments.set(tok, list);
+  if (tok === token) drawAttachments();
+}
+
+function drawAttachments() {
+  const wrap = $('#attachments');
+  const list = (token && attachments.get(token)) || [];
+  wrap.hidden = list.length === 0;
+  wrap.replaceChildren(...list.map((img, i) => h('figure', { class: 'attachment', testid: 'attachment' },
+    h('img', { src: `data:${img.mimeType};base64,${img.data}`, alt: img.name }),
+    h('figcaption', {}, bytes(img.size || Math.floor(img.data.length * 0.75))),
+    h('button', {
+      type: 'button', class: 'icon remove', title: t('removeImage'), 'aria-label': t('removeImage'),
+      testid: 'attachment-remove',
+      onclick: () => { list.splice(i, 1); drawAttachments(); },
+    }, '✕'),
+  )));
+}
+
+async function deliver(tok, text, images) {
+  const body = JSON.stringify({ token: tok, text, images: images.map(({ mimeType, data }) => ({ mimeType, data })) });
+  if (body.length > REPLY_LIMIT) {
+    showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
+    return null;
+  }
+  lastSent.set(tok, { state: 'sending' });
+  drawStatus(null);
+  try {
+    const res = await api.reply(body);
+    lastSent.set(tok, { replyId: res.replyId, state: res.queued ? 'queued' : 'sent' });
+    if (tok === token) drawStatus(null);
+    onSent(tok);
+    return res;
+  } catch (e) {
+    lastSent.delete(tok);
+    if (e.status === 413) showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
+    else if (e.status === 409) showError(t('replyClosed'));
+    else showError(t('replyFailed', { msg: e.message }));
+    return null;
+  }
+}
+
+/** Sends the box's text and images for the session on screen. */
+export async function send() {
+  if (!token || closed) return;
+  const tok = token;
+  const box = input();
+  const text = box.value;
+  const images = attachments.get(tok) || [];
+  if (!text.trim() && images.length === 0) return;
+  $('#reply-send').disabled = true;
+  // Forget the draft before the hub answers: the agent may have the reply
+  // (and the person may reload) before this page hears back. Put it back on failure.
+  saveDraft(tok, '');
+  try {
+    const res = await deliver(tok, text, images);
+    if (res) {
+      attachments.delete(tok);
+      if (token === tok) {
+        box.value = '';
+        drawAttachments();
+      }
+    } else if (!loadDraft(tok)) {
+      saveDraft(tok, text);
+    }
+  } finally {
+    $('#reply-send').disabled = closed;
+    box.focus();
+  }
+}
+
+/** Loads the shared templates (or the defaults when the hub has none). */
+export async function loadTemplates() {
+  try {
+    const res = await api.templates();
+    templates = Array.isArray(res?.templates) && res.templates.length ? res.templates : DEFAULT_TEMPLATES;
+  } catch {
+    templates = DEFAULT_TEMPLATES;
+  }
+  drawTemplates();
+}
+
+function drawTemplates() {
+  $('#quick-replies').replaceChildren(...templates.map((tpl) => h('button', {
+    type: 'button', class: 'chip', testid: 'quick-reply', title: tpl.text, disabled: closed,
+    onclick: () => { if (token && !closed) deliver(token, tpl.text, []); },
+  }, tpl.label || tpl.text)));
+}
+
+function templateRow(tpl) {
+  const row = h('div', { class: 'template-row', testid: 'template-row' },
+    h('input', { type: 'text', class: 'tpl-label', value: tpl.label, placeholder: t('templateLabel'), testid: 'template-label', 'aria-label': t('templateLabel') }),
+    h('textarea', { class: 'tpl-text', rows: 2, placeholder: t('templateText'), testid: 'template-text', 'aria-label': t('templateText') }),
+    h('button', { type: 'button', class: 'icon', title: t('remove'), 'aria-label': t('remove'), testid: 'template-remove', onclick: () => row.remove() }, '✕'),
+  );
+  row.querySelector('textarea').value = tpl.text;
+  return row;
+}
+
+async function editTemplates() {
+  const dialog = $('#templates-dialog');
+  $('#template-rows').replaceChildren(...templates.map(templateRow));
+  if ((await runDialog(dialog)) !== 'ok') return;
+  const next = [...document.querySelectorAll('#template-rows .template-row')]
+    .map((row) => ({ label: row.querySelector('.tpl-label').value.trim(), text: row.querySelector('.tpl-text').value }))
+    .filter((tpl) => tpl.text.trim())
+    .map((tpl) => ({ label: tpl.label || tpl.text.slice(0, 20), text: tpl.text }));
+  try {
+    await api.saveTemplates(next);
+    templates = next.length ? next : DEFAULT_TEMPLATES;
+    drawTemplates();
+    toast(t('saved'));
+  } catch (e) {
+    toast(t('saveFailed', { msg: e.message }), 'error');
+  }
+}
+
+/** Redraws labels after a language switch. */
+export function relabel() {
+  drawTemplates();
+  drawAttachments();
+  drawStatus(null);
+}

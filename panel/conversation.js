@@ -1,0 +1,129 @@
+// conversation.js — draws a session's messages: roles, Markdown, images,
+// automatic replies, queued/delivered marks; keeps one element per message
+// (keyed by seq) so live updates do not re-render the whole history.
+
+import { h } from './ui.js';
+import { t, clock, bytes } from './i18n.js';
+import { renderInto } from './markdown.js';
+
+/** One rendered message element per `seq`, for the session on screen. */
+const cache = new Map();
+let cacheToken = null;
+/** Sequence numbers of huge messages the person asked to see in full. */
+const expanded = new Set();
+
+function imageSrc(img) {
+  return `data:${img.mimeType};base64,${img.data}`;
+}
+
+function openImage(src) {
+  const dialog = document.getElementById('image-dialog');
+  document.getElementById('image-full').src = src;
+  dialog.showModal();
+}
+
+function buildMessage(m) {
+  const role = ['user', 'assistant', 'system'].includes(m.role) ? m.role : 'system';
+  const content = h('div', { class: 'content md', testid: 'message-content' });
+  const note = h('div', { class: 'truncated', hidden: true });
+  const draw = (full) => {
+    renderInto(content, m.content, {
+      full,
+      onTruncated: (shown) => {
+        const size = bytes(new Blob([m.content]).size);
+        note.hidden = false;
+        note.replaceChildren(
+          h('span', { class: 'muted' }, t('truncated', { shown: bytes(shown), size })),
+          h('button', {
+            type: 'button', testid: 'show-all',
+            onclick: () => { expanded.add(m.seq); note.hidden = true; draw(true); },
+          }, t('showAll', { size })),
+        );
+      },
+    });
+  };
+  draw(expanded.has(m.seq));
+
+  const images = (m.images || []).filter((i) => i && i.mimeType && i.data);
+  const gallery = images.length
+    ? h('div', { class: 'images' }, images.map((img) => {
+      const src = imageSrc(img);
+      return h('img', {
+        src, alt: '', loading: 'lazy', testid: 'message-image',
+        onclick: () => openImage(src),
+      });
+    }))
+    : null;
+
+  const meta = h('div', { class: 'meta' },
+    h('span', { class: 'who' }, t(`role.${role}`)),
+    m.auto ? h('span', { class: 'tag auto', testid: 'auto-tag' }, t('auto')) : null,
+    h('span', { class: 'delivery', testid: 'delivery' }),
+    h('time', { class: 'when', datetime: new Date(m.at || 0).toISOString() }, m.at ? clock(m.at) : ''),
+  );
+
+  return h('article', {
+    class: `msg ${role}${m.auto ? ' auto' : ''}`,
+    testid: 'message',
+    dataset: { role, seq: String(m.seq ?? '') },
+  }, meta, content, note, gallery);
+}
+
+/**
+ * Shows `messages` (oldest first) of `session` in `list`. Person replies
+ * not yet taken by the agent (the newest `session.queuedReplies` of them)
+ * are marked queued; earlier ones delivered.
+ */
+export function renderMessages(list, session, messages) {
+  if (cacheToken !== session.token) {
+    cache.clear();
+    expanded.clear();
+    cacheToken = session.token;
+  }
+  const els = [];
+  const seen = new Set();
+  for (const m of messages) {
+    const key = m.seq ?? `${m.at}-${m.role}`;
+    seen.add(key);
+    let el = cache.get(key);
+    if (!el) {
+      el = buildMessage(m);
+      cache.set(key, el);
+    }
+    els.push(el);
+  }
+  for (const key of cache.keys()) if (!seen.has(key)) cache.delete(key);
+
+  // Delivery marks on the person's own (non-automatic) replies.
+  let pending = Math.max(0, Number(session.queuedReplies) || 0);
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role !== 'user' || m.auto) continue;
+    const mark = els[i].querySelector('.delivery');
+    let state = 'delivered';
+    if (pending > 0) {
+      state = 'queued';
+      pending--;
+    }
+    if (mark.dataset.state !== state) {
+      mark.dataset.state = state;
+      mark.textContent = t(state);
+    }
+  }
+
+  // Append only what moved or is new, so the scroll position and images stay put.
+  let prev = null;
+  for (const el of els) {
+    const want = prev ? prev.nextSibling : list.firstChild;
+    if (want !== el) list.insertBefore(el, want);
+    prev = el;
+  }
+  while (prev && prev.nextSibling) prev.nextSibling.remove();
+  if (!prev) list.replaceChildren();
+}
+
+/** Drops cached elements (e.g. after a language switch, so labels redraw). */
+export function resetMessages() {
+  cache.clear();
+  cacheToken = null;
+}

@@ -1,0 +1,294 @@
+// i18n.js — the panel's Chinese and English strings, the chosen language
+// (browser language by default, remembered in localStorage) and t().
+
+const STRINGS = {
+  en: {
+    appName: 'holdline',
+    loginTitle: 'Sign in to holdline',
+    loginHint: 'Open the link printed by `holdline-hub panel-url`, or paste the secret here.',
+    loginKey: 'Secret key',
+    loginSubmit: 'Sign in',
+    loginWrong: 'Wrong key. Check the secret and try again.',
+    loginRateLimited: 'Too many failed attempts. Wait a minute and try again.',
+    loginFailed: 'Could not reach the hub: {msg}',
+    logout: 'Log out',
+    search: 'Search titles and messages',
+    viewOpen: 'Open',
+    viewArchived: 'Archived',
+    noSessions: 'No sessions yet. Start an agent with the holdline MCP tools.',
+    noArchived: 'No archived sessions.',
+    noMatch: 'No session matches.',
+    pickSession: 'Pick a session on the left.',
+    waitingFor: 'waiting {d}',
+    queuedN: '{n} queued',
+    msgs: '{n} msgs',
+    'status.init': 'new',
+    'status.holding': 'holding',
+    'status.waiting': 'waiting',
+    'status.replied': 'replied',
+    'status.running': 'running',
+    'status.merged': 'merged',
+    'status.archived': 'archived',
+    'role.assistant': 'Agent',
+    'role.user': 'You',
+    'role.system': 'System',
+    auto: 'auto',
+    queued: 'queued',
+    delivered: 'delivered',
+    sending: 'sending…',
+    loadOlder: 'Load older messages',
+    showAll: 'Show all ({size})',
+    truncated: 'Long message: showing the first {shown} of {size}.',
+    replyPlaceholder: 'Reply… (Enter sends, Shift+Enter new line; paste or drop images)',
+    replyPlaceholderPhone: 'Reply…',
+    send: 'Send',
+    attach: 'Attach image',
+    removeImage: 'Remove image',
+    replyDelivered: 'Delivered to the waiting agent.',
+    replyQueued: 'Queued: the agent gets it when it next waits.',
+    replySent: 'Sent.',
+    replyTooLarge: 'This reply is too large (over {max}). Remove some images or text.',
+    replyFailed: 'Could not send: {msg}',
+    replyClosed: 'This session is closed (merged or archived); it takes no replies.',
+    badImage: 'Only PNG, JPEG, GIF and WebP images can be sent.',
+    quickReplies: 'Quick replies',
+    editTemplates: 'Edit quick replies',
+    templatesTitle: 'Quick replies',
+    templateLabel: 'Label',
+    templateText: 'Text sent',
+    addTemplate: 'Add',
+    remove: 'Remove',
+    save: 'Save',
+    cancel: 'Cancel',
+    close: 'Close',
+    saved: 'Saved.',
+    saveFailed: 'Could not save: {msg}',
+    settings: 'Settings',
+    settingsTitle: 'Keep-alive settings',
+    keepAlive: 'Keep-alive mode',
+    modeHold: 'True hold (only my reply ends a wait)',
+    modeTimed: 'Timed reply (send the continue prompt every interval)',
+    modeAuto: 'Auto-continue when idle',
+    interval: 'Interval (seconds)',
+    continuePrompt: 'Continue prompt',
+    continueMode: 'Continue mode',
+    maxAutoStreak: 'Max automatic replies in a row',
+    rename: 'Rename',
+    renamePrompt: 'Name shown in the panel (empty for the agent\'s title)',
+    merge: 'Merge',
+    mergeTitle: 'Merge into another session',
+    mergeHint: 'The messages of “{from}” are appended to the chosen session; “{from}” is closed and its agent is told the new token.',
+    mergeTarget: 'Target session',
+    mergeNoTarget: 'No other open session of the same workspace and machine to merge into.',
+    mergeConfirm: 'Merge “{from}” into “{to}”? This cannot be undone.',
+    merged: 'Merged into “{to}”.',
+    archive: 'Archive',
+    restore: 'Restore',
+    archiveConfirm: 'Archive “{title}”? An agent waiting in it is released.',
+    restoreConfirm: 'Restore “{title}”?',
+    confirm: 'Confirm',
+    back: 'Back',
+    language: '中文',
+    languageTitle: 'Switch language',
+    themeTitle: 'Switch light / dark',
+    notifyOn: 'Notifications and sound on',
+    notifyOff: 'Notifications and sound off',
+    notifyTitle: '{title} is waiting for you',
+    connected: 'live',
+    disconnected: 'reconnecting…',
+    progress: '{pct}%',
+    nextStep: 'Next: {step}',
+    token: 'Token',
+    workspace: 'Workspace',
+    host: 'Host',
+    errorGeneric: 'Something went wrong: {msg}',
+    justNow: 'just now',
+    ago: '{d} ago',
+  },
+  zh: {
+    appName: 'holdline',
+    loginTitle: '登录 holdline',
+    loginHint: '打开 `holdline-hub panel-url` 打印的链接，或在此粘贴密钥。',
+    loginKey: '密钥',
+    loginSubmit: '登录',
+    loginWrong: '密钥错误，请检查后重试。',
+    loginRateLimited: '失败次数过多，请一分钟后再试。',
+    loginFailed: '无法连接到 hub：{msg}',
+    logout: '退出登录',
+    search: '搜索标题和消息',
+    viewOpen: '进行中',
+    viewArchived: '已归档',
+    noSessions: '还没有会话。用 holdline 的 MCP 工具启动一个 agent。',
+    noArchived: '没有已归档的会话。',
+    noMatch: '没有匹配的会话。',
+    pickSession: '在左侧选择一个会话。',
+    waitingFor: '已等待 {d}',
+    queuedN: '{n} 条排队中',
+    msgs: '{n} 条消息',
+    'status.init': '新建',
+    'status.holding': '挂起',
+    'status.waiting': '等待回复',
+    'status.replied': '已回复',
+    'status.running': '运行中',
+    'status.merged': '已合并',
+    'status.archived': '已归档',
+    'role.assistant': 'Agent',
+    'role.user': '我',
+    'role.system': '系统',
+    auto: '自动',
+    queued: '排队中',
+    delivered: '已送达',
+    sending: '发送中…',
+    loadOlder: '加载更早的消息',
+    showAll: '显示全部（{size}）',
+    truncated: '消息很长：只显示了前 {shown}，共 {size}。',
+    replyPlaceholder: '回复…（Enter 发送，Shift+Enter 换行；可粘贴或拖入图片）',
+    replyPlaceholderPhone: '回复…',
+    send: '发送',
+    attach: '添加图片',
+    removeImage: '移除图片',
+    replyDelivered: '已送达正在等待的 agent。',
+    replyQueued: '已排队：agent 下次等待时收到。',
+    replySent: '已发送。',
+    replyTooLarge: '回复太大（超过 {max}）。请删掉一些图片或文字。',
+    replyFailed: '发送失败：{msg}',
+    replyClosed: '会话已关闭（已合并或归档），不能再回复。',
+    badImage: '只能发送 PNG、JPEG、GIF 和 WebP 图片。',
+    quickReplies: '快捷回复',
+    editTemplates: '编辑快捷回复',
+    templatesTitle: '快捷回复',
+    templateLabel: '标签',
+    templateText: '发送的文字',
+    addTemplate: '添加',
+    remove: '删除',
+    save: '保存',
+    cancel: '取消',
+    close: '关闭',
+    saved: '已保存。',
+    saveFailed: '保存失败：{msg}',
+    settings: '设置',
+    settingsTitle: '保活设置',
+    keepAlive: '保活模式',
+    modeHold: '真挂起（只有我的回复结束等待）',
+    modeTimed: '定时回复（每隔一段时间发送续跑提示）',
+    modeAuto: '空闲时自动续跑',
+    interval: '间隔（秒）',
+    continuePrompt: '续跑提示',
+    continueMode: '续跑模式',
+    maxAutoStreak: '最多连续自动回复次数',
+    rename: '重命名',
+    renamePrompt: '面板中显示的名称（留空则用 agent 的标题）',
+    merge: '合并',
+    mergeTitle: '合并到另一个会话',
+    mergeHint: '“{from}”的消息会追加到所选会话；“{from}”将关闭，其 agent 会收到新的 token。',
+    mergeTarget: '目标会话',
+    mergeNoTarget: '没有同一工作区和机器上的其他进行中会话可以合并。',
+    mergeConfirm: '把“{from}”合并到“{to}”？此操作无法撤销。',
+    merged: '已合并到“{to}”。',
+    archive: '归档',
+    restore: '恢复',
+    archiveConfirm: '归档“{title}”？正在等待的 agent 会被释放。',
+    restoreConfirm: '恢复“{title}”？',
+    confirm: '确定',
+    back: '返回',
+    language: 'English',
+    languageTitle: '切换语言',
+    themeTitle: '切换浅色 / 深色',
+    notifyOn: '通知和提示音：开',
+    notifyOff: '通知和提示音：关',
+    notifyTitle: '“{title}”在等你回复',
+    connected: '实时',
+    disconnected: '重新连接中…',
+    progress: '{pct}%',
+    nextStep: '下一步：{step}',
+    token: 'Token',
+    workspace: '工作区',
+    host: '主机',
+    errorGeneric: '出错了：{msg}',
+    justNow: '刚刚',
+    ago: '{d}前',
+  },
+};
+
+const LANG_KEY = 'holdline.lang';
+
+/** The language in use: remembered choice, else the browser's. */
+export let lang = pickLanguage();
+
+function pickLanguage() {
+  let saved = null;
+  try { saved = localStorage.getItem(LANG_KEY); } catch { /* storage disabled */ }
+  if (saved === 'zh' || saved === 'en') return saved;
+  const langs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || 'en'];
+  return String(langs[0]).toLowerCase().startsWith('zh') ? 'zh' : 'en';
+}
+
+/** Switches and remembers the language. */
+export function setLang(next) {
+  lang = next === 'zh' ? 'zh' : 'en';
+  try { localStorage.setItem(LANG_KEY, lang); } catch { /* storage disabled */ }
+  document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
+}
+
+/** The string for `key` in the current language with `{name}` filled from `vars`. */
+export function t(key, vars = {}) {
+  const s = STRINGS[lang][key] ?? STRINGS.en[key] ?? key;
+  return s.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
+}
+
+/** Fills every `[data-i18n]` (text), `[data-i18n-placeholder]` and `[data-i18n-title]` under `root`. */
+export function applyStatic(root = document) {
+  document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
+  for (const el of root.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+  for (const el of root.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
+  for (const el of root.querySelectorAll('[data-i18n-title]')) {
+    el.title = t(el.dataset.i18nTitle);
+    el.setAttribute('aria-label', el.title);
+  }
+}
+
+/** A duration in ms as a short human string: "45s", "3m", "2h 5m", "3d". */
+export function duration(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const zh = lang === 'zh';
+  if (s < 60) return zh ? `${s} 秒` : `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return zh ? `${m} 分钟` : `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return zh ? `${h} 小时 ${m % 60} 分` : `${h}h ${m % 60}m`;
+  const d = Math.floor(h / 24);
+  return zh ? `${d} 天` : `${d}d`;
+}
+
+/** How long ago `at` (ms since epoch) was. */
+export function ago(at, now = Date.now()) {
+  if (!at) return '';
+  if (now - at < 45_000) return t('justNow');
+  return t('ago', { d: duration(now - at) });
+}
+
+/** A clock time for a message, with the date when it is not today. */
+export function clock(at) {
+  const d = new Date(at);
+  const today = new Date();
+  const opts = { hour: '2-digit', minute: '2-digit' };
+  if (d.toDateString() !== today.toDateString()) Object.assign(opts, { month: 'short', day: 'numeric' });
+  return d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en', opts);
+}
+
+/** A byte count as "1.0 MB". */
+export function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The default quick replies, in both languages. */
+export const DEFAULT_TEMPLATES = [
+  { label: '继续', text: '继续' },
+  { label: 'Continue', text: 'Continue.' },
+  { label: '好的，提交', text: '好的，提交吧。' },
+  { label: 'Looks good, commit', text: 'Looks good, commit it.' },
+  { label: '先跑测试', text: '先跑一遍测试，把结果告诉我。' },
+  { label: 'Run the tests first', text: 'Run the tests first and tell me the result.' },
+];

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# End-to-end tests of the reply panel (tests/e2e): installs what they need —
+# Debian's chromium (and a CJK font for readable screenshots) when missing,
+# playwright-core from npm — then runs them with node's test runner against
+# the hub binary (target/debug/holdline-hub, or $HOLDLINE_HUB_BIN).
+# The caller builds the hub first: `cargo build -p holdline-hub`.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+hub_bin="${HOLDLINE_HUB_BIN:-$root/target/debug/holdline-hub}"
+if [[ ! -x "$hub_bin" ]]; then
+  echo "test-e2e: no hub binary at $hub_bin; run \`cargo build -p holdline-hub\` first" >&2
+  exit 1
+fi
+export HOLDLINE_HUB_BIN="$hub_bin"
+
+apt_install() {
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "test-e2e: $* missing and not root; install it with apt-get" >&2
+    return 1
+  fi
+  if [[ -z "${apt_updated:-}" ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if [[ ! -x /usr/bin/chromium ]]; then
+  echo "test-e2e: installing chromium"
+  apt_install chromium
+fi
+# Chinese text in the screenshots needs a CJK font; the tests pass without one.
+if ! fc-list 2>/dev/null | grep -qiE 'wqy|noto sans cjk|droid sans fallback'; then
+  echo "test-e2e: installing a CJK font"
+  apt_install fonts-wqy-microhei || echo "test-e2e: no CJK font; screenshots will show boxes for Chinese" >&2
+fi
+
+cd tests/e2e
+if [[ -f package-lock.json ]]; then
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  npm install --no-audit --no-fund --loglevel=error
+fi
+
+# One file at a time: each starts its own hub and browsers, and the machine is small.
+node --test --test-concurrency=1 --test-timeout=300000 --test-reporter=spec ./*.test.mjs

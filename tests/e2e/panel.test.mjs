@@ -1,0 +1,466 @@
+// panel.test.mjs — the reply panel end to end: a real hub, Debian's chromium,
+// a person in the browser and agents driving the hub's HTTP API.
+
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startHub, newAgent, launchBrowser, openPanel, item, selectSession,
+  hasHorizontalScroll, screenshot, PNG_4x4, sleep,
+} from './harness.mjs';
+
+let hub;
+const open = [];
+
+before(async () => { hub = await startHub(); });
+after(async () => { if (hub) await hub.stop(); });
+afterEach(async (t) => {
+  while (open.length) {
+    const b = open.pop();
+    if (b.errors.length) t.diagnostic(`page errors: ${b.errors.join(' | ')}`);
+    await b.close();
+  }
+});
+
+async function browser(options) {
+  const b = await launchBrowser(options);
+  open.push(b);
+  return b;
+}
+
+test('login: the #key is traded for a cookie and dropped; a wrong key says so; logout', async () => {
+  const { page, context } = await browser();
+
+  await page.goto(`${hub.base}/#key=not-the-secret`);
+  const error = page.getByTestId('login-error');
+  await error.waitFor();
+  assert.match(await error.textContent(), /wrong key/i);
+  assert.equal(new URL(page.url()).hash, '', 'a wrong key is dropped from the address bar too');
+
+  await page.getByTestId('login-key').fill(hub.secret);
+  await page.getByTestId('login-submit').click();
+  await page.getByTestId('session-list').waitFor();
+  assert.equal(await page.getByTestId('login-screen').isHidden(), true);
+
+  await page.goto(`${hub.base}/#key=${hub.secret}`);
+  await page.locator('#app:not([hidden])').waitFor();
+  assert.equal(new URL(page.url()).hash, '', 'the key leaves the address bar');
+  assert.ok(!page.url().includes(hub.secret));
+  const cookies = await context.cookies(hub.base);
+  const session = cookies.find((c) => c.name === 'holdline_session');
+  assert.ok(session, 'login sets the session cookie');
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, 'Strict');
+
+  // A reload keeps the person signed in (the cookie, not the key).
+  await page.reload();
+  await page.locator('#app:not([hidden])').waitFor();
+
+  await page.getByTestId('logout').click();
+  await page.getByTestId('login-screen').waitFor();
+  await page.reload();
+  await page.getByTestId('login-screen').waitFor();
+  assert.equal(await page.locator('#app').isHidden(), true);
+});
+
+test('a wait registered through the API appears live, waiting first, with progress', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const idle = await newAgent(hub, 'Idle agent');
+  const agent = await newAgent(hub, 'Live wait');
+  await item(page, idle.token).waitFor();
+
+  await agent.wait('Tests pass. **Next?**', { completionPct: 80, nextStep: 'commit the fix' });
+  const li = item(page, agent.token);
+  await li.waitFor();
+  await page.waitForFunction((tok) => document.querySelector(`[data-token="${tok}"]`)?.dataset.status === 'waiting', agent.token);
+  assert.equal(await page.locator('[data-testid="session-item"]').first().getAttribute('data-token'), agent.token, 'waiting sessions come first');
+  assert.match(await li.getByTestId('session-waited').textContent(), /waiting \d+s/);
+  assert.match(await li.getByTestId('session-progress').textContent(), /80%.*commit the fix/);
+  await page.waitForFunction(() => /^\(\d+\) holdline$/.test(document.title));
+
+  await selectSession(page, agent.token);
+  const msg = page.getByTestId('message').last();
+  assert.equal(await msg.locator('strong').textContent(), 'Next?', 'Markdown is rendered');
+});
+
+test('typing a reply and pressing Enter ends the wait with that text; Shift+Enter breaks a line', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Reply with Enter');
+  await agent.wait('Which database?');
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+
+  const box = page.getByTestId('reply-input');
+  await box.click();
+  await box.pressSequentially('Use Postgres');
+  await box.press('Shift+Enter');
+  await box.pressSequentially('and add an index');
+  await box.press('Enter');
+
+  const reply = await agent.reply();
+  assert.equal(reply.text, 'Use Postgres\nand add an index');
+  assert.equal(reply.auto, false);
+  assert.equal(await box.inputValue(), '', 'the box empties after sending');
+  await page.getByTestId('message').filter({ hasText: 'and add an index' }).waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'delivered');
+});
+
+test('a reply sent while no agent waits is shown as queued, then delivered', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Queued reply');
+  await agent.wait('first question');
+  const first = agent.reply(15_000);
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+  await page.getByTestId('reply-input').fill('answer one');
+  await page.getByTestId('reply-input').press('Enter');
+  assert.equal((await first).text, 'answer one');
+
+  await page.getByTestId('reply-input').fill('answer two, sent early');
+  await page.getByTestId('reply-input').press('Enter');
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'queued');
+  const mark = page.getByTestId('message').filter({ hasText: 'answer two' }).getByTestId('delivery');
+  await page.waitForFunction((el) => el.dataset.state === 'queued', await mark.elementHandle());
+
+  await agent.wait('second question');
+  assert.equal((await agent.reply()).text, 'answer two, sent early');
+  await page.waitForFunction((el) => el.dataset.state === 'delivered', await mark.elementHandle());
+});
+
+test('an image pasted into the reply box reaches the waiting agent as an image', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Paste an image');
+  await agent.wait('Send me a screenshot');
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+
+  await page.getByTestId('reply-input').click();
+  await page.evaluate((b64) => {
+    const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bin], 'shot.png', { type: 'image/png' }));
+    const ev = new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true });
+    document.querySelector('[data-testid="reply-input"]').dispatchEvent(ev);
+  }, PNG_4x4);
+  await page.getByTestId('attachment').waitFor();
+  await page.getByTestId('reply-input').fill('here it is');
+  await page.getByTestId('reply-send').click();
+
+  const reply = await agent.reply();
+  assert.equal(reply.text, 'here it is');
+  assert.equal(reply.images.length, 1);
+  assert.equal(reply.images[0].mimeType, 'image/png');
+  assert.equal(reply.images[0].data, PNG_4x4);
+  await page.getByTestId('message-image').first().waitFor();
+  assert.equal(await page.getByTestId('attachment').count(), 0);
+});
+
+test('quick replies send a template; templates are editable and shared', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Quick reply');
+  await agent.wait('Shall I go on?');
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+
+  const chips = page.getByTestId('quick-reply');
+  await chips.first().waitFor();
+  const labels = await chips.allTextContents();
+  assert.ok(labels.some((l) => /[\u4e00-\u9fff]/.test(l)), 'a Chinese default');
+  assert.ok(labels.some((l) => /^[\x20-\x7e]+$/.test(l)), 'an English default');
+  const expected = (await hub.api('GET', '/api/templates')).templates[0].text;
+  await chips.first().click();
+  assert.equal((await agent.reply()).text, expected);
+
+  await page.getByTestId('templates-edit').click();
+  await page.getByTestId('template-add').click();
+  await page.getByTestId('template-label').last().fill('Ship');
+  await page.getByTestId('template-text').last().fill('Ship it to staging.');
+  await page.getByTestId('templates-save').click();
+  await page.getByTestId('quick-reply').filter({ hasText: 'Ship' }).waitFor();
+  const saved = (await hub.api('GET', '/api/templates')).templates;
+  assert.deepEqual(saved.at(-1), { label: 'Ship', text: 'Ship it to staging.' });
+
+  await agent.wait('And now?');
+  await page.getByTestId('quick-reply').filter({ hasText: 'Ship' }).click();
+  assert.equal((await agent.reply()).text, 'Ship it to staging.');
+});
+
+test('a draft survives a reload and never leaks into another session', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Draft A');
+  const b = await newAgent(hub, 'Draft B');
+  await a.wait('A asks');
+  await b.wait('B asks');
+  await item(page, b.token).waitFor();
+
+  await selectSession(page, a.token);
+  await page.getByTestId('reply-input').fill('half-written answer for A');
+  await selectSession(page, b.token);
+  assert.equal(await page.getByTestId('reply-input').inputValue(), '', 'B starts empty');
+  await page.getByTestId('reply-input').fill('B draft');
+
+  await page.reload();
+  await page.locator('#app:not([hidden])').waitFor();
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+  assert.equal(await page.getByTestId('reply-input').inputValue(), 'half-written answer for A');
+  await selectSession(page, b.token);
+  assert.equal(await page.getByTestId('reply-input').inputValue(), 'B draft');
+
+  // Sending clears only that session's draft.
+  await page.getByTestId('reply-input').press('Enter');
+  assert.equal((await b.reply()).text, 'B draft');
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-input"]').value === '');
+  await page.reload();
+  await page.locator('#app:not([hidden])').waitFor();
+  await item(page, b.token).waitFor();
+  await selectSession(page, b.token);
+  assert.equal(await page.getByTestId('reply-input').inputValue(), '');
+  await selectSession(page, a.token);
+  assert.equal(await page.getByTestId('reply-input').inputValue(), 'half-written answer for A');
+});
+
+test('language: browser language by default, switchable, remembered', async () => {
+  const zh = await browser({ locale: 'zh-CN' });
+  await openPanel(zh.page, hub);
+  assert.equal(await zh.page.getByTestId('view-open').textContent(), '进行中');
+
+  const { page } = await browser({ locale: 'en-US' });
+  await openPanel(page, hub);
+  assert.equal(await page.getByTestId('view-open').textContent(), 'Open');
+  assert.equal(await page.getByTestId('logout').textContent(), 'Log out');
+  await page.getByTestId('lang-toggle').click();
+  assert.equal(await page.getByTestId('view-open').textContent(), '进行中');
+  assert.equal(await page.getByTestId('logout').textContent(), '退出登录');
+  assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
+  await page.reload();
+  await page.locator('#app:not([hidden])').waitFor();
+  assert.equal(await page.getByTestId('view-open').textContent(), '进行中', 'the choice is remembered');
+  await page.getByTestId('lang-toggle').click();
+  assert.equal(await page.getByTestId('view-open').textContent(), 'Open');
+});
+
+test('merge one session into another, then archive and restore, each confirmed', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const workspace = '/home/dev/merge-ws';
+  const from = await newAgent(hub, 'Merge source', { workspace });
+  const to = await newAgent(hub, 'Merge target', { workspace });
+  await to.wait('target history');
+  await from.wait('source history: unique-merge-marker');
+  await item(page, from.token).waitFor();
+  await item(page, to.token).waitFor();
+
+  await selectSession(page, from.token);
+  await page.getByTestId('merge-open').click();
+  await page.getByTestId('merge-target').selectOption(to.token);
+  await page.getByTestId('merge-confirm').click();
+  // The confirm box: cancelling first changes nothing.
+  await page.getByTestId('confirm-cancel').click();
+  assert.equal((await hub.api('GET', `/api/sessions/${from.token}`)).status, 'waiting');
+
+  await page.getByTestId('merge-open').click();
+  await page.getByTestId('merge-target').selectOption(to.token);
+  await page.getByTestId('merge-confirm').click();
+  await page.getByTestId('confirm-ok').click();
+  await item(page, from.token).waitFor({ state: 'detached' });
+  const src = await hub.api('GET', `/api/sessions/${from.token}`);
+  assert.equal(src.status, 'merged');
+  assert.equal(src.mergedInto, to.token);
+  const gone = await from.reply(5000);
+  assert.equal(gone.gone?.reason, 'merged');
+  const dst = await hub.api('GET', `/api/sessions/${to.token}?limit=200`);
+  assert.ok(dst.messages.some((m) => m.content.includes('unique-merge-marker')));
+  // The panel shows the target now, with the merged history.
+  await page.waitForFunction((tok) => document.querySelector('[data-testid="conv-title"]')?.title.includes(tok), to.token);
+  await page.getByTestId('message').filter({ hasText: 'unique-merge-marker' }).waitFor();
+
+  // Archive: asks first; the session leaves the open list for the archived one.
+  await page.getByTestId('archive').click();
+  await page.getByTestId('confirm-ok').click();
+  await item(page, to.token).waitFor({ state: 'detached' });
+  assert.equal((await hub.api('GET', `/api/sessions/${to.token}`)).status, 'archived');
+  assert.equal(await page.getByTestId('reply-input').isDisabled(), true);
+  await page.getByTestId('view-archived').click();
+  await item(page, to.token).waitFor();
+  await page.getByTestId('restore').click();
+  await page.getByTestId('confirm-ok').click();
+  await item(page, to.token).waitFor({ state: 'detached' });
+  await page.getByTestId('view-open').click();
+  await item(page, to.token).waitFor();
+  assert.equal((await hub.api('GET', `/api/sessions/${to.token}`)).status, 'holding');
+});
+
+test('rename and keep-alive settings reach the hub', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Settings');
+  await agent.wait('configure me');
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+
+  await page.getByTestId('rename').click();
+  await page.getByTestId('rename-input').fill('Renamed by the person');
+  await page.getByTestId('rename-save').click();
+  await item(page, agent.token).getByTestId('session-title').filter({ hasText: 'Renamed by the person' }).waitFor();
+
+  await page.getByTestId('settings-open').click();
+  await page.getByTestId('mode-timed').check();
+  await page.getByTestId('set-interval').fill('120');
+  await page.getByTestId('set-prompt').fill('Keep going with the plan.');
+  await page.getByTestId('set-streak').fill('5');
+  await page.getByTestId('settings-save').click();
+  await page.getByTestId('toast').filter({ hasText: 'Saved' }).waitFor();
+  const s = await hub.api('GET', `/api/sessions/${agent.token}`);
+  assert.equal(s.displayTitle, 'Renamed by the person');
+  assert.equal(s.timedReplyEnabled, true);
+  assert.equal(s.sessionAutoContinue, false);
+  assert.equal(s.timedReplyIntervalMs, 120_000);
+  assert.equal(s.continuePrompt, 'Keep going with the plan.');
+  assert.equal(s.maxAutoStreak, 5);
+});
+
+test('agent messages with <script>, onerror, javascript: links and raw HTML render inert', async () => {
+  const { page } = await browser();
+  const dialogs = [];
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'XSS');
+  const payload = [
+    '<script>window.__xss = "script"; alert(1)</script>',
+    '<img src=x onerror="window.__xss = \'img\'; alert(2)">',
+    '[click me](javascript:window.__xss=\'link\')',
+    '<a href="javascript:alert(3)">raw link</a>',
+    '<iframe src="javascript:alert(4)"></iframe>',
+    '<svg onload="alert(5)"></svg>',
+    '<b onmouseover="alert(6)">raw bold</b>',
+    '<div style="position:fixed;inset:0">overlay</div>',
+    '`<script>in code</script>`',
+  ].join('\n\n');
+  await agent.wait(payload);
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+  const content = page.getByTestId('message-content').last();
+  await content.waitFor();
+  await page.mouse.move(400, 300);
+  await content.getByText('click me').click().catch(() => {});
+  await sleep(300);
+
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.deepEqual(dialogs, []);
+  const found = await content.evaluate((root) => {
+    const bad = [];
+    for (const el of root.querySelectorAll('*')) {
+      if (['SCRIPT', 'IMG', 'IFRAME', 'SVG', 'OBJECT', 'EMBED', 'STYLE', 'DIV', 'FORM'].includes(el.tagName.toUpperCase())) bad.push(el.tagName);
+      for (const a of el.attributes) {
+        if (/^on/i.test(a.name) || a.name === 'style' || a.name === 'src') bad.push(`${el.tagName}[${a.name}]`);
+      }
+      if (el.tagName === 'A' && !/^(https?:|mailto:)/i.test(el.getAttribute('href') || '')) bad.push(`a[href=${el.getAttribute('href')}]`);
+    }
+    return bad;
+  });
+  assert.deepEqual(found, [], 'no active element or attribute in the rendered message');
+  const text = await content.textContent();
+  assert.ok(text.includes('<script>window.__xss'), 'raw HTML shows as the text the agent wrote');
+  assert.ok(text.includes('<img src=x onerror='));
+  assert.equal(await content.locator('a[href^="javascript"]').count(), 0);
+  assert.equal(await page.locator('script:not([type="module"])').count(), 0);
+});
+
+test('a 1 MB message renders without freezing the page', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Huge message');
+  const line = 'All work and no play makes the agent a dull boy. 0123456789 abcdefghij\n';
+  const big = line.repeat(Math.ceil(1_000_000 / line.length)).slice(0, 1_000_000);
+  await agent.wait(big);
+  await item(page, agent.token).waitFor();
+
+  const started = Date.now();
+  await selectSession(page, agent.token);
+  await page.getByTestId('show-all').waitFor();
+  const rendered = Date.now() - started;
+  assert.ok(rendered < 5000, `rendered in ${rendered} ms`);
+  // The page answers at once.
+  const ping = Date.now();
+  await page.evaluate(() => 1 + 1);
+  assert.ok(Date.now() - ping < 1000);
+
+  await page.getByTestId('show-all').click();
+  await page.waitForFunction(() => {
+    const el = [...document.querySelectorAll('[data-testid="message-content"]')].at(-1);
+    return el && el.textContent.length >= 1_000_000;
+  });
+  assert.equal(await hasHorizontalScroll(page), false);
+  const box = page.getByTestId('reply-input');
+  await box.fill('still typing fine');
+  assert.equal(await box.inputValue(), 'still typing fine');
+});
+
+test('a reply over the size cap gets a clear message in the page', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Too large');
+  await agent.wait('send me everything');
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+  await page.evaluate(() => {
+    const bytes = new Uint8Array(8 * 1024 * 1024);
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'huge.png', { type: 'image/png' }));
+    const ev = new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true });
+    document.querySelector('[data-testid="reply-input"]').dispatchEvent(ev);
+  });
+  await page.getByTestId('attachment').waitFor();
+  await page.getByTestId('reply-send').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'error');
+  assert.match(await page.getByTestId('reply-status').textContent(), /too large/i);
+});
+
+test('live updates come back by themselves after a hub restart', async () => {
+  const own = await startHub();
+  try {
+    const { page } = await browser();
+    await openPanel(page, own);
+    await page.waitForFunction(() => document.querySelector('[data-testid="live"]')?.dataset.state === 'on');
+    await own.restart();
+    const agent = await newAgent(own, 'After restart');
+    await agent.wait('did you see me?');
+    await item(page, agent.token).waitFor({ timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelector('[data-testid="live"]')?.dataset.state === 'on');
+    // And events flow again on the new stream.
+    const later = await newAgent(own, 'Later still');
+    await later.wait('and me?');
+    await item(page, later.token).waitFor({ timeout: 10_000 });
+  } finally {
+    await own.stop();
+  }
+});
+
+test('no horizontal scroll at 1280×800 and 390×844; screenshots', async () => {
+  const desk = await browser({ viewport: { width: 1280, height: 800 } });
+  await openPanel(desk.page, hub);
+  const agent = await newAgent(hub, 'Layout check with a rather long title that must not push the page sideways');
+  await agent.wait('A long unbroken line: ' + 'x'.repeat(600) + '\n\n```\n' + 'code '.repeat(200) + '\n```', { completionPct: 40, nextStep: 'wrap long lines' });
+  await item(desk.page, agent.token).waitFor();
+  assert.equal(await hasHorizontalScroll(desk.page), false, 'list at 1280×800');
+  await selectSession(desk.page, agent.token);
+  assert.equal(await hasHorizontalScroll(desk.page), false, 'conversation at 1280×800');
+
+  const phone = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  await openPanel(phone.page, hub);
+  await item(phone.page, agent.token).waitFor();
+  assert.equal(await hasHorizontalScroll(phone.page), false, 'list at 390×844');
+  await selectSession(phone.page, agent.token);
+  assert.equal(await hasHorizontalScroll(phone.page), false, 'conversation at 390×844');
+  await phone.page.getByTestId('settings-open').click();
+  assert.equal(await hasHorizontalScroll(phone.page), false, 'settings dialog at 390×844');
+  await phone.page.keyboard.press('Escape');
+  await phone.page.getByTestId('back').click();
+  await phone.page.getByTestId('session-list').waitFor();
+});

@@ -1,0 +1,106 @@
+// screenshots.test.mjs — keeps docs/screenshots/ current: the panel with a
+// few realistic sessions at desktop size (light and dark) and on a phone,
+// checking each view for sideways scrolling on the way.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startHub, newAgent, launchBrowser, openPanel, item, selectSession, hasHorizontalScroll, screenshot, makePng,
+} from './harness.mjs';
+
+let hub;
+let main;
+
+/** A small bar chart of CI run times with one red (failed) run. */
+function failureChart() {
+  const bars = [30, 34, 31, 58, 33, 29, 35, 32];
+  return makePng(240, 120, (x, y) => {
+    const i = Math.floor(x / 30);
+    const inBar = x % 30 > 5 && x % 30 < 25 && 120 - y < bars[i] * 1.8;
+    if (!inBar) return [246, 247, 249];
+    return i === 3 ? [220, 60, 50] : [70, 130, 220];
+  });
+}
+
+before(async () => {
+  hub = await startHub();
+  const quiet = await newAgent(hub, 'Docs: README quick start', { workspace: '/home/dev/holdline' });
+  await quiet.wait('README updated with the quick start. Anything else?');
+  await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, thanks. Commit it.' });
+  await quiet.reply();
+
+  const zh = await newAgent(hub, '重构登录模块', { workspace: '/home/dev/webapp', hostIp: '192.168.1.20' });
+  await zh.wait('我已经把 `auth.ts` 拆成了三个文件：\n\n1. `session.ts` — 会话与 cookie\n2. `password.ts` — 哈希与校验\n3. `oauth.ts` — 第三方登录\n\n单元测试 **12 个全部通过**。下一步要提交吗？',
+    { completionPct: 60, nextStep: '提交并更新 CHANGELOG' });
+
+  main = await newAgent(hub, 'Fix flaky CI', { workspace: '/home/dev/service', hostIp: '192.168.1.31' });
+  await main.wait('The flaky test was `db::pool::reconnects`: it raced the container start.');
+  await hub.api('POST', '/api/reply', {
+    token: main.token,
+    text: 'Good find. Make the test wait for the DB port instead of sleeping. Screenshot of the failure attached.',
+    images: [{ mimeType: 'image/png', data: failureChart() }],
+  });
+  await main.reply();
+  await main.wait([
+    '## Done',
+    'The retry loop in `ci.yml` now waits for the database:',
+    '```yaml',
+    '- name: wait for postgres',
+    '  run: |',
+    '    for i in $(seq 1 30); do',
+    '      pg_isready -h localhost && exit 0  # ready',
+    '      sleep 1',
+    '    done',
+    '    exit 1',
+    '```',
+    '- 50 CI runs in a row: **all green**',
+    '- p95 job time: 4m12s → 3m58s',
+    '',
+    '> Next I would drop the `sleep 10` from `Makefile` too. Go ahead?',
+  ].join('\n'), { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
+});
+
+after(async () => { if (hub) await hub.stop(); });
+
+async function shoot(name, options, phone = false) {
+  const b = await launchBrowser(options);
+  try {
+    const { page } = b;
+    await openPanel(page, hub);
+    await item(page, main.token).waitFor();
+    assert.equal(await hasHorizontalScroll(page), false, `${name}: list`);
+    await selectSession(page, main.token);
+    await page.getByTestId('reply-input').fill(phone ? 'Yes, go ahead.' : 'Yes, go ahead — and bump the cache key while you are there.');
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.waitForTimeout(200);
+    assert.equal(await hasHorizontalScroll(page), false, `${name}: conversation`);
+    await screenshot(page, name);
+    if (b.errors.length) assert.fail(`page errors: ${b.errors.join(' | ')}`);
+  } finally {
+    await b.close();
+  }
+}
+
+test('desktop screenshot (1280×800, light)', async () => {
+  await shoot('desktop.png', { viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+});
+
+test('dark screenshot (1280×800, dark)', async () => {
+  await shoot('dark.png', { viewport: { width: 1280, height: 800 }, colorScheme: 'dark' });
+});
+
+test('phone screenshot (390×844)', async () => {
+  await shoot('phone.png', { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2, colorScheme: 'light' }, true);
+});
+
+test('phone list screenshot (390×844, Chinese)', async () => {
+  const b = await launchBrowser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2, locale: 'zh-CN' });
+  try {
+    await openPanel(b.page, hub);
+    await item(b.page, main.token).waitFor();
+    assert.equal(await hasHorizontalScroll(b.page), false);
+    await screenshot(b.page, 'phone-list-zh.png');
+  } finally {
+    await b.close();
+  }
+});
