@@ -634,8 +634,13 @@ impl Hub {
 
     /// Appends the source's history to the target, closes the source and
     /// re-points its bindings and queued replies.
-    pub fn merge(&self, from: &Token, to: &Token, caller: &Caller<'_>) -> Result<()> {
-        check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
+    /// With a `caller` (the agent's `merge_conversation`) the target must be
+    /// the caller's and the source on its machine and workspace; without one
+    /// (the person, from the panel) there is no binding check.
+    pub fn merge(&self, from: &Token, to: &Token, caller: Option<&Caller<'_>>) -> Result<()> {
+        if let Some(c) = caller {
+            check_caller(c.cursor_title, c.workspace, c.host_ip)?;
+        }
         if from == to {
             return Err(HubError::BadRequest(
                 "cannot merge a session into itself".into(),
@@ -650,13 +655,15 @@ impl Hub {
             let dst = map.get(to).ok_or_else(|| HubError::NotFound(to.clone()))?;
             ensure_open(dst)?;
             ensure_open(src)?;
-            if !caller.owns(dst) {
-                return Err(rejected(dst, caller));
-            }
-            if !caller.shares_machine_and_workspace(src) {
-                return Err(HubError::BindingRejected(
-                    "the source session belongs to another workspace or machine".into(),
-                ));
+            if let Some(caller) = caller {
+                if !caller.owns(dst) {
+                    return Err(rejected(dst, caller));
+                }
+                if !caller.shares_machine_and_workspace(src) {
+                    return Err(HubError::BindingRejected(
+                        "the source session belongs to another workspace or machine".into(),
+                    ));
+                }
             }
             let (mut src, mut dst) = (src.clone(), dst.clone());
             let mut w = Write::new();
@@ -984,11 +991,14 @@ impl Hub {
     /// Adds the sessions of a `sessions.json` this hub does not have yet.
     /// Returns `(imported, skipped)`.
     pub fn import(&self, file: interchange::ExportFile) -> Result<(usize, usize)> {
+        // Every entry is checked before anything is written: a bad file changes nothing.
+        let converted = file
+            .into_iter()
+            .map(|(key, entry)| entry.into_session(&key, &self.inner.name))
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map_err(HubError::BadRequest)?;
         let (mut imported, mut skipped) = (0, 0);
-        for (key, entry) in file {
-            let (mut session, messages) = entry
-                .into_session(&key, &self.inner.name)
-                .map_err(HubError::BadRequest)?;
+        for (mut session, messages) in converted {
             let mut map = self.lock();
             if map.contains_key(&session.token) {
                 skipped += 1;

@@ -116,7 +116,7 @@ pub async fn merge(State(app): State<AppState>, Body(b): Body<MergeBody>) -> Ans
         workspace: &b.workspace,
         host_ip: &b.host_ip,
     };
-    app.hub.merge(&from, &to, &caller)?;
+    app.hub.merge(&from, &to, Some(&caller))?;
     app.hub.flush().await?;
     Ok(Json(TokenOnly {
         token: to.to_string(),

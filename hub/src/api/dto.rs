@@ -138,6 +138,13 @@ pub struct MergeBody {
     pub host_ip: String,
 }
 
+/// The panel's merge: the source is in the path.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersonMergeBody {
+    pub to_token: String,
+}
+
 #[derive(Debug, Serialize)]
 pub struct TokenOnly {
     pub token: String,

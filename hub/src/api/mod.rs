@@ -50,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions/{token}", get(person::detail))
         .route("/api/sessions/{token}/archive", post(person::archive))
         .route("/api/sessions/{token}/restore", post(person::restore))
+        .route("/api/sessions/{token}/merge", post(person::merge))
         .route(
             "/api/templates",
             get(person::templates).put(person::set_templates),

@@ -179,3 +179,15 @@ pub async fn import(
     app.hub.flush().await?;
     Ok(Json(ImportAnswer { imported, skipped }))
 }
+
+pub async fn merge(
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+    Body(b): Body<PersonMergeBody>,
+) -> Answer<SessionDto> {
+    let from = token(&raw)?;
+    let to = token(&b.to_token)?;
+    app.hub.merge(&from, &to, None)?;
+    app.hub.flush().await?;
+    Ok(Json(app.hub.info(&to)?.into()))
+}
