@@ -146,6 +146,12 @@ function wireStatic() {
     document.body.classList.remove('conv-open');
   });
   $('#load-older').addEventListener('click', loadOlder);
+  // Images decode after the scroll to the bottom; keep the newest message in view.
+  const messages = $('#messages');
+  messages.addEventListener('scroll', () => {
+    state.stick = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
+  }, { passive: true });
+  messages.addEventListener('load', () => { if (state.stick) messages.scrollTop = messages.scrollHeight; }, true);
   $('#rename').addEventListener('click', rename);
   $('#settings-open').addEventListener('click', editSettings);
   $('#merge-open').addEventListener('click', merge);
@@ -342,7 +348,10 @@ async function loadDetail(token, { fresh = false, quiet = false } = {}) {
     state.known.set(token, { ...(state.known.get(token) || {}), ...stripMessages(res) });
     drawDetail();
     composer.sessionChanged(state.detail);
-    if (atBottom) list.scrollTop = list.scrollHeight;
+    if (atBottom) {
+      list.scrollTop = list.scrollHeight;
+      state.stick = true;
+    }
     return true;
   } catch (e) {
     if (e.status === 401) { showLogin(''); return false; }

@@ -442,6 +442,115 @@ test('live updates come back by themselves after a hub restart', async () => {
   }
 });
 
+test('search finds sessions by title and message text', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Search alpha');
+  const b = await newAgent(hub, 'Search beta');
+  await a.wait('the needle is zebra-quartz-17');
+  await b.wait('nothing to see');
+  await item(page, b.token).waitFor();
+  await page.getByTestId('search').fill('zebra-quartz');
+  await item(page, b.token).waitFor({ state: 'detached' });
+  await item(page, a.token).waitFor();
+  assert.equal(await page.getByTestId('session-item').count(), 1);
+  await page.getByTestId('search').fill('search beta');
+  await item(page, b.token).waitFor();
+  await item(page, a.token).waitFor({ state: 'detached' });
+  await page.getByTestId('search').fill('');
+  await item(page, a.token).waitFor();
+});
+
+test('long histories page back with "load older"', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Long history');
+  for (let i = 1; i <= 65; i++) await agent.wait(`message number ${i}`);
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+  await page.getByTestId('message').filter({ hasText: 'message number 65' }).waitFor();
+  const texts = async () => (await page.getByTestId('message-content').allTextContents()).map((x) => x.trim());
+  const first = await texts();
+  assert.ok(first.length < 65, `the first page is short (${first.length})`);
+  assert.ok(!first.includes('message number 1'));
+  await page.getByTestId('load-older').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="message-content"]')].some((e) => e.textContent.trim() === 'message number 1'));
+  const all = await texts();
+  assert.equal(all.length, 65);
+  assert.deepEqual(all, Array.from({ length: 65 }, (_, i) => `message number ${i + 1}`), 'oldest first, none twice');
+  assert.equal(await page.getByTestId('load-older').isHidden(), true);
+});
+
+test('automatic replies are marked as such', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Auto reply');
+  await hub.api('POST', '/api/session/config', {
+    token: agent.token, timedReplyEnabled: true, timedReplyIntervalMs: 200, continuePrompt: 'Keep going (automatic).',
+  });
+  await agent.wait('working on it');
+  const reply = await agent.reply();
+  assert.equal(reply.auto, true);
+  await item(page, agent.token).waitFor();
+  await selectSession(page, agent.token);
+  const auto = page.getByTestId('message').filter({ hasText: 'Keep going (automatic).' });
+  await auto.getByTestId('auto-tag').waitFor();
+});
+
+test('a new wait notifies with a desktop notification and a sound, unless turned off', async () => {
+  const { page, context } = await browser();
+  await context.addInitScript(() => {
+    window.__notes = [];
+    window.__tones = 0;
+    window.Notification = class {
+      constructor(title, opts) { window.__notes.push({ title, body: opts && opts.body }); }
+      close() {}
+      static get permission() { return 'granted'; }
+      static requestPermission() { return Promise.resolve('granted'); }
+    };
+    const create = AudioContext.prototype.createOscillator;
+    AudioContext.prototype.createOscillator = function (...a) { window.__tones++; return create.apply(this, a); };
+  });
+  await openPanel(page, hub);
+  const agent = await newAgent(hub, 'Notify me');
+  await agent.wait('ping');
+  await page.waitForFunction(() => window.__notes.length === 1);
+  assert.match(await page.evaluate(() => window.__notes[0].title), /Notify me/);
+  assert.ok(await page.evaluate(() => window.__tones) > 0, 'a chime played');
+
+  await page.getByTestId('notify-toggle').click();
+  assert.equal(await page.getByTestId('notify-toggle').getAttribute('data-state'), 'off');
+  const other = await newAgent(hub, 'Quiet please');
+  await other.wait('pong');
+  await item(page, other.token).waitFor();
+  await sleep(300);
+  assert.equal(await page.evaluate(() => window.__notes.length), 1);
+  await page.reload();
+  await page.locator('#app:not([hidden])').waitFor();
+  assert.equal(await page.getByTestId('notify-toggle').getAttribute('data-state'), 'off', 'the switch is remembered');
+});
+
+test('light/dark follows the system and the toggle, remembered', async () => {
+  const { page } = await browser({ colorScheme: 'dark' });
+  await openPanel(page, hub);
+  const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const dark = await bg();
+  await page.getByTestId('theme-toggle').click();
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');
+  const light = await bg();
+  assert.notEqual(light, dark);
+  await page.reload();
+  await page.locator('#app:not([hidden])').waitFor();
+  assert.equal(await bg(), light, 'the choice is remembered');
+});
+
+test('the hub refuses requests from another origin', async () => {
+  const res = await fetch(`${hub.base}/api/sessions`, {
+    headers: { authorization: `Bearer ${hub.secret}`, origin: 'http://evil.example' },
+  });
+  assert.equal(res.status, 403);
+});
+
 test('no horizontal scroll at 1280×800 and 390×844; screenshots', async () => {
   const desk = await browser({ viewport: { width: 1280, height: 800 } });
   await openPanel(desk.page, hub);
