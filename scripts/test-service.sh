@@ -76,8 +76,8 @@ if [ "$have_bins" = 1 ]; then
       test ! -e '$FAKE_HOME/.config/systemd/user/holdline-hub.service' &&
       test ! -e '$FAKE_HOME/Library/LaunchAgents/dev.holdline.hub.plist'"
   done
-  check "the installed holdline-hub runs (--version)" in_fake_home "$PREFIX/holdline-hub" --version
-  check "the installed holdline-mcp runs (--version)" in_fake_home "$PREFIX/holdline-mcp" --version
+  check "the installed holdline-hub runs (--version)" in_fake_home timeout 20 "$PREFIX/holdline-hub" --version
+  check "the installed holdline-mcp runs (--version)" in_fake_home timeout 20 "$PREFIX/holdline-mcp" --version
   out="$(in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX" 2>&1)"
   check "install.sh prints the next step (holdline-mcp install --client)" grep -q 'holdline-mcp install --client' <<<"$out"
 
@@ -202,6 +202,115 @@ EOF
   fi
 fi
 
+# --- the user service, live, under a real systemd user manager ------------------
+# On a machine without a running systemd (a container, CI) but with systemd
+# installed, start a systemd user manager for a throwaway account inside a
+# private mount namespace and run install.sh for real: the unit must start
+# the hub under its sandbox, answer `holdline-hub status`, survive a second
+# install (restart), come back after kill -9 (Restart=on-failure), and go away
+# with uninstall.sh. Nothing outside the namespace is touched except a
+# cgroup folder, removed at the end. Skipped where this cannot be arranged.
+live_service_check() {
+  local why=""
+  [ "$(uname -s)" = Linux ] || why="not Linux"
+  [ -z "$why" ] && [ "$(id -u)" != 0 ] && why="needs root"
+  [ -z "$why" ] && [ -d /run/systemd/system ] && why="systemd already runs this machine (use systemctl --user by hand)"
+  local mgr=""
+  for m in /usr/lib/systemd/systemd /lib/systemd/systemd; do [ -x "$m" ] && { mgr="$m"; break; }; done
+  [ -z "$why" ] && [ -z "$mgr" ] && why="no systemd binary"
+  for t in unshare setpriv "$PY"; do [ -z "$why" ] && ! command -v "$t" >/dev/null 2>&1 && why="no $t"; done
+  [ -z "$why" ] && [ ! -w /sys/fs/cgroup/unified ] && [ ! -w /sys/fs/cgroup/cgroup.procs ] && why="no writable cgroup file system"
+  if [ -n "$why" ]; then echo "skip live user-service check: $why"; return 0; fi
+
+  local W="$TMP/live" uid=4242 cg="holdline-test-$$"
+  mkdir -p "$W/repo" "$W/bin"
+  cp -r "$ROOT/scripts" "$ROOT/systemd" "$ROOT/launchd" "$W/repo/"
+  cp "$BIN_DIR/holdline-hub" "$BIN_DIR/holdline-mcp" "$W/bin/"
+  chmod -R a+rX "$TMP"
+  local port; port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+
+  # Runs as the throwaway user; writes "ok NAME" / "FAIL NAME: detail" lines.
+  cat > "$W/inner.sh" <<'INNER'
+set -u
+R="$HOME/results"; : > "$R"
+res() { if [ "$1" = 0 ]; then echo "ok $2" >> "$R"; else echo "FAIL $2: ${3:-}" >> "$R"; fi; }
+"$MGR" --user >/dev/null 2>&1 &
+up=1; for _ in $(seq 1 50); do systemctl --user is-system-running >/dev/null 2>&1 && { up=0; break; }; [ "$(systemctl --user is-system-running 2>/dev/null)" = degraded ] && { up=0; break; }; sleep 0.2; done
+[ "$up" = 0 ] || exit 3
+mkdir -p -m 0700 "$HOME/.holdline"
+printf 'listen = "127.0.0.1:%s"\n' "$PORT" > "$HOME/.holdline/config.toml"; chmod 600 "$HOME/.holdline/config.toml"
+mainpid() { systemctl --user show holdline-hub -p MainPID --value; }
+out="$("$W/repo/scripts/install.sh" --bin-dir "$W/bin" 2>&1)"; res $? "live: install.sh (with service) exits 0" "$out"
+res "$(test -f "$HOME/.config/systemd/user/holdline-hub.service"; echo $?)" "live: install.sh wrote the user unit"
+res "$(systemctl --user is-enabled holdline-hub >/dev/null 2>&1; echo $?)" "live: the unit is enabled"
+res "$(systemctl --user is-active holdline-hub >/dev/null 2>&1; echo $?)" "live: the hub runs under the sandboxed unit" "$(systemctl --user status holdline-hub 2>&1 | head -8)"
+out="$("$HOME/.local/bin/holdline-hub" status 2>&1)"; res $? "live: holdline-hub status reaches the service" "$out"
+m="$(stat -c %a "$HOME/.holdline/secret" 2>/dev/null)"; res "$([ "$m" = 600 ]; echo $?)" "live: the service made the secret, mode 0600" "mode '$m'"
+res "$(test -d "$HOME/.holdline/db"; echo $?)" "live: the sandboxed service wrote its store in its home (db/)"
+p1="$(mainpid)"
+out="$("$W/repo/scripts/install.sh" --bin-dir "$W/bin" 2>&1)"; rc=$?
+p2="$(mainpid)"
+res "$([ "$rc" = 0 ] && [ "$p2" != 0 ] && [ "$p2" != "$p1" ]; echo $?)" "live: a second install.sh restarts the service" "rc $rc, pid $p1 -> $p2: $out"
+kill -9 "$p2" 2>/dev/null
+p3=0; for _ in $(seq 1 40); do sleep 0.25; p3="$(mainpid)"; [ "$p3" != 0 ] && [ "$p3" != "$p2" ] && systemctl --user is-active holdline-hub >/dev/null 2>&1 && break; done
+res "$([ "$p3" != 0 ] && [ "$p3" != "$p2" ]; echo $?)" "live: killed with SIGKILL, the hub is restarted (Restart=on-failure)" "pid $p2 -> $p3"
+systemctl --user stop holdline-hub; rc=$?
+res "$([ "$rc" = 0 ] && [ "$(systemctl --user show holdline-hub -p Result --value)" = success ]; echo $?)" "live: SIGTERM stops the hub cleanly" "$(systemctl --user show holdline-hub -p Result -p ExecMainStatus 2>&1)"
+out="$("$W/repo/scripts/uninstall.sh" 2>&1)"; res $? "live: uninstall.sh exits 0" "$out"
+res "$([ ! -e "$HOME/.config/systemd/user/holdline-hub.service" ] && ! systemctl --user is-enabled holdline-hub >/dev/null 2>&1 && ! systemctl --user is-active holdline-hub >/dev/null 2>&1; echo $?)" "live: uninstall.sh stopped and removed the service"
+res "$(test -f "$HOME/.holdline/secret"; echo $?)" "live: uninstall.sh kept the data"
+systemctl --user exit >/dev/null 2>&1
+for _ in $(seq 1 25); do kill -0 %1 2>/dev/null || break; sleep 0.2; done
+kill %1 2>/dev/null
+exit 0
+INNER
+
+  # Runs as root in the private mount namespace.
+  cat > "$W/outer.sh" <<'OUTERSH'
+set -e
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/systemd/system "/run/user/$UIDT"
+mkdir -m 0700 /run/systemd/unit-root
+chown "$UIDT:$UIDT" "/run/user/$UIDT"; chmod 700 "/run/user/$UIDT"
+mount -t tmpfs -o mode=755 tmpfs /home
+mkdir -p /home/hltest; chown "$UIDT:$UIDT" /home/hltest
+cp /etc/passwd "$W/passwd"; echo "hltest:x:$UIDT:$UIDT::/home/hltest:/bin/sh" >> "$W/passwd"
+cp /etc/group "$W/group"; echo "hltest:x:$UIDT:" >> "$W/group"
+mount --bind "$W/passwd" /etc/passwd; mount --bind "$W/group" /etc/group
+if [ -d /sys/fs/cgroup/unified ]; then dirs="/sys/fs/cgroup/unified/$CG"; [ -d /sys/fs/cgroup/systemd ] && dirs="$dirs /sys/fs/cgroup/systemd/$CG"; else dirs="/sys/fs/cgroup/$CG"; fi
+for d in $dirs; do mkdir -p "$d"; chown -R "$UIDT:$UIDT" "$d"; echo $$ > "$d/cgroup.procs"; done
+set +e
+setpriv --reuid "$UIDT" --regid "$UIDT" --clear-groups \
+  env -i HOME=/home/hltest USER=hltest LOGNAME=hltest PATH=/usr/local/bin:/usr/bin:/bin \
+  XDG_RUNTIME_DIR="/run/user/$UIDT" MGR="$MGR" W="$W" PORT="$PORT" bash "$W/inner.sh"
+rc=$?
+cp /home/hltest/results "$W/results" 2>/dev/null
+exit $rc
+OUTERSH
+
+  local rc
+  env W="$W" UIDT="$uid" CG="$cg" MGR="$mgr" PORT="$port" timeout 180 unshare -m --propagation private bash "$W/outer.sh" >"$W/outer.log" 2>&1
+  rc=$?
+  # Remove the cgroup folders (deepest first) once their processes are gone.
+  local d
+  for d in /sys/fs/cgroup/unified/"$cg" /sys/fs/cgroup/systemd/"$cg" /sys/fs/cgroup/"$cg"; do
+    [ -d "$d" ] || continue
+    find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -9 "$pid" 2>/dev/null; done
+    sleep 0.3
+    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ "$rc" = 3 ]; then echo "skip live user-service check: the systemd user manager did not start here"; return 0; fi
+  if [ ! -s "$W/results" ]; then bad "live user-service check ran" "exit $rc: $(tail -5 "$W/outer.log")"; return 0; fi
+  local line
+  while IFS= read -r line; do
+    case "$line" in
+      "ok "*) ok "${line#ok }" ;;
+      "FAIL "*) local name="${line#FAIL }"; bad "${name%%: *}" "${name#*: }" ;;
+    esac
+  done < "$W/results"
+}
+if [ "$have_bins" = 1 ]; then live_service_check; fi
+
 # --- holdline-hub config --------------------------------------------------------
 if [ "$have_bins" = 1 ]; then
   CFG_HOME="$TMP/cfg-home"
@@ -240,13 +349,13 @@ EOF
   fi
 
   # The flags the docs tell people to use exist.
-  out="$(in_fake_home "$BIN_DIR/holdline-hub" serve --help 2>&1)"
+  out="$(in_fake_home timeout 20 "$BIN_DIR/holdline-hub" serve --help 2>&1)"
   check "holdline-hub serve --help has --listen, --home and --mongo-uri" \
     has_all "$out" --listen --home --mongo-uri
   for sub in panel-url status sessions reply export import config; do
-    check "holdline-hub $sub --help" in_fake_home "$BIN_DIR/holdline-hub" "$sub" --help
+    check "holdline-hub $sub --help" in_fake_home timeout 20 "$BIN_DIR/holdline-hub" "$sub" --help
   done
-  out="$(in_fake_home "$BIN_DIR/holdline-mcp" install --help 2>&1)"
+  out="$(in_fake_home timeout 20 "$BIN_DIR/holdline-mcp" install --help 2>&1)"
   check "holdline-mcp install --help has --client and --print" \
     has_all "$out" --client --print
 fi
