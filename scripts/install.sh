@@ -111,7 +111,7 @@ if [ -z "$BIN_DIR" ]; then
   command -v cargo >/dev/null 2>&1 \
     || die "cargo not found: install Rust (https://rustup.rs) or pass --bin-dir DIR with prebuilt binaries"
   say "Building release binaries (the first build takes several minutes)…"
-  (cd "$ROOT" && cargo build --release --locked -p holdline-hub -p holdline-mcp) \
+  (cd "$ROOT" && cargo build --release -p holdline-hub -p holdline-mcp) \
     || die "cargo build failed (see above)"
   BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 fi
@@ -241,9 +241,10 @@ case ":$PATH:" in
 esac
 
 say ""
-if URL="$("${HUB[@]}" panel-url 2>/dev/null)"; then
+if URL="$("${HUB[@]}" panel-url --no-qr 2>/dev/null)" && [ -n "$URL" ]; then
   say "Panel (open it once in a browser; it keeps you signed in):"
   say "$URL"
+  say "('$PREFIX/holdline-hub panel-url' prints it again, with a QR code for a phone.)"
 else
   say "Panel URL: run '$PREFIX/holdline-hub panel-url' once the hub is running."
 fi
@@ -252,6 +253,7 @@ if [ "$STARTED" = 0 ] && [ "$SERVICE" = 0 ]; then
   say "Start the hub:   $PREFIX/holdline-hub serve"
 fi
 say ""
-say "Next: connect your IDE, e.g."
-say "  $PREFIX/holdline-mcp install --client cursor        (or claude-code, codex, vscode, windsurf, cline, gemini, trae)"
-say "then restart that IDE and ask the agent to call init_conversation."
+say "Next: connect your IDE — in your project folder run, e.g.:"
+say "  $PREFIX/holdline-mcp install --client cursor"
+say "  (clients: cursor, claude-code, codex, vscode, windsurf, trae, cline, gemini; --print to only show)"
+say "then restart that IDE and ask its agent to wait for your input through holdline."

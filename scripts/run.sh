@@ -18,8 +18,8 @@ command -v cargo >/dev/null 2>&1 || { echo "run: cargo not found: install Rust f
 
 cd "$ROOT"
 if [ "$PROFILE" = release ]; then
-  cargo build --release --locked -p holdline-hub -p holdline-mcp
+  cargo build --release -p holdline-hub -p holdline-mcp
 else
-  cargo build --locked -p holdline-hub -p holdline-mcp
+  cargo build -p holdline-hub -p holdline-mcp
 fi
 exec "${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE/holdline-hub" serve "$@"
