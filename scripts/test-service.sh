@@ -311,6 +311,70 @@ OUTERSH
 }
 if [ "$have_bins" = 1 ]; then live_service_check; fi
 
+# --- the README's path: an agent waits, the person's reply reaches it -----------
+# With the binaries install.sh put in ~/.local/bin: start the hub, run the
+# bridge as an IDE would (MCP over stdio), call init_conversation and
+# wait_for_user_input, see the session waiting (`holdline-hub sessions`),
+# answer with `holdline-hub reply`, and get the answer as the tool result.
+readme_path_check() {
+  local bin="$FAKE_HOME/.local/bin" home="$TMP/path-home" port hub_pid
+  port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  # `env` execs the hub, so $! is the hub's own pid.
+  env -u HOLDLINE_MONGO_URI -u HOLDLINE_SECRET -u HOLDLINE_HUB HOME="$FAKE_HOME" HOLDLINE_HOME="$home" \
+    "$bin/holdline-hub" serve --listen "127.0.0.1:$port" >"$TMP/path-hub.log" 2>&1 &
+  hub_pid=$!
+  local up=1 _
+  for _ in $(seq 1 50); do
+    if in_fake_home env HOLDLINE_HOME="$home" timeout 5 "$bin/holdline-hub" status >/dev/null 2>&1; then up=0; break; fi
+    sleep 0.2
+  done
+  if [ "$up" != 0 ]; then
+    bad "README path: the hub starts" "$(tail -5 "$TMP/path-hub.log")"
+    kill "$hub_pid" 2>/dev/null; wait "$hub_pid" 2>/dev/null; return 0
+  fi
+  ok "README path: the hub starts and answers holdline-hub status"
+  local out
+  out="$(in_fake_home env HOLDLINE_HOME="$home" HOLDLINE_HUB="http://127.0.0.1:$port" HOLDLINE_NO_AUTOSTART=1 \
+    timeout 60 "$PY" - "$bin" <<'EOF' 2>&1
+import json, subprocess, sys, time
+bin = sys.argv[1]
+p = subprocess.Popen([bin + "/holdline-mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL, text=True)
+def send(m): p.stdin.write(json.dumps(m) + "\n"); p.stdin.flush()
+def answer(i):
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i: return m
+def call(i, name, args):
+    send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}})
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {}, "clientInfo": {"name": "test-service", "version": "0"}}})
+answer(1)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+call(2, "init_conversation", {"cursorTitle": "README path", "workspace": "/srv/project"})
+token = answer(2)["result"]["structuredContent"]["token"]
+call(3, "wait_for_user_input", {"token": token, "message": "Listed the files. Next?", "timeoutSec": 50})
+deadline = time.time() + 20
+while time.time() < deadline:
+    s = subprocess.run([bin + "/holdline-hub", "sessions"], capture_output=True, text=True).stdout
+    if token in s and "waiting" in s: break
+    time.sleep(0.2)
+else:
+    sys.exit("the session never showed as waiting: " + s)
+print("WAITING", token)
+r = subprocess.run([bin + "/holdline-hub", "reply", token, "Ship it"], capture_output=True, text=True)
+if r.returncode: sys.exit("holdline-hub reply failed: " + r.stderr)
+text = answer(3)["result"]["content"][0]["text"]
+print("RESULT", text.splitlines()[0])
+p.kill()
+EOF
+)"
+  if grep -q '^WAITING ct_' <<<"$out"; then ok "README path: an agent's wait_for_user_input shows as waiting"; else bad "README path: an agent's wait_for_user_input shows as waiting" "$out"; fi
+  if grep -qx 'RESULT Ship it' <<<"$out"; then ok "README path: the person's reply comes back as the tool result"; else bad "README path: the person's reply comes back as the tool result" "$out"; fi
+  kill "$hub_pid" 2>/dev/null; wait "$hub_pid" 2>/dev/null
+}
+if [ "$have_bins" = 1 ] && [ -n "$PY" ] && [ -x "$FAKE_HOME/.local/bin/holdline-hub" ]; then readme_path_check; fi
+
 # --- holdline-hub config --------------------------------------------------------
 if [ "$have_bins" = 1 ]; then
   CFG_HOME="$TMP/cfg-home"
