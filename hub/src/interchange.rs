@@ -73,8 +73,9 @@ pub struct ExportSession {
 pub struct ExportReview {
     #[serde(default)]
     pub has_review: bool,
-    #[serde(default)]
-    pub completion_pct: Option<f64>,
+    /// Written as an integer; read from any JSON number (the Node hub's may be fractional).
+    #[serde(default, deserialize_with = "lenient_pct")]
+    pub completion_pct: Option<u8>,
     #[serde(default)]
     pub next_step: Option<String>,
     #[serde(default)]
@@ -95,6 +96,11 @@ pub struct ExportMessage {
     pub images: Vec<Image>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_id: Option<String>,
+}
+
+fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let n: Option<f64> = Option::deserialize(d)?;
+    Ok(n.map(|p| p.round().clamp(0.0, 100.0) as u8))
 }
 
 impl ExportSession {
@@ -124,7 +130,7 @@ impl ExportSession {
             merged_into: s.merged_into.as_ref().map(|t| t.to_string()),
             last_review: Some(ExportReview {
                 has_review: s.last_review.has_review,
-                completion_pct: s.last_review.completion_pct.map(f64::from),
+                completion_pct: s.last_review.completion_pct,
                 next_step: Some(s.last_review.next_step.clone()),
                 is_idle_next: Some(s.last_review.is_idle_next),
             }),
@@ -206,7 +212,7 @@ impl ExportSession {
             let next_step = r.next_step.unwrap_or_default();
             s.last_review = Review {
                 has_review: r.has_review,
-                completion_pct: r.completion_pct.map(|p| p.clamp(0.0, 100.0) as u8),
+                completion_pct: r.completion_pct,
                 is_idle_next: r.is_idle_next.unwrap_or(next_step.is_empty()),
                 next_step,
             };

@@ -1,0 +1,230 @@
+//! The real `holdline-hub` binary as the durability tests drive it: started on
+//! a fixed loopback port with a temp home, killed with SIGKILL, restarted, and
+//! its admin commands run against the same home.
+
+#![allow(dead_code)]
+
+use std::fs::OpenOptions;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The hub binary cargo built for these tests.
+pub const HUB_BIN: &str = env!("CARGO_BIN_EXE_holdline-hub");
+
+/// A loopback address with a port free right now, kept across restarts so
+/// clients reconnect to the same place.
+pub fn free_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().unwrap()
+}
+
+/// `holdline-hub` with a clean environment (no user home, sync or listen
+/// settings leak in) and the given home.
+pub fn hub_command(home: &Path) -> Command {
+    let mut c = Command::new(HUB_BIN);
+    c.env_remove("HOLDLINE_MONGO_URI")
+        .env_remove("HOLDLINE_LISTEN")
+        .env("HOLDLINE_HOME", home)
+        .env("HOLDLINE_LOG", "warn")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs an admin command (`export`, `import`, …) to completion.
+pub fn run_cli(home: &Path, args: &[&str]) -> Output {
+    hub_command(home)
+        .args(args)
+        .output()
+        .expect("run holdline-hub")
+}
+
+/// A running `holdline-hub serve`; killed when dropped.
+pub struct RealHub {
+    pub home: PathBuf,
+    pub addr: SocketAddr,
+    pub api: Api,
+    child: Option<Child>,
+    /// Standard error of every start, appended.
+    log: PathBuf,
+}
+
+impl RealHub {
+    /// Starts the hub and waits until `/healthz` answers.
+    pub async fn start(home: &Path, addr: SocketAddr) -> RealHub {
+        let mut hub = RealHub {
+            home: home.to_owned(),
+            addr,
+            api: Api::new(addr, String::new()),
+            child: None,
+            log: home.with_extension("stderr.log"),
+        };
+        hub.launch().await;
+        hub
+    }
+
+    async fn launch(&mut self) {
+        assert!(self.child.is_none(), "hub already running");
+        // A killed hub leaves its address file behind; start from a clean slate.
+        let _ = std::fs::remove_file(self.home.join("hub.addr"));
+        let err = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("open the hub's stderr log");
+        let child = hub_command(&self.home)
+            .args(["serve", "--listen", &self.addr.to_string()])
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("spawn holdline-hub");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                self.child = None;
+                panic!(
+                    "holdline-hub exited during start with {status}; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            if self.api.health().await.is_some() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "holdline-hub did not answer within 30 s; stderr:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let secret = std::fs::read_to_string(self.home.join("secret")).expect("read the secret");
+        self.api.secret = secret.trim().to_owned();
+    }
+
+    /// SIGKILL: no shutdown path runs, nothing is flushed that was not already.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM (what systemd and launchd send) and wait for a clean exit.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let status = c.wait().expect("wait for holdline-hub");
+            assert!(
+                status.success(),
+                "holdline-hub stopped with {status}; stderr:\n{}",
+                self.stderr()
+            );
+        }
+    }
+
+    pub async fn restart(&mut self) {
+        self.launch().await;
+    }
+
+    /// Everything the hub printed on stderr so far, across restarts.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for RealHub {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A thin HTTP client for the hub's API.
+#[derive(Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+    pub secret: String,
+}
+
+/// What came back: the status and the JSON body (`Null` if none).
+pub type Answer = (u16, Value);
+
+impl Api {
+    pub fn new(addr: SocketAddr, secret: String) -> Api {
+        Api {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+            base: format!("http://{addr}"),
+            secret,
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<Answer, reqwest::Error> {
+        let res = req.bearer_auth(&self.secret).send().await?;
+        let status = res.status().as_u16();
+        let bytes = res.bytes().await?;
+        Ok((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ))
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Answer, reqwest::Error> {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Answer, reqwest::Error> {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    /// `/healthz`, or `None` when the hub does not answer.
+    pub async fn health(&self) -> Option<Value> {
+        let res = self
+            .http
+            .get(format!("{}/healthz", self.base))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
+        res.status().is_success().then_some(())?;
+        res.json().await.ok()
+    }
+
+    /// POST that must answer 200.
+    pub async fn ok(&self, path: &str, body: &Value) -> Value {
+        let (status, v) = self.post(path, body).await.expect("hub answers");
+        assert_eq!(status, 200, "{path} {body} answered {v}");
+        v
+    }
+
+    /// A session with its whole history (every page), as the API shows it.
+    pub async fn session(&self, token: &str) -> Value {
+        let (status, mut first) = self
+            .get(&format!("/api/sessions/{token}?limit=500"))
+            .await
+            .expect("hub answers");
+        assert_eq!(status, 200, "GET session {token}: {first}");
+        let mut before = first["nextBefore"].as_u64();
+        while let Some(b) = before {
+            let (_, page) = self
+                .get(&format!("/api/sessions/{token}?limit=500&before={b}"))
+                .await
+                .expect("hub answers");
+            let mut older = page["messages"].as_array().cloned().unwrap_or_default();
+            older.extend(first["messages"].as_array().cloned().unwrap_or_default());
+            first["messages"] = Value::Array(older);
+            before = page["nextBefore"].as_u64();
+        }
+        first
+    }
+}
