@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every test of holdline on a fresh machine: installs what the tests
+# need (Chromium, Playwright, the MCP Python SDK, a MongoDB-wire server,
+# systemd-analyze), checks formatting and lints, builds the workspace, then
+# runs the Rust tests and each end-to-end suite against real processes.
+#
+#   scripts/test.sh            everything
+#   SKIP_E2E=1 scripts/test.sh leave out the browser tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+passed=0
+failed=0
+failures=()
+suite() {
+  local name=$1
+  shift
+  echo
+  echo "=== $name: $*"
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "=== $name FAILED"
+  fi
+}
+
+# A MongoDB-wire server for the sync tests (SecantusDB, pinned: it is a beta).
+mongo_env() {
+  local venv="$root/target/test-venvs/mongo"
+  if [ ! -x "$venv/bin/secantusd-py" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'SecantusDB==0.7.0b3' ||
+      { echo "could not install SecantusDB: MongoDB sync tests will say they are skipped"; return 0; }
+  fi
+  export HOLDLINE_TEST_SECANTUSD="$venv/bin/secantusd-py"
+}
+
+suite format cargo fmt --all -- --check
+suite clippy cargo clippy --workspace --all-targets -- -D warnings
+# The end-to-end suites run the debug binaries this builds.
+cargo build --workspace --all-targets
+mongo_env
+if command -v cargo-nextest >/dev/null 2>&1; then
+  suite rust cargo nextest run --workspace --no-fail-fast
+else
+  suite rust cargo test --workspace --no-fail-fast
+fi
+for script in test-mcp-python test-crash test-service test-bench; do
+  [ -x "scripts/$script.sh" ] && suite "$script" "scripts/$script.sh"
+done
+if [ -z "${SKIP_E2E:-}" ]; then
+  suite test-e2e scripts/test-e2e.sh
+fi
+
+echo
+if [ "$failed" -gt 0 ]; then
+  echo "failed suites: ${failures[*]}"
+fi
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
