@@ -23,6 +23,9 @@ while [ $# -gt 0 ]; do
 done
 case "$BIN_DIR" in /*) ;; *) BIN_DIR="$(pwd)/$BIN_DIR" ;; esac
 
+# A time limit for commands that could hang (macOS has no timeout(1) by default).
+if command -v timeout >/dev/null 2>&1; then T20=(timeout 20); T60=(timeout 60); else T20=(); T60=(); fi
+
 PASSED=0
 FAILED=0
 FAILURES=()
@@ -76,8 +79,8 @@ if [ "$have_bins" = 1 ]; then
       test ! -e '$FAKE_HOME/.config/systemd/user/holdline-hub.service' &&
       test ! -e '$FAKE_HOME/Library/LaunchAgents/dev.holdline.hub.plist'"
   done
-  check "the installed holdline-hub runs (--version)" in_fake_home timeout 20 "$PREFIX/holdline-hub" --version
-  check "the installed holdline-mcp runs (--version)" in_fake_home timeout 20 "$PREFIX/holdline-mcp" --version
+  check "the installed holdline-hub runs (--version)" in_fake_home ${T20[@]+"${T20[@]}"} "$PREFIX/holdline-hub" --version
+  check "the installed holdline-mcp runs (--version)" in_fake_home ${T20[@]+"${T20[@]}"} "$PREFIX/holdline-mcp" --version
   out="$(in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX" 2>&1)"
   check "install.sh prints the next step (holdline-mcp install --client)" grep -q 'holdline-mcp install --client' <<<"$out"
 
@@ -325,7 +328,7 @@ readme_path_check() {
   hub_pid=$!
   local up=1 _
   for _ in $(seq 1 50); do
-    if in_fake_home env HOLDLINE_HOME="$home" timeout 5 "$bin/holdline-hub" status >/dev/null 2>&1; then up=0; break; fi
+    if in_fake_home env HOLDLINE_HOME="$home" ${T20[@]+"${T20[@]}"} "$bin/holdline-hub" status >/dev/null 2>&1; then up=0; break; fi
     sleep 0.2
   done
   if [ "$up" != 0 ]; then
@@ -335,7 +338,7 @@ readme_path_check() {
   ok "README path: the hub starts and answers holdline-hub status"
   local out
   out="$(in_fake_home env HOLDLINE_HOME="$home" HOLDLINE_HUB="http://127.0.0.1:$port" HOLDLINE_NO_AUTOSTART=1 \
-    timeout 60 "$PY" - "$bin" <<'EOF' 2>&1
+    ${T60[@]+"${T60[@]}"} "$PY" - "$bin" <<'EOF' 2>&1
 import json, subprocess, sys, time
 bin = sys.argv[1]
 p = subprocess.Popen([bin + "/holdline-mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -379,7 +382,7 @@ if [ "$have_bins" = 1 ] && [ -n "$PY" ] && [ -x "$FAKE_HOME/.local/bin/holdline-
 if [ "$have_bins" = 1 ]; then
   CFG_HOME="$TMP/cfg-home"
   mkdir -p "$CFG_HOME"; chmod 0700 "$CFG_HOME"
-  hub_config() { in_fake_home env HOLDLINE_HOME="$CFG_HOME" timeout 20 "$BIN_DIR/holdline-hub" config 2>&1; }
+  hub_config() { in_fake_home env HOLDLINE_HOME="$CFG_HOME" ${T20[@]+"${T20[@]}"} "$BIN_DIR/holdline-hub" config 2>&1; }
 
   # A type error on line 3.
   printf 'listen = "127.0.0.1:13458"\n# the long-poll length\npoll_timeout_ms = "soon"\n' > "$CFG_HOME/config.toml"
@@ -413,13 +416,13 @@ EOF
   fi
 
   # The flags the docs tell people to use exist.
-  out="$(in_fake_home timeout 20 "$BIN_DIR/holdline-hub" serve --help 2>&1)"
+  out="$(in_fake_home ${T20[@]+"${T20[@]}"} "$BIN_DIR/holdline-hub" serve --help 2>&1)"
   check "holdline-hub serve --help has --listen, --home and --mongo-uri" \
     has_all "$out" --listen --home --mongo-uri
   for sub in panel-url status sessions reply export import config; do
-    check "holdline-hub $sub --help" in_fake_home timeout 20 "$BIN_DIR/holdline-hub" "$sub" --help
+    check "holdline-hub $sub --help" in_fake_home ${T20[@]+"${T20[@]}"} "$BIN_DIR/holdline-hub" "$sub" --help
   done
-  out="$(in_fake_home timeout 20 "$BIN_DIR/holdline-mcp" install --help 2>&1)"
+  out="$(in_fake_home ${T20[@]+"${T20[@]}"} "$BIN_DIR/holdline-mcp" install --help 2>&1)"
   check "holdline-mcp install --help has --client and --print" \
     has_all "$out" --client --print
 fi
