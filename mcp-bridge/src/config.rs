@@ -9,6 +9,9 @@ use std::{
 /// The hub every bridge tries when `HOLDLINE_HUB` is not set.
 pub const DEFAULT_HUB: &str = "http://127.0.0.1:13458";
 
+/// One long poll at the hub, and the progress interval: the hub's default renewal.
+pub const DEFAULT_POLL_HOLD: Duration = Duration::from_secs(10);
+
 /// Everything the bridge reads from its environment, resolved once at start.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -26,6 +29,9 @@ pub struct Config {
     pub hub_bin: Option<PathBuf>,
     /// `HOLDLINE_NO_AUTOSTART=1` turns off starting a local hub.
     pub autostart: bool,
+    /// `HOLDLINE_POLL_MS`: how long one long poll is held, which is also the progress
+    /// interval (default 10 s; 100 ms to 60 s).
+    pub poll_hold: Duration,
 }
 
 /// The secret is either given or read from the home folder; the file is re-read on demand
@@ -89,7 +95,13 @@ impl Config {
             nonempty("HOLDLINE_NO_AUTOSTART").as_deref(),
             Some("1" | "true" | "yes")
         );
+        let poll_hold = nonempty("HOLDLINE_POLL_MS")
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(DEFAULT_POLL_HOLD, |ms| {
+                Duration::from_millis(ms.clamp(100, 60_000))
+            });
         Config {
+            poll_hold,
             hubs,
             secret,
             home,

@@ -268,11 +268,12 @@ impl HubClient {
         timeout: Duration,
     ) -> Result<T, HubError> {
         match self.try_all(&method, path, body, timeout).await {
-            Err(HubError::Unreachable { tried }) => {
+            // No secret yet is what a first run looks like: the hub makes it on first start.
+            Err(e @ (HubError::Unreachable { .. } | HubError::NoSecret(_))) => {
                 if self.autostart_local_hub().await {
                     self.try_all(&method, path, body, timeout).await
                 } else {
-                    Err(HubError::Unreachable { tried })
+                    Err(e)
                 }
             }
             other => other,
@@ -365,6 +366,10 @@ impl HubClient {
         let Some(addr) = loopback_addr(hub) else {
             return false;
         };
+        if self.healthy(hub).await {
+            // A hub runs already; only the secret may have been missing.
+            return self.inner.secret.read().is_some();
+        }
         let Some(bin) = self.hub_binary() else {
             tracing::warn!(
                 "no hub answered and holdline-hub was not found beside holdline-mcp or on PATH"
@@ -373,6 +378,8 @@ impl HubClient {
         };
         let mut command = std::process::Command::new(&bin);
         command
+            .arg("--home")
+            .arg(&self.inner.home)
             .arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
@@ -400,21 +407,23 @@ impl HubClient {
         }
         let deadline = Instant::now() + AUTOSTART_READY;
         while Instant::now() < deadline {
-            let ok = self
-                .inner
-                .http
-                .get(format!("{hub}/healthz"))
-                .timeout(Duration::from_secs(2))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            if ok && self.inner.secret.read().is_some() {
+            if self.healthy(hub).await && self.inner.secret.read().is_some() {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         tracing::warn!(%addr, "auto-started holdline-hub did not become healthy");
         false
+    }
+
+    async fn healthy(&self, hub: &str) -> bool {
+        self.inner
+            .http
+            .get(format!("{hub}/healthz"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
     }
 
     fn hub_binary(&self) -> Option<PathBuf> {

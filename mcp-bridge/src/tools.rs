@@ -29,8 +29,6 @@ use crate::{
     hub_client::{HubClient, HubError, PollAnswer, Reply},
 };
 
-/// How long one poll is held at the hub; also the progress interval.
-const POLL_HOLD: Duration = Duration::from_secs(10);
 /// A wait with less than this left before the client's limit ends now.
 const DEADLINE_SLACK: Duration = Duration::from_millis(300);
 /// How long the client has to answer `roots/list`.
@@ -161,6 +159,7 @@ pub struct Bridge {
     delivery: Delivery,
     host_ip: String,
     max_wait: Option<Option<Duration>>,
+    poll_hold: Duration,
     /// Token → binding; a std mutex, held only for a map operation.
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
@@ -182,6 +181,7 @@ impl Bridge {
             delivery,
             host_ip: config.host_ip.clone(),
             max_wait: config.max_wait,
+            poll_hold: config.poll_hold,
             known: Arc::default(),
             roots: Arc::default(),
             shutdown,
@@ -527,9 +527,9 @@ impl Bridge {
                             guard.keep();
                             return no_reply_yet(&token, started);
                         }
-                        POLL_HOLD.min(left - DEADLINE_SLACK)
+                        self.poll_hold.min(left - DEADLINE_SLACK)
                     }
-                    None => POLL_HOLD,
+                    None => self.poll_hold,
                 };
                 let answer = tokio::select! {
                     _ = ctx.ct.cancelled() => {
@@ -650,7 +650,7 @@ impl Bridge {
             }
             None => backoff,
         };
-        if failures % 8 == 0 {
+        if failures.is_multiple_of(4) {
             progress.tick(ctx, "reconnecting to the hub").await;
         }
         tokio::select! {

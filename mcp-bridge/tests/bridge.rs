@@ -1,0 +1,934 @@
+//! The real `holdline-mcp` binary over stdio, driven by an rmcp client, against a real
+//! `holdline-hub` process on an ephemeral port with a temporary home.
+//!
+//! Needs the hub binary: `cargo build -p holdline-hub` (scripts/test.sh builds the workspace).
+
+#![allow(deprecated)] // roots are deprecated for future protocols; IDEs still send them
+
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use rmcp::{
+    ClientHandler, RoleClient, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+        Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        Request, Root, ServerResult,
+    },
+    service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService},
+    transport::TokioChildProcess,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const PNG_1PX: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug")
+}
+
+fn hub_bin() -> PathBuf {
+    let bin = target_dir().join(format!("holdline-hub{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p holdline-hub` first",
+        bin.display()
+    );
+    bin
+}
+
+fn bridge_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_holdline-mcp"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real hub process; killed on drop.
+struct TestHub {
+    child: Child,
+    home: PathBuf,
+    addr: String,
+    secret: String,
+    http: reqwest::Client,
+}
+
+impl TestHub {
+    async fn start(home: &Path) -> anyhow::Result<TestHub> {
+        TestHub::start_on(home, "127.0.0.1:0").await
+    }
+
+    async fn start_on(home: &Path, listen: &str) -> anyhow::Result<TestHub> {
+        let addr_file = home.join("hub.addr");
+        let _ = std::fs::remove_file(&addr_file);
+        let child = Command::new(hub_bin())
+            .arg("--home")
+            .arg(home)
+            .arg("serve")
+            .arg("--listen")
+            .arg(listen)
+            .env_remove("HOLDLINE_MONGO_URI")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("spawn holdline-hub")?;
+        let started = Instant::now();
+        let addr = loop {
+            if let Ok(a) = std::fs::read_to_string(&addr_file)
+                && !a.trim().is_empty()
+            {
+                break a.trim().to_owned();
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("hub did not write {}", addr_file.display());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let secret = std::fs::read_to_string(home.join("secret"))?
+            .trim()
+            .to_owned();
+        let hub = TestHub {
+            child,
+            home: home.to_owned(),
+            addr,
+            secret,
+            http: reqwest::Client::new(),
+        };
+        hub.wait_healthy().await?;
+        Ok(hub)
+    }
+
+    async fn wait_healthy(&self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        loop {
+            let ok = self
+                .http
+                .get(format!("{}/healthz", self.url()))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("hub not healthy");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// SIGKILL: no flush, no goodbye.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    async fn reply(&self, token: &str, text: &str, images: Value) -> anyhow::Result<Value> {
+        let r = self
+            .http
+            .post(format!("{}/api/reply", self.url()))
+            .bearer_auth(&self.secret)
+            .json(&json!({"token": token, "text": text, "images": images}))
+            .send()
+            .await?;
+        let status = r.status();
+        let body: Value = r.json().await?;
+        if !status.is_success() {
+            bail!("reply answered {status}: {body}");
+        }
+        Ok(body)
+    }
+
+    async fn session(&self, token: &str) -> anyhow::Result<Value> {
+        let r = self
+            .http
+            .get(format!("{}/api/sessions/{token}?limit=200", self.url()))
+            .bearer_auth(&self.secret)
+            .send()
+            .await?;
+        Ok(r.error_for_status()?.json().await?)
+    }
+
+    /// Polls the session until its status is `status`.
+    async fn wait_status(&self, token: &str, status: &str) -> anyhow::Result<Value> {
+        let started = Instant::now();
+        loop {
+            let s = self.session(token).await?;
+            if s["status"] == status {
+                return Ok(s);
+            }
+            if started.elapsed() > Duration::from_secs(15) {
+                bail!("session {token} stayed {} (wanted {status})", s["status"]);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for TestHub {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The rmcp client side: records progress, answers roots.
+#[derive(Clone)]
+struct TestClient {
+    name: String,
+    root: Option<String>,
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.root.is_some() {
+            ClientCapabilities::builder().enable_roots().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new(self.name.clone(), "1.0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(ListRootsResult::new(
+            self.root.iter().map(|r| Root::new(r.clone())).collect(),
+        ))
+    }
+}
+
+type Client = RunningService<RoleClient, TestClient>;
+
+struct BridgeOptions<'a> {
+    hubs: String,
+    secret: Option<&'a str>,
+    home: &'a Path,
+    host: &'a str,
+    client_name: &'a str,
+    root: Option<&'a str>,
+    autostart: bool,
+    extra_env: Vec<(&'a str, String)>,
+}
+
+impl<'a> BridgeOptions<'a> {
+    fn for_hub(hub: &'a TestHub) -> Self {
+        BridgeOptions {
+            hubs: hub.url(),
+            secret: Some(&hub.secret),
+            home: &hub.home,
+            host: "test-host",
+            client_name: "holdline-test",
+            root: Some("file:///work/project%20one"),
+            autostart: false,
+            extra_env: vec![("HOLDLINE_POLL_MS", "400".to_owned())],
+        }
+    }
+}
+
+async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
+    let mut cmd = tokio::process::Command::new(bridge_bin());
+    cmd.env("HOLDLINE_HUB", &o.hubs)
+        .env("HOLDLINE_HOME", o.home)
+        .env("HOME", o.home)
+        .env("HOLDLINE_HOST_ID", o.host)
+        .env_remove("HOLDLINE_SECRET")
+        .env_remove("HOLDLINE_MAX_WAIT_SEC")
+        .env_remove("HOLDLINE_HUB_BIN")
+        .env("HOLDLINE_LOG", "holdline_mcp=debug");
+    if let Some(s) = o.secret {
+        cmd.env("HOLDLINE_SECRET", s);
+    }
+    if !o.autostart {
+        cmd.env("HOLDLINE_NO_AUTOSTART", "1");
+    } else {
+        cmd.env_remove("HOLDLINE_NO_AUTOSTART");
+    }
+    for (k, v) in &o.extra_env {
+        cmd.env(k, v);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let client = TestClient {
+        name: o.client_name.to_owned(),
+        root: o.root.map(str::to_owned),
+        progress: Arc::default(),
+    };
+    Ok(client.serve(transport).await?)
+}
+
+fn args(v: Value) -> rmcp::model::JsonObject {
+    v.as_object().cloned().expect("object")
+}
+
+async fn call(client: &Client, tool: &'static str, a: Value) -> anyhow::Result<CallToolResult> {
+    Ok(client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args(a)))
+        .await?)
+}
+
+/// Starts a tool call and hands back its handle (for cancel, progress token).
+async fn start_call(
+    client: &Client,
+    tool: &'static str,
+    a: Value,
+) -> anyhow::Result<rmcp::service::RequestHandle<RoleClient>> {
+    Ok(client
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new(tool).with_arguments(args(a)),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await?)
+}
+
+async fn finish(
+    handle: rmcp::service::RequestHandle<RoleClient>,
+) -> anyhow::Result<CallToolResult> {
+    match handle.await_response().await? {
+        ServerResult::CallToolResult(r) => Ok(r),
+        other => bail!("unexpected answer {other:?}"),
+    }
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn structured(r: &CallToolResult) -> &Value {
+    r.structured_content.as_ref().expect("structuredContent")
+}
+
+async fn init(client: &Client, title: &str) -> anyhow::Result<String> {
+    let r = call(client, "init_conversation", json!({"cursorTitle": title})).await?;
+    assert_ne!(r.is_error, Some(true), "init failed: {}", text(&r));
+    assert!(text(&r).contains("wait_for_user_input"));
+    Ok(structured(&r)["token"].as_str().unwrap().to_owned())
+}
+
+fn count_messages(session: &Value, content: &str) -> usize {
+    session["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["content"] == content).count())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn init_wait_reply_returns_the_reply_and_records_the_message_once() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Fix flaky CI").await?;
+    let s = hub.session(&token).await?;
+    assert_eq!(
+        s["workspace"], "/work/project one",
+        "workspace from the client's roots"
+    );
+    assert_eq!(s["hostIp"], "test-host");
+
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Tests pass. Ship?", "completionPct": 80, "nextStep": "commit"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "Ship it", json!([])).await?;
+    let r = finish(handle).await?;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let t = text(&r);
+    assert!(t.starts_with("Ship it"), "{t}");
+    assert!(
+        t.contains(&format!("wait_for_user_input with token {token}")),
+        "{t}"
+    );
+    assert_eq!(structured(&r)["reply"]["text"], "Ship it");
+    let s = hub.wait_status(&token, "holding").await?;
+    assert_eq!(count_messages(&s, "Tests pass. Ship?"), 1);
+    assert_eq!(count_messages(&s, "Ship it"), 1);
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn images_in_a_reply_become_image_content() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Screenshots").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Which layout?"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(
+        &token,
+        "This one",
+        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
+    )
+    .await?;
+    let r = finish(handle).await?;
+    let images: Vec<_> = r.content.iter().filter_map(|c| c.as_image()).collect();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].mime_type, "image/png");
+    assert_eq!(images[0].data, PNG_1PX);
+    assert!(text(&r).starts_with("This one"));
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn progress_notifications_carry_the_clients_token_and_increase() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Progress").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Long one"}),
+    )
+    .await?;
+    let progress_token: ProgressToken = handle.progress_token.clone();
+    hub.wait_status(&token, "waiting").await?;
+    // Polls are held 400 ms here; three renewals take about 1.2 s.
+    let started = Instant::now();
+    while client.service().progress.lock().unwrap().len() < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no progress notifications"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    hub.reply(&token, "done waiting", json!([])).await?;
+    let r = finish(handle).await?;
+    assert!(text(&r).starts_with("done waiting"));
+    let seen = client.service().progress.lock().unwrap().clone();
+    assert!(seen.iter().all(|p| p.progress_token == progress_token));
+    assert!(seen.windows(2).all(|w| w[1].progress > w[0].progress));
+    assert!(seen[0].message.as_deref().unwrap_or("").contains("waiting"));
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn client_cancellation_cancels_the_wait_at_the_hub() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Cancel me").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Waiting..."}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    handle.cancel(Some("user pressed stop".into())).await?;
+    // Well inside one poll hold: the bridge cancels at once, not at the next renewal.
+    hub.wait_status(&token, "holding").await?;
+    // A reply sent now is queued for the next wait, not lost.
+    let queued = hub.reply(&token, "later", json!([])).await?;
+    assert_eq!(queued["queued"], true);
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Back"}),
+    )
+    .await?;
+    assert!(text(&r).starts_with("later"));
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn timeout_sec_gives_no_reply_yet_and_the_recall_does_not_duplicate() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Short client limit").await?;
+    let msg = "Built it; review please";
+    let started = Instant::now();
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": msg, "timeoutSec": 2}),
+    )
+    .await?;
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_ne!(r.is_error, Some(true), "a normal result, never an error");
+    assert!(text(&r).contains("No reply yet"), "{}", text(&r));
+    assert!(text(&r).contains(&token));
+    assert_eq!(structured(&r)["status"], "no_reply_yet");
+    // The session still shows the agent waiting.
+    hub.wait_status(&token, "waiting").await?;
+
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": msg, "timeoutSec": 30}),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.reply(&token, "Looks good", json!([])).await?;
+    let r = finish(handle).await?;
+    assert!(text(&r).starts_with("Looks good"));
+    let s = hub.wait_status(&token, "holding").await?;
+    assert_eq!(
+        count_messages(&s, msg),
+        1,
+        "the re-call did not add the message again"
+    );
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn max_wait_env_applies_when_no_timeout_sec() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.extra_env.push(("HOLDLINE_MAX_WAIT_SEC", "1".into()));
+    let client = start_bridge(o).await?;
+    let token = init(&client, "Env limit").await?;
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "x"}),
+    )
+    .await?;
+    assert_eq!(structured(&r)["status"], "no_reply_yet");
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn hub_killed_mid_wait_and_restarted_delivers_the_reply_once() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let mut hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Crashy hub").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Before the crash", "timeoutSec": 60}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    let addr = hub.addr.clone();
+    hub.kill();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let hub = TestHub::start_on(home.path(), &addr).await?;
+    hub.wait_status(&token, "waiting").await?;
+    let sent = hub.reply(&token, "After the crash", json!([])).await?;
+    let r = finish(handle).await?;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(text(&r).starts_with("After the crash"), "{}", text(&r));
+    assert_eq!(structured(&r)["reply"]["id"], sent["replyId"]);
+
+    // The reply is consumed: the next wait does not get it again.
+    hub.wait_status(&token, "holding").await?;
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Next step", "timeoutSec": 2}),
+    )
+    .await?;
+    assert_eq!(structured(&r)["status"], "no_reply_yet", "{}", text(&r));
+    let s = hub.session(&token).await?;
+    assert_eq!(count_messages(&s, "Before the crash"), 1);
+    assert_eq!(count_messages(&s, "After the crash"), 1);
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn dead_primary_falls_back_to_the_next_hub() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.hubs = format!("http://127.0.0.1:{},{}", free_port(), hub.url());
+    let client = start_bridge(o).await?;
+    let token = init(&client, "Fallback").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "via fallback"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "got it", json!([])).await?;
+    assert!(text(&finish(handle).await?).starts_with("got it"));
+    client.cancel().await?;
+    Ok(())
+}
+
+/// Kills the hub a bridge auto-started, found by its command line (Linux only).
+fn kill_autostarted_hub(port: u16) {
+    #[cfg(target_os = "linux")]
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("holdline-hub") && cmdline.contains(&format!("127.0.0.1:{port}")) {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    }
+    let _ = port;
+}
+
+#[tokio::test]
+async fn a_local_hub_is_started_when_none_answers() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let _ = hub_bin();
+    let port = free_port();
+    let client = start_bridge(BridgeOptions {
+        hubs: format!("http://127.0.0.1:{port}"),
+        secret: None,
+        home: home.path(),
+        host: "test-host",
+        client_name: "holdline-test",
+        root: None,
+        autostart: true,
+        extra_env: vec![],
+    })
+    .await?;
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "Auto", "workspace": "/w"}),
+    )
+    .await;
+    kill_autostarted_hub(port);
+    let r = r?;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(structured(&r)["token"].as_str().unwrap().starts_with("ct_"));
+    assert!(
+        home.path().join("secret").is_file(),
+        "the hub made its secret"
+    );
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_token_of_another_chat_is_binding_rejected() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Chat A").await?;
+    let r = call(
+        &client,
+        "select_conversation",
+        json!({"token": token, "cursorTitle": "Chat B"}),
+    )
+    .await?;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("BINDING_REJECTED"), "{}", text(&r));
+    assert!(text(&r).contains("init_conversation"));
+    let ok = call(
+        &client,
+        "select_conversation",
+        json!({"token": token, "cursorTitle": "Chat A"}),
+    )
+    .await?;
+    assert_ne!(ok.is_error, Some(true), "{}", text(&ok));
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn merging_a_waiting_source_tells_its_wait_the_new_token() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let from = init(&client, "Old chat").await?;
+    let to = init(&client, "New chat").await?;
+    assert_ne!(from, to);
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": from, "message": "old work"}),
+    )
+    .await?;
+    hub.wait_status(&from, "waiting").await?;
+    let m = call(
+        &client,
+        "merge_conversation",
+        json!({"fromToken": from, "toToken": to, "cursorTitle": "New chat"}),
+    )
+    .await?;
+    assert_ne!(m.is_error, Some(true), "{}", text(&m));
+    assert_eq!(structured(&m)["token"], to.as_str());
+    let r = finish(handle).await?;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(
+        text(&r).contains(&format!("Use token {to}")),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(structured(&r)["token"], to.as_str());
+    let s = hub.session(&to).await?;
+    assert_eq!(count_messages(&s, "old work"), 1);
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn bad_input_gives_one_sentence_tool_errors() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+
+    let r = call(&client, "wait_for_user_input", json!({"token": 5})).await?;
+    assert_eq!(r.is_error, Some(true));
+    let r = call(&client, "init_conversation", json!({})).await?;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("cursorTitle"), "{}", text(&r));
+
+    let unknown = "ct_0123456789abcdef0123456789abcdef";
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": unknown, "message": "hi", "cursorTitle": "t"}),
+    )
+    .await?;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("init_conversation"), "{}", text(&r));
+
+    let token = init(&client, "Archived").await?;
+    hub.http
+        .post(format!("{}/api/sessions/{token}/archive", hub.url()))
+        .bearer_auth(&hub.secret)
+        .send()
+        .await?
+        .error_for_status()?;
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "hi"}),
+    )
+    .await?;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("SESSION_CLOSED"), "{}", text(&r));
+    client.cancel().await?;
+
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.secret = Some("not-the-secret");
+    let wrong = start_bridge(o).await?;
+    let r = call(&wrong, "init_conversation", json!({"cursorTitle": "x"})).await?;
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("401") && text(&r).contains("HOLDLINE_SECRET"),
+        "{}",
+        text(&r)
+    );
+    wrong.cancel().await?;
+
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.hubs = format!("http://127.0.0.1:{}", free_port());
+    let nowhere = start_bridge(o).await?;
+    let started = Instant::now();
+    let r = call(&nowhere, "init_conversation", json!({"cursorTitle": "x"})).await?;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("No holdline hub answered"),
+        "{}",
+        text(&r)
+    );
+    nowhere.cancel().await?;
+    Ok(())
+}
+
+/// Raw stdio: garbage gets a JSON-RPC error or is ignored, the bridge keeps answering, and
+/// closing stdin cancels the open wait and ends the process.
+#[tokio::test]
+async fn garbage_is_survived_and_stdin_eof_cancels_open_waits() -> anyhow::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let mut child = tokio::process::Command::new(bridge_bin())
+        .env("HOLDLINE_HUB", hub.url())
+        .env("HOLDLINE_SECRET", &hub.secret)
+        .env("HOLDLINE_HOME", home.path())
+        .env("HOLDLINE_HOST_ID", "raw-host")
+        .env("HOLDLINE_NO_AUTOSTART", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = async |v: &str| -> anyhow::Result<()> {
+        stdin.write_all(v.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        Ok(())
+    };
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#).await?;
+    let first: Value = serde_json::from_str(&lines.next_line().await?.unwrap())?;
+    assert_eq!(first["result"]["serverInfo"]["name"], "holdline-mcp");
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await?;
+    send("this is not json {").await?;
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"init_conversation","arguments":{"cursorTitle":"Raw","workspace":"/raw"}}}"#).await?;
+    let token = loop {
+        let line = lines.next_line().await?.context("bridge closed stdout")?;
+        let v: Value = serde_json::from_str(&line)?;
+        if v["id"] == 2 {
+            break v["result"]["structuredContent"]["token"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+    };
+    send(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"wait_for_user_input","arguments":{{"token":"{token}","message":"hold"}}}}}}"#)).await?;
+    hub.wait_status(&token, "waiting").await?;
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await??;
+    assert!(status.success(), "bridge exited with {status}");
+    hub.wait_status(&token, "holding").await?;
+    Ok(())
+}
+
+#[test]
+fn install_print_is_valid_for_every_client() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    for client in [
+        "cursor",
+        "claude-code",
+        "codex",
+        "vscode",
+        "windsurf",
+        "trae",
+        "cline",
+        "gemini",
+    ] {
+        let out = Command::new(bridge_bin())
+            .args([
+                "install",
+                "--client",
+                client,
+                "--print",
+                "--hub",
+                "http://10.1.2.3:13458",
+            ])
+            .env("HOME", home.path())
+            .env_remove("CODEX_HOME")
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{client}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout)?;
+        let entry: Value = if client == "codex" {
+            let t: toml::Table =
+                toml::from_str(&stdout).with_context(|| format!("{client}: {stdout}"))?;
+            serde_json::to_value(&t["mcp_servers"]["holdline"])?
+        } else {
+            let v: Value =
+                serde_json::from_str(&stdout).with_context(|| format!("{client}: {stdout}"))?;
+            let key = if client == "vscode" {
+                "servers"
+            } else {
+                "mcpServers"
+            };
+            v[key]["holdline"].clone()
+        };
+        assert!(
+            entry["command"].as_str().unwrap().ends_with("holdline-mcp"),
+            "{client}: {entry}"
+        );
+        assert_eq!(
+            entry["env"]["HOLDLINE_HUB"], "http://10.1.2.3:13458",
+            "{client}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("wait_for_user_input"),
+            "{client}: the rule is shown"
+        );
+        // --print writes nothing.
+        assert_eq!(std::fs::read_dir(home.path())?.count(), 0, "{client}");
+    }
+    Ok(())
+}
+
+#[test]
+fn install_writes_merges_and_is_idempotent() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let project = TempDir::new()?;
+    let cfg = home.path().join(".cursor/mcp.json");
+    std::fs::create_dir_all(cfg.parent().unwrap())?;
+    std::fs::write(&cfg, r#"{"mcpServers":{"other":{"command":"x"}}}"#)?;
+    let run = || {
+        Command::new(bridge_bin())
+            .args(["install", "--client", "cursor", "--project"])
+            .arg(project.path())
+            .env("HOME", home.path())
+            .output()
+    };
+    let first = run()?;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let second = run()?;
+    assert!(String::from_utf8_lossy(&second.stderr).contains("unchanged"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg)?)?;
+    assert_eq!(v["mcpServers"]["other"]["command"], "x");
+    assert!(v["mcpServers"]["holdline"]["command"].is_string());
+    let rule = std::fs::read_to_string(project.path().join(".cursor/rules/holdline.mdc"))?;
+    assert!(rule.contains("alwaysApply: true") && rule.contains("wait_for_user_input"));
+    let backups = std::fs::read_dir(cfg.parent().unwrap())?
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().contains("holdline-backup"))
+        })
+        .count();
+    assert_eq!(
+        backups, 1,
+        "one backup, from the one run that changed the file"
+    );
+    Ok(())
+}
