@@ -58,7 +58,8 @@ export const api = {
   config: (token, fields) => call('POST', '/api/session/config', { token, ...fields }),
   archive: (token) => call('POST', `/api/sessions/${enc(token)}/archive`, {}),
   restore: (token) => call('POST', `/api/sessions/${enc(token)}/restore`, {}),
-  merge: (body) => call('POST', '/api/merge', body),
+  /** The person's merge: no binding check; answers the target session. */
+  merge: (fromToken, toToken) => call('POST', `/api/sessions/${enc(fromToken)}/merge`, { toToken }),
   templates: () => call('GET', '/api/templates'),
   saveTemplates: (templates) => call('PUT', '/api/templates', { templates }),
 };

@@ -483,23 +483,11 @@ async function editSettings() {
   }
 }
 
-/** The IDE chat title inside a binding key `{workspace}::{cursorTitle}@{hostIp}`. */
-export function cursorTitleOf(s) {
-  const key = s.bindingKey || '';
-  const start = key.indexOf('::');
-  const end = key.lastIndexOf('@');
-  if (start >= 0 && end > start) return key.slice(start + 2, end);
-  return s.title || '';
-}
-
 async function merge() {
   const d = state.detail;
   let open;
   try {
-    // POST /api/merge checks the binding like an agent's merge: the target must
-    // share the source's workspace and host, so only those are offered.
-    open = (await api.sessions({ limit: 200 })).sessions.filter((s) => s.token !== d.token && !CLOSED.has(s.status)
-      && s.workspace === d.workspace && s.hostIp === d.hostIp);
+    open = (await api.sessions({ limit: 200 })).sessions.filter((s) => s.token !== d.token && !CLOSED.has(s.status));
   } catch (e) {
     toast(t('errorGeneric', { msg: e.message }), 'error');
     return;
@@ -516,16 +504,10 @@ async function merge() {
   if (!target) return;
   if (!(await confirmBox(t('mergeConfirm', { from: title(d), to: title(target) }), t('merge')))) return;
   try {
-    const res = await api.merge({
-      fromToken: d.token,
-      toToken: target.token,
-      cursorTitle: cursorTitleOf(target),
-      workspace: target.workspace,
-      hostIp: target.hostIp,
-    });
+    const merged = await api.merge(d.token, target.token);
     toast(t('merged', { to: title(target) }));
     await refreshList();
-    await select(res?.token || target.token);
+    await select(merged?.token || target.token);
   } catch (e) {
     toast(t('errorGeneric', { msg: `${e.code}: ${e.message}` }), 'error');
   }

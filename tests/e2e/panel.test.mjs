@@ -248,9 +248,9 @@ test('language: browser language by default, switchable, remembered', async () =
 test('merge one session into another, then archive and restore, each confirmed', async () => {
   const { page } = await browser();
   await openPanel(page, hub);
-  const workspace = '/home/dev/merge-ws';
-  const from = await newAgent(hub, 'Merge source', { workspace });
-  const to = await newAgent(hub, 'Merge target', { workspace });
+  // A person may merge across workspaces and machines (no binding check on the person's route).
+  const from = await newAgent(hub, 'Merge source', { workspace: '/home/dev/merge-a' });
+  const to = await newAgent(hub, 'Merge target', { workspace: '/home/dev/merge-b', hostIp: '127.0.0.2' });
   await to.wait('target history');
   await from.wait('source history: unique-merge-marker');
   await item(page, from.token).waitFor();
