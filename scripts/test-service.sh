@@ -415,6 +415,17 @@ EOF
     bad "holdline-hub config: a good file prints the settings with secrets masked" "exit $rc: $out"
   fi
 
+  # The example config.toml in docs/operations.md is one the hub accepts.
+  if [ -f "$ROOT/docs/operations.md" ]; then
+    awk '/^```toml$/{on=1; next} /^```$/{if (on) exit} on' "$ROOT/docs/operations.md" > "$CFG_HOME/config.toml"
+    out="$(hub_config)"; rc=$?
+    if [ "$rc" = 0 ] && [ -s "$CFG_HOME/config.toml" ] && grep -q 'devbox.lan' <<<"$out"; then
+      ok "the config.toml example in docs/operations.md is accepted by holdline-hub config"
+    else
+      bad "the config.toml example in docs/operations.md is accepted by holdline-hub config" "exit $rc: $out"
+    fi
+  fi
+
   # The flags the docs tell people to use exist.
   out="$(in_fake_home ${T20[@]+"${T20[@]}"} "$BIN_DIR/holdline-hub" serve --help 2>&1)"
   check "holdline-hub serve --help has --listen, --home and --mongo-uri" \
