@@ -180,7 +180,17 @@ install_systemd() {
   systemctl --user enable "$UNIT" >/dev/null 2>&1 || systemctl --user enable "$UNIT"
   systemctl --user restart "$UNIT"
   say "Service: systemd user unit $file (restarted)"
-  if wait_healthy; then STARTED=1; else
+  if wait_healthy; then
+    STARTED=1
+    # A hub started by hand (or by a bridge) on the same address also answers
+    # `status`, while the service fails to bind; make sure it is the service.
+    sleep 1
+    if ! systemctl --user is-active --quiet "$UNIT"; then
+      STARTED=0
+      warn "another holdline-hub already listens on the configured address, so the service cannot start."
+      warn "Stop that one (Ctrl-C where it runs), then: systemctl --user restart holdline-hub"
+    fi
+  else
     warn "the service did not answer yet; see: systemctl --user status holdline-hub; journalctl --user -u holdline-hub"
   fi
   if command -v loginctl >/dev/null 2>&1 \
@@ -210,7 +220,15 @@ install_launchd() {
     launchctl load -w "$file" || die "launchctl could not load $file"
   fi
   say "Service: LaunchAgent $file (restarted)"
-  if wait_healthy; then STARTED=1; else
+  if wait_healthy; then
+    STARTED=1
+    sleep 1
+    if ! launchctl print "$domain/$LABEL" 2>/dev/null | grep -q 'state = running'; then
+      STARTED=0
+      warn "another holdline-hub already listens on the configured address, so the LaunchAgent cannot start."
+      warn "Stop that one (Ctrl-C where it runs); launchd starts the agent again within seconds."
+    fi
+  else
     warn "the service did not answer yet; see $HL_HOME/logs/launchd.err"
   fi
 }

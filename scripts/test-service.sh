@@ -262,6 +262,17 @@ res "$([ "$rc" = 0 ] && [ "$(systemctl --user show holdline-hub -p Result --valu
 out="$("$W/repo/scripts/uninstall.sh" 2>&1)"; res $? "live: uninstall.sh exits 0" "$out"
 res "$([ ! -e "$HOME/.config/systemd/user/holdline-hub.service" ] && ! systemctl --user is-enabled holdline-hub >/dev/null 2>&1 && ! systemctl --user is-active holdline-hub >/dev/null 2>&1; echo $?)" "live: uninstall.sh stopped and removed the service"
 res "$(test -f "$HOME/.holdline/secret"; echo $?)" "live: uninstall.sh kept the data"
+# A hub started by hand holds the port: install.sh must say so, and the
+# service must take over once that hub is gone.
+"$W/bin/holdline-hub" serve >/dev/null 2>&1 &
+manual=$!
+for _ in $(seq 1 50); do "$W/bin/holdline-hub" status >/dev/null 2>&1 && break; sleep 0.2; done
+out="$("$W/repo/scripts/install.sh" --bin-dir "$W/bin" 2>&1)"
+res "$(grep -q 'another holdline-hub already listens' <<<"$out"; echo $?)" "live: install.sh notices a hand-started hub holding the port" "$out"
+kill "$manual"; wait "$manual" 2>/dev/null
+ok=1; for _ in $(seq 1 40); do sleep 0.25; systemctl --user is-active --quiet holdline-hub && "$HOME/.local/bin/holdline-hub" status >/dev/null 2>&1 && { ok=0; break; }; done
+res "$ok" "live: the service takes over once that hub stops" "$(systemctl --user status holdline-hub 2>&1 | head -5)"
+"$W/repo/scripts/uninstall.sh" >/dev/null 2>&1
 systemctl --user exit >/dev/null 2>&1
 for _ in $(seq 1 25); do kill -0 %1 2>/dev/null || break; sleep 0.2; done
 kill %1 2>/dev/null
