@@ -146,7 +146,8 @@ for unit in holdline-hub.service holdline-hub-system.service; do
   grep -q '^ReadWritePaths=' "$ROOT/systemd/$unit" || missing="$missing ReadWritePaths"
   if [ -z "$missing" ]; then ok "systemd/$unit has the hardening options"; else bad "systemd/$unit has the hardening options" "missing:$missing"; fi
 done
-check "user unit: read-only home except ~/.holdline" bash -c "
+check "user unit: its own user namespace, read-only home except ~/.holdline" bash -c "
+  grep -qx 'PrivateUsers=yes' '$ROOT/systemd/holdline-hub.service' &&
   grep -qx 'ProtectHome=read-only' '$ROOT/systemd/holdline-hub.service' &&
   grep -qx 'ReadWritePaths=%h/.holdline' '$ROOT/systemd/holdline-hub.service'"
 
@@ -248,6 +249,12 @@ res "$(test -f "$HOME/.config/systemd/user/holdline-hub.service"; echo $?)" "liv
 res "$(systemctl --user is-enabled holdline-hub >/dev/null 2>&1; echo $?)" "live: the unit is enabled"
 res "$(systemctl --user is-active holdline-hub >/dev/null 2>&1; echo $?)" "live: the hub runs under the sandboxed unit" "$(systemctl --user status holdline-hub 2>&1 | head -8)"
 out="$("$HOME/.local/bin/holdline-hub" status 2>&1)"; res $? "live: holdline-hub status reaches the service" "$out"
+pid="$(mainpid)"
+res "$(awk 'END { exit !(NR == 1 && $3 == 1) }' "/proc/$pid/uid_map"; echo $?)" "live: the hub runs in its own user namespace (PrivateUsers)" "$(cat "/proc/$pid/uid_map" 2>&1)"
+res "$(awk -v h="$HOME" '
+  ($5 == "/home" || $5 == h) && $6 ~ /(^|,)ro(,|$)/ { ro = 1 }
+  $5 == h "/.holdline" && $6 ~ /(^|,)rw(,|$)/ { rw = 1 }
+  END { exit !(ro && rw) }' "/proc/$pid/mountinfo"; echo $?)" "live: the hub sees the home read-only and only ~/.holdline writable" "$(grep -E ' /home' "/proc/$pid/mountinfo" 2>&1)"
 m="$(stat -c %a "$HOME/.holdline/secret" 2>/dev/null)"; res "$([ "$m" = 600 ]; echo $?)" "live: the service made the secret, mode 0600" "mode '$m'"
 res "$(test -d "$HOME/.holdline/db"; echo $?)" "live: the sandboxed service wrote its store in its home (db/)"
 p1="$(mainpid)"
