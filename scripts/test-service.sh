@@ -396,6 +396,50 @@ EOF
 }
 if [ "$have_bins" = 1 ] && [ -n "$PY" ] && [ -x "$FAKE_HOME/.local/bin/holdline-hub" ]; then readme_path_check; fi
 
+# --- LAN use as docs/operations.md describes it ------------------------------------
+# listen on every interface with an allowed host name: panel-url shows an
+# address a phone can open, the secret is still required, a listed name is
+# accepted and any other name refused (DNS rebinding).
+lan_check() {
+  local bin="$FAKE_HOME/.local/bin" home="$TMP/lan-home" port hub_pid _
+  port="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  mkdir -p "$home"; chmod 0700 "$home"
+  printf 'listen = "0.0.0.0:%s"\nallowed_hosts = ["devbox.lan"]\n' "$port" > "$home/config.toml"
+  env -u HOLDLINE_MONGO_URI -u HOLDLINE_LISTEN HOME="$FAKE_HOME" HOLDLINE_HOME="$home" \
+    "$bin/holdline-hub" serve >"$TMP/lan-hub.log" 2>&1 &
+  hub_pid=$!
+  for _ in $(seq 1 50); do
+    env HOME="$FAKE_HOME" HOLDLINE_HOME="$home" "$bin/holdline-hub" status >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  local url
+  url="$(env HOME="$FAKE_HOME" HOLDLINE_HOME="$home" "$bin/holdline-hub" panel-url --no-qr 2>&1)"
+  if [[ "$url" =~ ^http://[0-9.]+:$port/#key=[0-9a-f]{32,}$ ]] && [[ "$url" != http://0.0.0.0* ]]; then
+    ok "LAN: panel-url on 0.0.0.0 prints an address a phone can open, with the key"
+  else
+    bad "LAN: panel-url on 0.0.0.0 prints an address a phone can open, with the key" "$url"
+  fi
+  local out
+  out="$("$PY" - "$port" "$(cat "$home/secret" 2>/dev/null)" <<'EOF' 2>&1
+import sys, urllib.request, urllib.error
+port, secret = sys.argv[1], sys.argv[2]
+def get(host, auth):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/whoami", headers={"Host": host})
+    if auth: req.add_header("Authorization", "Bearer " + secret)
+    try: return urllib.request.urlopen(req, timeout=5).status
+    except urllib.error.HTTPError as e: return e.code
+print("listed", get(f"devbox.lan:{port}", True))
+print("nokey", get(f"devbox.lan:{port}", False))
+print("rebound", get(f"evil.example:{port}", True))
+EOF
+)"
+  if grep -qx 'listed 200' <<<"$out"; then ok "LAN: a host name in allowed_hosts is accepted"; else bad "LAN: a host name in allowed_hosts is accepted" "$out"; fi
+  if grep -qx 'nokey 401' <<<"$out"; then ok "LAN: without the secret the API answers 401"; else bad "LAN: without the secret the API answers 401" "$out"; fi
+  if grep -qx 'rebound 403' <<<"$out"; then ok "LAN: any other host name is refused with 403 (DNS rebinding)"; else bad "LAN: any other host name is refused with 403 (DNS rebinding)" "$out"; fi
+  kill "$hub_pid" 2>/dev/null; wait "$hub_pid" 2>/dev/null
+}
+if [ "$have_bins" = 1 ] && [ -n "$PY" ] && [ -x "$FAKE_HOME/.local/bin/holdline-hub" ]; then lan_check; fi
+
 # --- holdline-hub config --------------------------------------------------------
 if [ "$have_bins" = 1 ]; then
   CFG_HOME="$TMP/cfg-home"
