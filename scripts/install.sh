@@ -51,51 +51,42 @@ HL_HOME="$(abspath "$HL_HOME")"
 
 # --- rendering the service files -------------------------------------------
 
-# A path as one systemd word: quoted, with % and \ and " escaped.
-systemd_quote() {
-  local s="$1"
-  s="${s//\\/\\\\}"; s="${s//\"/\\\"}"; s="${s//%/%%}"
-  printf '"%s"' "$s"
+# Rendering is done in awk with plain-text replacement (index/substr) and the
+# paths passed through the environment: no sed, awk -v or ${var//} escaping
+# rules to trip over (they differ between bash 3.2, 4.x and 5.2 and between
+# awks), whatever characters the paths hold.
+AWK_LIB='
+function repl(s, from, to,   out, p) {
+  out = ""
+  while ((p = index(s, from)) > 0) { out = out substr(s, 1, p - 1) to; s = substr(s, p + length(from)) }
+  return out s
 }
+# One systemd word: quoted, with backslash, double quote and % escaped.
+function sdq(s) { s = repl(s, "\\", "\\\\"); s = repl(s, "\"", "\\\""); s = repl(s, "%", "%%"); return "\"" s "\"" }
+function xml(s) { s = repl(s, "&", "&amp;"); s = repl(s, "<", "&lt;"); return repl(s, ">", "&gt;") }
+'
 
 render_systemd() {
-  local hub; hub="$(systemd_quote "${PREFIX}/holdline-hub")"
-  local home; home="$(systemd_quote "$HL_HOME")"
   # The unit in the repo points at %h/.local/bin and %h/.holdline; write the
   # real paths so a custom --prefix or HOLDLINE_HOME works as well.
-  awk -v hub="$hub" -v home="$home" '
+  R_HUB="${PREFIX}/holdline-hub" R_HOME="$HL_HOME" awk "$AWK_LIB"'
+    BEGIN { hub = sdq(ENVIRON["R_HUB"]); home = sdq(ENVIRON["R_HOME"]) }
     /^ExecStartPre=\+mkdir / { print "ExecStartPre=+mkdir -p -m 0700 " home; next }
     /^ExecStart=/            { print "ExecStart=" hub " serve"; next }
-    /^Environment=HOLDLINE_HOME=/ { print "Environment=" "\"HOLDLINE_HOME=" substr(home, 2); next }
+    /^Environment=HOLDLINE_HOME=/ { print "Environment=" sdq("HOLDLINE_HOME=" ENVIRON["R_HOME"]); next }
     /^ReadWritePaths=/       { print "ReadWritePaths=" home; next }
     { print }
   ' "$ROOT/systemd/holdline-hub.service"
 }
 
-xml_escape() {
-  local s="$1"
-  s="${s//&/&amp;}"; s="${s//</&lt;}"; s="${s//>/&gt;}"
-  printf '%s' "$s"
-}
-
 render_launchd() {
-  replace_literally "$ROOT/launchd/${LABEL}.plist" \
-    "__BIN_DIR__" "$(xml_escape "$PREFIX")" \
-    "__HOME__/.holdline" "$(xml_escape "$HL_HOME")" \
-    "__HOME__" "$(xml_escape "$HOME")"
-}
-
-# replace_literally FILE FROM TO [FROM TO]...: plain-text (not regex)
-# replacement, line by line, free of sed's escaping traps (& \ # in paths).
-replace_literally() {
-  local file="$1" line i; shift
-  local pairs=("$@")
-  while IFS= read -r line || [ -n "$line" ]; do
-    for ((i = 0; i < ${#pairs[@]}; i += 2)); do
-      line="${line//"${pairs[i]}"/"${pairs[i + 1]}"}"
-    done
-    printf '%s\n' "$line"
-  done < "$file"
+  R_BIN="$PREFIX" R_HLHOME="$HL_HOME" R_HOME="$HOME" awk "$AWK_LIB"'
+    {
+      line = repl($0, "__BIN_DIR__", xml(ENVIRON["R_BIN"]))
+      line = repl(line, "__HOME__/.holdline", xml(ENVIRON["R_HLHOME"]))
+      print repl(line, "__HOME__", xml(ENVIRON["R_HOME"]))
+    }
+  ' "$ROOT/launchd/${LABEL}.plist"
 }
 
 case "$PRINT_SERVICE" in

@@ -76,7 +76,7 @@ for entry in "${SERVICE_FILES[@]}"; do
   removed=$((removed + 1))
 done
 
-for b in "${BINS[@]}"; do
+for b in ${BINS[@]+"${BINS[@]}"}; do
   case "$(basename "$b")" in holdline-hub|holdline-mcp) ;; *) continue ;; esac
   if [ -e "$b" ]; then rm -f "$b"; say "Removed $b"; removed=$((removed + 1)); fi
 done
