@@ -5,7 +5,7 @@ const STRINGS = {
   en: {
     appName: 'holdline',
     loginTitle: 'Sign in to holdline',
-    loginHint: 'Open the link printed by `holdline-hub panel-url`, or paste the secret here.',
+    loginHint: 'Open the link that holdline-hub panel-url prints, or paste the secret here.',
     loginKey: 'Secret key',
     loginSubmit: 'Sign in',
     loginWrong: 'Wrong key. Check the secret and try again.',
@@ -108,7 +108,7 @@ const STRINGS = {
   zh: {
     appName: 'holdline',
     loginTitle: '登录 holdline',
-    loginHint: '打开 `holdline-hub panel-url` 打印的链接，或在此粘贴密钥。',
+    loginHint: '打开 holdline-hub panel-url 打印的链接，或在此粘贴密钥。',
     loginKey: '密钥',
     loginSubmit: '登录',
     loginWrong: '密钥错误，请检查后重试。',
@@ -240,7 +240,12 @@ export function t(key, vars = {}) {
 export function applyStatic(root = document) {
   document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
   for (const el of root.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
-  for (const el of root.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
+  const narrow = matchMedia('(max-width: 720px)').matches;
+  for (const el of root.querySelectorAll('[data-i18n-placeholder]')) {
+    const key = el.dataset.i18nPlaceholder;
+    // Phones get the short form where there is one.
+    el.placeholder = narrow && STRINGS.en[`${key}Phone`] ? t(`${key}Phone`) : t(key);
+  }
   for (const el of root.querySelectorAll('[data-i18n-title]')) {
     el.title = t(el.dataset.i18nTitle);
     el.setAttribute('aria-label', el.title);

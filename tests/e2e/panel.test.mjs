@@ -156,6 +156,25 @@ test('an image pasted into the reply box reaches the waiting agent as an image',
   assert.equal(reply.images[0].data, PNG_4x4);
   await page.getByTestId('message-image').first().waitFor();
   assert.equal(await page.getByTestId('attachment').count(), 0);
+
+  // Dropping a file works too; a non-image is refused with a message.
+  await agent.wait('Another one, please');
+  await page.evaluate((b64) => {
+    const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bin], 'drop.png', { type: 'image/png' }));
+    dt.items.add(new File(['hello'], 'notes.txt', { type: 'text/plain' }));
+    const zone = document.querySelector('[data-testid="conversation"]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, PNG_4x4);
+  await page.getByTestId('toast').filter({ hasText: 'PNG, JPEG' }).waitFor();
+  await page.getByTestId('attachment').waitFor();
+  assert.equal(await page.getByTestId('attachment').count(), 1);
+  await page.getByTestId('reply-send').click();
+  const dropped = await agent.reply();
+  assert.equal(dropped.text, '');
+  assert.equal(dropped.images[0].data, PNG_4x4);
 });
 
 test('quick replies send a template; templates are editable and shared', async () => {
