@@ -41,10 +41,11 @@ export const api = {
   login: (key) => call('POST', '/api/login', { key }),
   logout: () => call('POST', '/api/logout', {}),
   whoami: () => call('GET', '/api/whoami'),
-  sessions: ({ status = '', q = '', limit = 200 } = {}) => {
+  sessions: ({ status = '', q = '', limit = 200, cursor = '' } = {}) => {
     const p = new URLSearchParams();
     if (status) p.set('status', status);
     if (q) p.set('q', q);
+    if (cursor) p.set('cursor', cursor);
     p.set('limit', String(limit));
     return call('GET', `/api/sessions?${p}`);
   },

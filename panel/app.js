@@ -194,11 +194,25 @@ async function refreshList() {
     const res = await api.sessions({ status: view === 'archived' ? 'archived' : '', q });
     if (view !== state.view || q !== state.q) return;
     state.listed = new Map(res.sessions.map((s) => [s.token, s]));
+    state.nextCursor = res.nextCursor || null;
     for (const s of res.sessions) remember(s, false);
     drawList();
   } catch (e) {
     if (e.status === 401) showLogin('');
     else toast(t('errorGeneric', { msg: e.message }), 'error');
+  }
+}
+
+async function loadMoreSessions() {
+  const { view, q, nextCursor } = state;
+  try {
+    const res = await api.sessions({ status: view === 'archived' ? 'archived' : '', q, cursor: nextCursor });
+    if (view !== state.view || q !== state.q) return;
+    for (const s of res.sessions) { state.listed.set(s.token, s); remember(s, false); }
+    state.nextCursor = res.nextCursor || null;
+    drawList();
+  } catch (e) {
+    toast(t('errorGeneric', { msg: e.message }), 'error');
   }
 }
 
@@ -235,6 +249,9 @@ function drawList() {
   const ul = $('#session-list');
   const sessions = sortSessions([...state.listed.values()]);
   ul.replaceChildren(...sessions.map(sessionItem));
+  if (state.nextCursor) {
+    ul.append(h('li', { class: 'more' }, h('button', { type: 'button', testid: 'load-more-sessions', onclick: loadMoreSessions }, t('loadMore'))));
+  }
   const empty = $('#list-empty');
   empty.hidden = sessions.length > 0;
   empty.textContent = state.q ? t('noMatch') : state.view === 'archived' ? t('noArchived') : t('noSessions');

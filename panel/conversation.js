@@ -102,7 +102,8 @@ export function renderMessages(list, session, messages) {
     const mark = els[i].querySelector('.delivery');
     let state = 'delivered';
     if (pending > 0) {
-      state = 'queued';
+      // `replied`: an agent waits and is about to take it; otherwise it waits for the next wait.
+      state = session.status === 'replied' ? 'sent' : 'queued';
       pending--;
     }
     if (mark.dataset.state !== state) {

@@ -62,6 +62,22 @@ test('login: the #key is traded for a cookie and dropped; a wrong key says so; l
   assert.equal(await page.locator('#app').isHidden(), true);
 });
 
+test('too many wrong keys: the page says to wait', async () => {
+  const own = await startHub();
+  try {
+    for (let i = 0; i < 11; i++) {
+      await fetch(`${own.base}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"key":"nope"}' });
+    }
+    const { page } = await browser();
+    await page.goto(`${own.base}/#key=${own.secret}`);
+    const error = page.getByTestId('login-error');
+    await error.waitFor();
+    assert.match(await error.textContent(), /too many/i);
+  } finally {
+    await own.stop();
+  }
+});
+
 test('a wait registered through the API appears live, waiting first, with progress', async () => {
   const { page } = await browser();
   await openPanel(page, hub);
