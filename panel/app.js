@@ -11,6 +11,8 @@ import * as notify from './notify.js';
 
 const CLOSED = new Set(['merged', 'archived']);
 const PAGE = 50;
+/** Messages fetched when a live event says the open session changed. */
+const REFRESH = 10;
 
 const state = {
   /** 'open' or 'archived': which list is shown. */
@@ -354,12 +356,18 @@ function mergeMessages(older, newer) {
 
 async function loadDetail(token, { fresh = false, quiet = false } = {}) {
   try {
-    const res = await api.session(token, { limit: PAGE });
+    // A live refresh only needs the newest few messages (a 1 MB one is not sent again and again).
+    const had = !fresh && state.detail && state.detail.token === token ? state.detail.messages : null;
+    const res = await api.session(token, { limit: had ? REFRESH : PAGE });
     if (state.current !== token) return false;
-    const keep = !fresh && state.detail && state.detail.token === token;
+    const got = res.messages || [];
+    const lastSeq = had && had.length ? had[had.length - 1].seq : -1;
+    // Keep what is on screen unless the refresh left a gap (more new messages than fetched).
+    const keep = had && state.detail && state.detail.token === token && !(got.length && got[0].seq > lastSeq + 1);
     const list = $('#messages');
     const atBottom = !keep || list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-    const messages = keep ? mergeMessages(state.detail.messages, res.messages || []) : (res.messages || []);
+    if (had && !keep && got.length === REFRESH) return loadDetail(token, { fresh: true, quiet });
+    const messages = keep ? mergeMessages(state.detail.messages, got) : got;
     const nextBefore = keep ? state.detail.nextBefore : res.nextBefore;
     state.detail = { ...res, messages, nextBefore };
     state.known.set(token, { ...(state.known.get(token) || {}), ...stripMessages(res) });

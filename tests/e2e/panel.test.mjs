@@ -89,7 +89,8 @@ test('a wait registered through the API appears live, waiting first, with progre
   const li = item(page, agent.token);
   await li.waitFor();
   await page.waitForFunction((tok) => document.querySelector(`[data-token="${tok}"]`)?.dataset.status === 'waiting', agent.token);
-  assert.equal(await page.locator('[data-testid="session-item"]').first().getAttribute('data-token'), agent.token, 'waiting sessions come first');
+  const order = await page.locator('[data-testid="session-item"]').evaluateAll((els) => els.map((e) => e.dataset.token));
+  assert.ok(order.indexOf(agent.token) < order.indexOf(idle.token), 'waiting sessions come first');
   assert.match(await li.getByTestId('session-waited').textContent(), /waiting \d+s/);
   assert.match(await li.getByTestId('session-progress').textContent(), /80%.*commit the fix/);
   await page.waitForFunction(() => /^\(\d+\) holdline$/.test(document.title));
