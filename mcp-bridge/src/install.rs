@@ -115,7 +115,7 @@ pub fn plan(
         Client::Cursor => Plan {
             config_path: home.join(".cursor/mcp.json"),
             format: ConfigFormat::Json("mcpServers"),
-            entry: json!({"command": command, "args": [], "env": env_with_wait, "timeout": 600}),
+            entry: json!({"command": command, "args": [], "env": env, "timeout": 600}),
             rule_path: project.join(".cursor/rules/holdline.mdc"),
             rule_kind: RuleKind::OwnFile,
             rule_text: rule_own(
