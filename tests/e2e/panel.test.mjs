@@ -587,6 +587,31 @@ test('the hub refuses requests from another origin', async () => {
   assert.equal(res.status, 403);
 });
 
+test('three agents at once, all answered from a phone without reloading', async () => {
+  const { page } = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await openPanel(page, hub);
+  const agents = await Promise.all(['Phone one', 'Phone two', 'Phone three'].map((n, i) => newAgent(hub, n, { workspace: `/srv/app-${i}`, hostIp: `127.0.0.${i + 1}` })));
+  await Promise.all(agents.map((a, i) => a.wait(`question ${i + 1}?`)));
+  const replies = agents.map((a) => a.reply(60_000));
+  let navigations = 0;
+  page.on('framenavigated', (f) => { if (f === page.mainFrame()) navigations++; });
+  for (const [i, a] of agents.entries()) {
+    await item(page, a.token).waitFor();
+    await selectSession(page, a.token);
+    await page.getByTestId('reply-input').fill(`answer ${i + 1}`);
+    await page.getByTestId('reply-send').tap();
+    await page.waitForFunction(() => ['sent', 'delivered'].includes(document.querySelector('[data-testid="reply-status"]')?.dataset.state));
+    await page.getByTestId('back').tap();
+  }
+  const got = await Promise.all(replies);
+  assert.deepEqual(got.map((r) => r.text), ['answer 1', 'answer 2', 'answer 3']);
+  for (const a of agents) {
+    await page.waitForFunction((tok) => document.querySelector(`[data-token="${tok}"]`)?.dataset.status !== 'waiting', a.token);
+  }
+  assert.equal(navigations, 0, 'no reload');
+  assert.equal(await hasHorizontalScroll(page), false);
+});
+
 test('no horizontal scroll at 1280×800 and 390×844; screenshots', async () => {
   const desk = await browser({ viewport: { width: 1280, height: 800 } });
   await openPanel(desk.page, hub);
