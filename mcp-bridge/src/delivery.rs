@@ -8,6 +8,8 @@ use std::{
     time::Duration,
 };
 
+use tokio_util::sync::CancellationToken;
+
 use rmcp::{
     RoleServer,
     model::{JsonRpcMessage, RequestId},
@@ -54,6 +56,8 @@ struct State {
     returned: HashSet<String>,
     /// Reply ids a call is about to return.
     claimed: HashSet<String>,
+    /// Per token, the call that waits on it now; an older call is told to stop.
+    current: HashMap<String, (RequestId, CancellationToken)>,
     /// Per token, the last reply id returned; part of the register request id so that the
     /// same message after a real reply is a new message, but a re-call is not.
     last_reply: HashMap<String, String>,
@@ -79,6 +83,32 @@ impl Delivery {
     /// Forgets the wait `request` polled.
     pub fn close(&self, request: &RequestId) {
         self.state().open.remove(request);
+    }
+
+    /// Makes `request` the one call waiting on `token`. A client that gave up on an older
+    /// call without cancelling it would otherwise leave two calls polling one wait, and the
+    /// abandoned one could take the reply. The token answered is cancelled when a newer
+    /// call for `token` arrives.
+    pub fn take_over(&self, token: &str, request: &RequestId) -> CancellationToken {
+        let fresh = CancellationToken::new();
+        let old = self
+            .state()
+            .current
+            .insert(token.to_owned(), (request.clone(), fresh.clone()));
+        if let Some((old_request, old_ct)) = old
+            && &old_request != request
+        {
+            old_ct.cancel();
+        }
+        fresh
+    }
+
+    /// Ends `request`'s turn as the waiting call on `token`, if it still is.
+    pub fn step_down(&self, token: &str, request: &RequestId) {
+        let mut state = self.state();
+        if state.current.get(token).is_some_and(|(r, _)| r == request) {
+            state.current.remove(token);
+        }
     }
 
     /// Every open wait, for shutdown.

@@ -375,6 +375,8 @@ impl Bridge {
 enum Interrupt {
     Cancelled,
     Deadline,
+    /// A newer call for the same token took over.
+    Replaced,
 }
 
 /// Sends strictly increasing progress when the client asked for it.
@@ -424,6 +426,19 @@ impl WaitGuard {
                 Err(_) => tracing::warn!("cancel timed out"),
             }
         }
+    }
+}
+
+/// Gives up the waiting turn on a token when the call ends, however it ends.
+struct StepDown {
+    delivery: Delivery,
+    token: String,
+    request: rmcp::model::RequestId,
+}
+
+impl Drop for StepDown {
+    fn drop(&mut self) {
+        self.delivery.step_down(&self.token, &self.request);
     }
 }
 
@@ -487,6 +502,12 @@ impl Bridge {
             body["nextStep"] = json!(next);
         }
 
+        let replaced = self.delivery.take_over(&token, &ctx.id);
+        let _turn = StepDown {
+            delivery: self.delivery.clone(),
+            token: token.clone(),
+            request: ctx.id.clone(),
+        };
         let mut supersede_retries = 1u32;
         let mut unknown_retries = 0u32;
         let mut failures = 0u32;
@@ -496,7 +517,9 @@ impl Bridge {
                     Ok(a) => break a.wait_id,
                     Err(e) if e.is_transient() => {
                         failures += 1;
-                        if let Err(stop) = self.pause(&ctx, deadline, &mut progress, failures).await
+                        if let Err(stop) = self
+                            .pause(&ctx, deadline, &mut progress, failures, &replaced)
+                            .await
                         {
                             return self.stopped(stop, &token, started);
                         }
@@ -539,6 +562,11 @@ impl Bridge {
                     _ = self.shutdown.cancelled() => {
                         guard.cancel_now().await;
                         return cancelled(&token);
+                    }
+                    _ = replaced.cancelled() => {
+                        // The agent called again; the newer call owns the hub wait now.
+                        guard.keep();
+                        return ended_elsewhere(&token, "a newer wait_for_user_input call for this session took over");
                     }
                     a = self.hub.poll(&token, &wait_id, hold) => a,
                 };
@@ -609,12 +637,14 @@ impl Bridge {
                     }
                     Err(e) if e.is_transient() => {
                         failures += 1;
-                        if let Err(stop) = self.pause(&ctx, deadline, &mut progress, failures).await
+                        if let Err(stop) = self
+                            .pause(&ctx, deadline, &mut progress, failures, &replaced)
+                            .await
                         {
-                            if matches!(stop, Interrupt::Deadline) {
-                                guard.keep();
-                            } else {
+                            if matches!(stop, Interrupt::Cancelled) {
                                 guard.cancel_now().await;
+                            } else {
+                                guard.keep();
                             }
                             return self.stopped(stop, &token, started);
                         }
@@ -637,6 +667,7 @@ impl Bridge {
         deadline: Option<Instant>,
         progress: &mut Progress,
         failures: u32,
+        replaced: &CancellationToken,
     ) -> Result<(), Interrupt> {
         let backoff =
             Duration::from_millis(250 * 2u64.pow(failures.min(4))).min(Duration::from_secs(3));
@@ -656,6 +687,7 @@ impl Bridge {
         tokio::select! {
             _ = ctx.ct.cancelled() => Err(Interrupt::Cancelled),
             _ = self.shutdown.cancelled() => Err(Interrupt::Cancelled),
+            _ = replaced.cancelled() => Err(Interrupt::Replaced),
             _ = tokio::time::sleep(sleep_for) => Ok(()),
         }
     }
@@ -664,6 +696,10 @@ impl Bridge {
         match stop {
             Interrupt::Deadline => no_reply_yet(token, started),
             Interrupt::Cancelled => cancelled(token),
+            Interrupt::Replaced => ended_elsewhere(
+                token,
+                "a newer wait_for_user_input call for this session took over",
+            ),
         }
     }
 }

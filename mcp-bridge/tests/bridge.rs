@@ -519,6 +519,29 @@ async fn timeout_sec_gives_no_reply_yet_and_the_recall_does_not_duplicate() -> a
 }
 
 #[tokio::test]
+async fn a_call_the_client_abandoned_does_not_take_the_reply() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let token = init(&client, "Impatient client").await?;
+    let wait = json!({"token": token, "message": "Same message"});
+    // The client gives up on the first call without telling the bridge, then calls again.
+    let abandoned = start_call(&client, "wait_for_user_input", wait.clone()).await?;
+    hub.wait_status(&token, "waiting").await?;
+    let again = start_call(&client, "wait_for_user_input", wait).await?;
+    let r = finish(abandoned).await?;
+    assert_ne!(r.is_error, Some(true));
+    assert!(text(&r).contains("took over"), "{}", text(&r));
+    hub.reply(&token, "for the live call", json!([])).await?;
+    let r = finish(again).await?;
+    assert!(text(&r).starts_with("for the live call"), "{}", text(&r));
+    let s = hub.wait_status(&token, "holding").await?;
+    assert_eq!(count_messages(&s, "Same message"), 1);
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
 async fn max_wait_env_applies_when_no_timeout_sec() -> anyhow::Result<()> {
     let home = TempDir::new()?;
     let hub = TestHub::start(home.path()).await?;
