@@ -121,7 +121,7 @@ function wireStatic() {
     login($('#login-key').value.trim());
   });
   $('#logout').addEventListener('click', logout);
-  $('#lang-toggle').addEventListener('click', () => {
+  const switchLang = () => {
     setLang(lang === 'zh' ? 'en' : 'zh');
     applyStatic();
     resetMessages();
@@ -130,7 +130,9 @@ function wireStatic() {
     composer.relabel();
     if (state.detail) drawDetail();
     if (!$('#login-error').hidden) $('#login-error').hidden = true;
-  });
+  };
+  $('#lang-toggle').addEventListener('click', switchLang);
+  $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
   $('#notify-toggle').addEventListener('click', () => {
     notify.setEnabled(!notify.enabled());

@@ -35,6 +35,11 @@ test('login: the #key is traded for a cookie and dropped; a wrong key says so; l
   await error.waitFor();
   assert.match(await error.textContent(), /wrong key/i);
   assert.equal(new URL(page.url()).hash, '', 'a wrong key is dropped from the address bar too');
+  // The login screen has its own language switch.
+  await page.getByTestId('login-lang').click();
+  assert.equal(await page.locator('#login h1').textContent(), '登录 holdline');
+  await page.getByTestId('login-lang').click();
+  assert.equal(await page.locator('#login h1').textContent(), 'Sign in to holdline');
 
   await page.getByTestId('login-key').fill(hub.secret);
   await page.getByTestId('login-submit').click();
