@@ -25,7 +25,7 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     apt_updated=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 if [[ ! -x /usr/bin/chromium ]]; then
