@@ -1,0 +1,479 @@
+//! `holdline-bench`: runs the real `holdline-hub` and `holdline-mcp`
+//! binaries as processes and measures the figures of docs/benchmarks.md —
+//! reply latency through the bridge, many waiting sessions under reply load,
+//! memory, start time on a large store, idle cost, bridge cold start.
+//!
+//! `--quick` runs small numbers to check the harness works (scripts/test-bench.sh);
+//! real figures need release builds (scripts/bench.sh).
+
+#![forbid(unsafe_code)]
+
+mod http;
+mod load;
+mod mcp;
+mod procs;
+mod stats;
+mod stored;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::procs::{Binaries, HubProcess};
+use crate::stats::{mib, ms};
+
+#[derive(Parser)]
+#[command(
+    name = "holdline-bench",
+    version,
+    about = "Benchmarks the real holdline-hub and holdline-mcp binaries"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Hub figures: reply latency through the bridge, 10,000 waiting sessions
+    /// under 1,000 replies/s, memory, start with 100,000 stored sessions, idle cost.
+    Hub(HubArgs),
+    /// Bridge figures: cold start (spawn → tools/list answered) and idle memory.
+    Bridge(Common),
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Small numbers, to check the harness works (timings are not judged).
+    #[arg(long)]
+    quick: bool,
+    /// The hub binary (default: beside this executable).
+    #[arg(long, value_name = "PATH")]
+    hub_bin: Option<PathBuf>,
+    /// The bridge binary (default: beside this executable).
+    #[arg(long, value_name = "PATH")]
+    mcp_bin: Option<PathBuf>,
+    /// Also write the figures as JSON here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct HubArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Run only these parts (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Part>,
+    /// Where the prepared large store is kept between runs
+    /// (default: holdline-bench-cache beside this executable).
+    #[arg(long, value_name = "DIR")]
+    store_cache: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Part {
+    Reply,
+    Load,
+    Stored,
+}
+
+/// The numbers a run uses.
+struct Scale {
+    replies: usize,
+    load: load::LoadPlan,
+    stored_sessions: usize,
+    stored_messages: usize,
+    start_runs: usize,
+    settle: Duration,
+    stored_idle: Duration,
+    bridge_runs: usize,
+    bridge_idle: Duration,
+}
+
+impl Scale {
+    fn new(quick: bool) -> Scale {
+        if quick {
+            Scale {
+                replies: 20,
+                load: load::LoadPlan {
+                    sessions: 200,
+                    rate: 200,
+                    duration: Duration::from_secs(2),
+                    poll_hold: Duration::from_secs(1),
+                    idle_window: Duration::from_secs(2),
+                },
+                stored_sessions: 2_000,
+                stored_messages: 20,
+                start_runs: 2,
+                settle: Duration::from_millis(500),
+                stored_idle: Duration::from_secs(1),
+                bridge_runs: 3,
+                bridge_idle: Duration::from_millis(500),
+            }
+        } else {
+            Scale {
+                replies: 200,
+                load: load::LoadPlan {
+                    sessions: 10_000,
+                    rate: 1_000,
+                    duration: Duration::from_secs(10),
+                    poll_hold: Duration::from_secs(10),
+                    idle_window: Duration::from_secs(30),
+                },
+                stored_sessions: 100_000,
+                stored_messages: 20,
+                start_runs: 5,
+                settle: Duration::from_secs(2),
+                stored_idle: Duration::from_secs(10),
+                bridge_runs: 10,
+                bridge_idle: Duration::from_secs(2),
+            }
+        }
+    }
+}
+
+/// One line of the result table.
+struct Row {
+    figure: String,
+    measured: String,
+    target: &'static str,
+    met: Option<bool>,
+}
+
+struct Report {
+    quick: bool,
+    rows: Vec<Row>,
+    json: serde_json::Map<String, Value>,
+}
+
+impl Report {
+    fn row(&mut self, figure: String, measured: String, target: &'static str, met: bool) {
+        self.rows.push(Row {
+            figure,
+            measured,
+            target,
+            met: (!self.quick).then_some(met),
+        });
+    }
+
+    fn print(&self) {
+        println!();
+        println!("| figure | measured | target | met |");
+        println!("|---|---|---|---|");
+        for r in &self.rows {
+            let met = match r.met {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "- (quick)",
+            };
+            println!("| {} | {} | {} | {met} |", r.figure, r.measured, r.target);
+        }
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("holdline-bench: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("holdline-bench: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    let common = match &cli.command {
+        Cmd::Hub(a) => &a.common,
+        Cmd::Bridge(c) => c,
+    };
+    let bins = Binaries::locate(common.hub_bin.clone(), common.mcp_bin.clone())?;
+    let scale = Scale::new(common.quick);
+    let mut report = Report {
+        quick: common.quick,
+        rows: Vec::new(),
+        json: serde_json::Map::new(),
+    };
+    report.json.insert("quick".into(), json!(common.quick));
+    eprintln!(
+        "holdline-bench: hub {} / bridge {}{}",
+        bins.hub.display(),
+        bins.mcp.display(),
+        if common.quick { " (quick)" } else { "" }
+    );
+    match &cli.command {
+        Cmd::Hub(a) => {
+            let all = a.only.is_empty();
+            if all || a.only.contains(&Part::Reply) {
+                bench_reply(&bins, &scale, &mut report).await?;
+            }
+            if all || a.only.contains(&Part::Load) {
+                bench_load(&bins, &scale, &mut report).await?;
+            }
+            if all || a.only.contains(&Part::Stored) {
+                let cache = match &a.store_cache {
+                    Some(c) => c.clone(),
+                    None => std::env::current_exe()?
+                        .parent()
+                        .map(|d| d.join("holdline-bench-cache"))
+                        .unwrap_or_else(|| PathBuf::from("holdline-bench-cache")),
+                };
+                bench_stored(&bins, &scale, &cache, &mut report).await?;
+            }
+        }
+        Cmd::Bridge(_) => bench_bridge(&bins, &scale, &mut report).await?,
+    }
+    report.print();
+    if let Some(path) = &common.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report.json)?)?;
+    }
+    Ok(())
+}
+
+async fn bench_reply(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyhow::Result<()> {
+    eprintln!(
+        "reply latency: {} replies through the bridge",
+        scale.replies
+    );
+    let home = tempfile::tempdir()?;
+    let hub = HubProcess::start(&bins.hub, &home.path().join("home")).await?;
+    let s = mcp::reply_latency(&bins.mcp, &hub, home.path(), scale.replies).await?;
+    hub.stop()?;
+    report.row(
+        format!(
+            "reply latency, one waiting session, MCP client ({} replies) p50",
+            s.len()
+        ),
+        ms(s.median()),
+        "≤ 1 ms",
+        s.median() <= Duration::from_millis(1),
+    );
+    report.row(
+        "reply latency, one waiting session, p99".into(),
+        format!(
+            "{} (min {}, max {})",
+            ms(s.pct(99.0)),
+            ms(s.min()),
+            ms(s.max())
+        ),
+        "≤ 3 ms",
+        s.pct(99.0) <= Duration::from_millis(3),
+    );
+    report.json.insert(
+        "reply".into(),
+        json!({"n": s.len(), "p50_ms": s.median().as_secs_f64()*1e3,
+               "p99_ms": s.pct(99.0).as_secs_f64()*1e3, "min_ms": s.min().as_secs_f64()*1e3,
+               "max_ms": s.max().as_secs_f64()*1e3}),
+    );
+    Ok(())
+}
+
+async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyhow::Result<()> {
+    let plan = &scale.load;
+    eprintln!(
+        "load: {} waiting sessions, {} replies/s for {} s, idle window {} s",
+        plan.sessions,
+        plan.rate,
+        plan.duration.as_secs(),
+        plan.idle_window.as_secs()
+    );
+    let home = tempfile::tempdir()?;
+    let hub = HubProcess::start(&bins.hub, &home.path().join("home")).await?;
+    let f = load::run(hub.addr, &hub.secret, hub.pid(), plan).await?;
+    hub.stop()?;
+    let n = f.sessions;
+    let l = &f.latency;
+    report.row(
+        format!(
+            "reply→poll answer, {n} waiting, {:.0} replies/s ({} sent) p50 / p99",
+            f.achieved_rate, f.sent
+        ),
+        format!(
+            "{} / {} (max {})",
+            ms(l.median()),
+            ms(l.pct(99.0)),
+            ms(l.max())
+        ),
+        "p99 ≤ 10 ms",
+        l.pct(99.0) <= Duration::from_millis(10),
+    );
+    report.row(
+        "replies lost / duplicated".into(),
+        format!(
+            "{} / {} (delivered {}, errors {})",
+            f.lost, f.duplicated, f.delivered, f.errors
+        ),
+        "0 / 0",
+        f.lost == 0 && f.duplicated == 0 && f.errors == 0,
+    );
+    report.row(
+        format!("hub RSS, {n} sessions waiting"),
+        format!(
+            "{} (after the load: {})",
+            mib(f.rss_waiting),
+            mib(f.rss_after)
+        ),
+        "≤ 64 MiB",
+        f.rss_waiting <= 64 << 20,
+    );
+    let per10 = f.idle.requests_per(n, Duration::from_secs(10));
+    let cpu_ms_s = f.idle.hub_cpu.as_secs_f64() * 1e3 / f.idle.window.as_secs_f64();
+    report.row(
+        format!("idle cost per waiting session ({} s window)", f.idle.window.as_secs()),
+        format!(
+            "{per10:.2} requests / 10 s, {:.0} bytes each; hub {cpu_ms_s:.1} ms CPU/s, {:.0} wake-ups/s for {n} sessions",
+            f.idle.bytes_per_request(),
+            f.idle.hub_switches as f64 / f.idle.window.as_secs_f64()
+        ),
+        "1 renewal / 10 s",
+        per10 <= 1.05 * 10.0 / scale.load.poll_hold.as_secs_f64(),
+    );
+    report.json.insert(
+        "load".into(),
+        json!({"sessions": n, "setup_s": f.setup.as_secs_f64(), "rate": f.achieved_rate,
+               "sent": f.sent, "delivered": f.delivered, "lost": f.lost,
+               "duplicated": f.duplicated, "errors": f.errors,
+               "p50_ms": l.median().as_secs_f64()*1e3, "p99_ms": l.pct(99.0).as_secs_f64()*1e3,
+               "max_ms": l.max().as_secs_f64()*1e3,
+               "rss_waiting": f.rss_waiting, "rss_after": f.rss_after,
+               "idle_window_s": f.idle.window.as_secs_f64(), "idle_requests": f.idle.requests,
+               "idle_bytes": f.idle.bytes, "idle_requests_per_session_per_10s": per10,
+               "idle_hub_cpu_ms": f.idle.hub_cpu.as_secs_f64()*1e3,
+               "idle_hub_switches": f.idle.hub_switches}),
+    );
+    eprintln!(
+        "load: setup of {n} waits took {:.1} s",
+        f.setup.as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn bench_stored(
+    bins: &Binaries,
+    scale: &Scale,
+    cache: &std::path::Path,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let (n, m) = (scale.stored_sessions, scale.stored_messages);
+    eprintln!(
+        "stored: preparing {n} sessions × {m} messages in {}",
+        cache.display()
+    );
+    let store = stored::prepare(&bins.hub, cache, n, m)?;
+    match store.prepared_in {
+        Some(t) => eprintln!("stored: imported in {:.1} s", t.as_secs_f64()),
+        None => eprintln!("stored: reusing the prepared store"),
+    }
+    let f = stored::measure(
+        &bins.hub,
+        &store.home,
+        scale.start_runs,
+        scale.settle,
+        scale.stored_idle,
+    )
+    .await?;
+    if f.sessions_reported != n as u64 {
+        anyhow::bail!("the hub reports {} sessions, not {n}", f.sessions_reported);
+    }
+    let s = &f.start;
+    report.row(
+        format!(
+            "hub start, {n} stored sessions × {m} messages: exec → /healthz 200 (median of {})",
+            s.len()
+        ),
+        format!(
+            "{} (min {}, max {})",
+            ms(s.median()),
+            ms(s.min()),
+            ms(s.max())
+        ),
+        "≤ 300 ms",
+        s.median() <= Duration::from_millis(300),
+    );
+    report.row(
+        format!("hub RSS, {n} stored sessions, idle"),
+        mib(f.rss_idle),
+        "≤ 100 MiB",
+        f.rss_idle <= 100 << 20,
+    );
+    let secs = f.idle_window.as_secs_f64();
+    report.row(
+        format!(
+            "hub idle, nothing waiting ({} s window)",
+            f.idle_window.as_secs()
+        ),
+        format!(
+            "{:.1} wake-ups/s, {:.2} ms CPU/s",
+            f.idle.switches as f64 / secs,
+            f.idle.cpu.as_secs_f64() * 1e3 / secs
+        ),
+        "timers only",
+        // sled's flusher (every 500 ms) and the runtime's timer wheel: a few per second.
+        f.idle.switches as f64 / secs <= 10.0,
+    );
+    report.json.insert(
+        "stored".into(),
+        json!({"sessions": n, "messages": m,
+               "import_s": store.prepared_in.map(|d| d.as_secs_f64()),
+               "start_median_ms": s.median().as_secs_f64()*1e3,
+               "start_min_ms": s.min().as_secs_f64()*1e3, "start_max_ms": s.max().as_secs_f64()*1e3,
+               "rss_idle": f.rss_idle,
+               "idle_switches_per_s": f.idle.switches as f64 / secs,
+               "idle_cpu_ms_per_s": f.idle.cpu.as_secs_f64()*1e3 / secs}),
+    );
+    Ok(())
+}
+
+async fn bench_bridge(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyhow::Result<()> {
+    eprintln!("bridge: {} cold starts after a warm-up", scale.bridge_runs);
+    let home = tempfile::tempdir()?;
+    let hub = HubProcess::start(&bins.hub, &home.path().join("home")).await?;
+    let f = mcp::bridge_figures(
+        &bins.mcp,
+        &hub,
+        home.path(),
+        scale.bridge_runs,
+        scale.bridge_idle,
+    )
+    .await?;
+    hub.stop()?;
+    let s = &f.cold_start;
+    report.row(
+        format!(
+            "bridge cold start: spawn → tools/list answered (median of {})",
+            s.len()
+        ),
+        format!(
+            "{} (min {}, max {})",
+            ms(s.median()),
+            ms(s.min()),
+            ms(s.max())
+        ),
+        "≤ 20 ms",
+        s.median() <= Duration::from_millis(20),
+    );
+    let rss = f.idle_rss.iter().copied().max().unwrap_or(0);
+    report.row(
+        "bridge idle RSS (process tree, after initialize + idle)".into(),
+        mib(rss),
+        "≤ 10 MiB",
+        rss <= 10 << 20,
+    );
+    report.json.insert(
+        "bridge".into(),
+        json!({"cold_start_median_ms": s.median().as_secs_f64()*1e3,
+               "cold_start_min_ms": s.min().as_secs_f64()*1e3,
+               "cold_start_max_ms": s.max().as_secs_f64()*1e3, "idle_rss": f.idle_rss}),
+    );
+    Ok(())
+}

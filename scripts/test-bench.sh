@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Keeps the benchmark harness working: runs `holdline-bench hub --quick` and
+# `holdline-bench bridge --quick` on the debug binaries and checks that they ran
+# and printed every figure. Timings are not judged here (debug build, small
+# numbers); real figures come from scripts/bench.sh on release builds.
+# Ends with `bench: N passed, M failed`; exits non-zero on failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build -q -p holdline-hub -p holdline-mcp -p holdline-bench || {
+  echo "bench: 0 passed, 1 failed (build)"
+  exit 1
+}
+bench=target/debug/holdline-bench
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+passed=0
+failed=0
+check() { # name, file, pattern...
+  local name=$1 file=$2
+  shift 2
+  for pattern in "$@"; do
+    if ! grep -q -- "$pattern" "$file"; then
+      echo "FAIL $name: no line matching '$pattern' in its output:"
+      sed 's/^/    /' "$file"
+      failed=$((failed + 1))
+      return
+    fi
+  done
+  echo "ok   $name"
+  passed=$((passed + 1))
+}
+
+run() { # name, file, args...
+  local name=$1 file=$2
+  shift 2
+  if ! timeout 180 "$bench" "$@" --json "$file.json" >"$file" 2>"$file.err"; then
+    echo "FAIL $name: holdline-bench $* exited non-zero:"
+    sed 's/^/    /' "$file.err" "$file"
+    failed=$((failed + 1))
+    return 1
+  fi
+}
+
+if run "hub --quick" "$out/hub" hub --quick; then
+  check "hub --quick" "$out/hub" \
+    '^| reply latency, one waiting session, MCP client' \
+    '^| reply latency, one waiting session, p99' \
+    '^| reply→poll answer, 200 waiting' \
+    '^| replies lost / duplicated | 0 / 0 ' \
+    '^| hub RSS, 200 sessions waiting | [0-9.]* MiB' \
+    '^| idle cost per waiting session' \
+    '^| hub start, 2000 stored sessions' \
+    '^| hub RSS, 2000 stored sessions, idle | [0-9.]* MiB' \
+    '^| hub idle, nothing waiting'
+  check "hub --quick --json" "$out/hub.json" '"reply"' '"load"' '"stored"'
+fi
+if run "bridge --quick" "$out/bridge" bridge --quick; then
+  check "bridge --quick" "$out/bridge" \
+    '^| bridge cold start: spawn → tools/list answered' \
+    '^| bridge idle RSS (process tree'
+fi
+echo "bench: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
