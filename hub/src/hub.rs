@@ -140,6 +140,9 @@ struct Inner {
     started: Instant,
     shutdown: CancellationToken,
     counters: Counters,
+    /// Sessions changed since MongoDB last had them, with when they first
+    /// changed; `None` when sync is off. A std mutex: inserts and drains only.
+    unsynced: Option<Mutex<HashMap<Token, Instant>>>,
 }
 
 impl Hub {
@@ -157,6 +160,20 @@ impl Hub {
             .map(|s| (s.token.clone(), s))
             .collect();
         let (events, _) = broadcast::channel(1024);
+        let unsynced = match config.mongo_uri {
+            None => None,
+            Some(_) => {
+                // What changed while MongoDB was away (or before a crash) goes out first.
+                let mut behind = HashMap::new();
+                for s in sessions.values().filter(|s| !s.mirror) {
+                    let (rev, msgs) = store.synced(&s.token)?;
+                    if rev < s.rev || msgs < s.msg_count {
+                        behind.insert(s.token.clone(), Instant::now());
+                    }
+                }
+                Some(Mutex::new(behind))
+            }
+        };
         let hub = Hub {
             inner: Arc::new(Inner {
                 sessions: Mutex::new(sessions),
@@ -168,6 +185,7 @@ impl Hub {
                 started: Instant::now(),
                 shutdown,
                 counters: Counters::default(),
+                unsynced,
             }),
         };
         Ok(hub)
@@ -178,6 +196,7 @@ impl Hub {
         let open: Vec<(Token, String)> = self
             .lock()
             .values()
+            .filter(|s| !s.mirror)
             .filter_map(|s| {
                 s.wait
                     .as_ref()
@@ -229,7 +248,10 @@ impl Hub {
     /// `(sessions, waiting)` counts.
     pub fn counts(&self) -> (usize, usize) {
         let map = self.lock();
-        let waiting = map.values().filter(|s| s.wait.is_some()).count();
+        let waiting = map
+            .values()
+            .filter(|s| s.wait.is_some() && !s.mirror)
+            .count();
         (map.len(), waiting)
     }
 
@@ -247,9 +269,13 @@ impl Hub {
             let current = map
                 .get(token)
                 .ok_or_else(|| HubError::NotFound(token.clone()))?;
+            if current.mirror {
+                return Err(mirror_error(current));
+            }
             let mut next = current.clone();
             let mut w = Write::new();
             let r = f(self, &mut next, &mut w)?;
+            next.rev += 1;
             w.session(&next);
             self.inner.store.apply(&w)?;
             map.insert(token.clone(), next.clone());
@@ -259,9 +285,12 @@ impl Hub {
         Ok(r)
     }
 
-    /// Tells waiters and listeners that a session changed.
+    /// Tells waiters, listeners and sync that a session changed.
     fn changed(&self, session: Session) {
         self.inner.waiters.wake(&session.token);
+        if !session.mirror {
+            self.mark_unsynced(&session.token);
+        }
         let queued = self.queued_count(&session.token);
         let _ = self.inner.events.send(SessionInfo {
             session,
@@ -653,6 +682,11 @@ impl Hub {
                 .get(from)
                 .ok_or_else(|| HubError::NotFound(from.clone()))?;
             let dst = map.get(to).ok_or_else(|| HubError::NotFound(to.clone()))?;
+            for s in [src, dst] {
+                if s.mirror {
+                    return Err(mirror_error(s));
+                }
+            }
             ensure_open(dst)?;
             ensure_open(src)?;
             if let Some(caller) = caller {
@@ -685,6 +719,8 @@ impl Hub {
             src.merged_into = Some(to.clone());
             src.last_active_at = now_ms();
             dst.binding_check_count += 1;
+            src.rev += 1;
+            dst.rev += 1;
             w.session(&src).session(&dst);
             store.apply(&w)?;
             map.insert(from.clone(), src.clone());
@@ -1025,7 +1061,10 @@ impl Hub {
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
-            map.insert(session.token.clone(), session);
+            let token = session.token.clone();
+            map.insert(token.clone(), session);
+            drop(map);
+            self.mark_unsynced(&token);
             imported += 1;
         }
         Ok((imported, skipped))
@@ -1041,6 +1080,13 @@ fn bind_plan_thread(s: &mut Session, w: &mut Write, req: &InitRequest) {
         s.thread_id = Some(t.clone());
         w.bind(BindingKind::Thread, t, Some(&s.token));
     }
+}
+
+fn mirror_error(s: &Session) -> HubError {
+    HubError::Forbidden(format!(
+        "session {} belongs to the hub at {}; answer it there (this hub shows a copy from MongoDB)",
+        s.token, s.hub
+    ))
 }
 
 fn ensure_open(s: &Session) -> Result<()> {
@@ -1123,4 +1169,178 @@ fn check_images(images: &[Image]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What MongoDB sync reads and writes through the hub; see `sync`.
+impl Hub {
+    fn mark_unsynced(&self, token: &Token) {
+        if let Some(set) = &self.inner.unsynced {
+            set.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(token.clone())
+                .or_insert_with(Instant::now);
+        }
+    }
+
+    /// Up to `max` changed sessions, oldest change first, taken off the set.
+    pub fn take_unsynced(&self, max: usize) -> Vec<(Token, Instant)> {
+        let Some(set) = &self.inner.unsynced else {
+            return Vec::new();
+        };
+        let mut set = set.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<(Token, Instant)> = set.iter().map(|(t, i)| (t.clone(), *i)).collect();
+        all.sort_by_key(|(_, i)| *i);
+        all.truncate(max);
+        for (t, _) in &all {
+            set.remove(t);
+        }
+        all
+    }
+
+    /// Puts sessions back after a failed push, keeping when they first changed.
+    pub fn return_unsynced(&self, tokens: Vec<(Token, Instant)>) {
+        if let Some(set) = &self.inner.unsynced {
+            let mut set = set.lock().unwrap_or_else(|p| p.into_inner());
+            for (t, at) in tokens {
+                let e = set.entry(t).or_insert(at);
+                *e = (*e).min(at);
+            }
+        }
+    }
+
+    /// `(pending sessions, age of the oldest unsynced change)`.
+    pub fn sync_backlog(&self) -> (usize, Duration) {
+        match &self.inner.unsynced {
+            None => (0, Duration::ZERO),
+            Some(set) => {
+                let set = set.lock().unwrap_or_else(|p| p.into_inner());
+                let oldest = set.values().min().map(|i| i.elapsed()).unwrap_or_default();
+                (set.len(), oldest)
+            }
+        }
+    }
+
+    /// The session, the messages MongoDB lacks and the reply queue, if this
+    /// hub owns the session.
+    pub fn sync_snapshot(&self, token: &Token) -> Result<Option<SyncSnapshot>> {
+        let Some(session) = self.lock().get(token).cloned() else {
+            return Ok(None);
+        };
+        if session.mirror {
+            return Ok(None);
+        }
+        let (_, synced_msgs) = self.inner.store.synced(token)?;
+        let messages = self.inner.store.messages_from(token, synced_msgs)?;
+        let replies = self.inner.store.queued_replies(token)?;
+        Ok(Some(SyncSnapshot {
+            session,
+            messages,
+            replies,
+        }))
+    }
+
+    pub fn mark_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<()> {
+        Ok(self.inner.store.set_synced(token, rev, messages)?)
+    }
+
+    /// Stores a copy of another hub's session (read-only here). A session this
+    /// hub owned becomes a copy: another hub adopted it.
+    pub fn put_mirror(&self, mut session: Session, messages: Vec<(u64, Message)>) -> Result<()> {
+        if session.hub == self.inner.name {
+            return Ok(());
+        }
+        session.mirror = true;
+        let token = session.token.clone();
+        let mut w = Write::new();
+        {
+            let mut map = self.lock();
+            let local = map.get(&token);
+            if local.is_some_and(|l| l.mirror && l.rev >= session.rev) {
+                return Ok(());
+            }
+            if let Some(l) = local
+                && !l.mirror
+            {
+                tracing::info!(token = %token, owner = %session.hub, "session adopted by another hub; keeping a copy");
+                for r in self.inner.store.queued_replies(&token)? {
+                    w.dequeue(&token, &r.id);
+                }
+            }
+            let have = local.map_or(0, |l| l.msg_count);
+            for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
+                w.message(&token, seq, m);
+            }
+            w.session(&session);
+            self.inner.store.apply(&w)?;
+            map.insert(token.clone(), session.clone());
+        }
+        if let Some(set) = &self.inner.unsynced {
+            set.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        }
+        self.changed(session);
+        Ok(())
+    }
+
+    /// Whether this hub owns the session (`None`: does not know it).
+    pub fn owns(&self, token: &Token) -> Option<bool> {
+        self.lock().get(token).map(|s| !s.mirror)
+    }
+
+    /// Takes over a session from MongoDB: its history, its open wait and its
+    /// queued replies, so an agent that failed over here waits on.
+    pub fn adopt(
+        &self,
+        mut session: Session,
+        messages: Vec<(u64, Message)>,
+        replies: Vec<QueuedReply>,
+    ) -> Result<()> {
+        let token = session.token.clone();
+        let previous = session.hub.clone();
+        session.adoptions.push(crate::session::Adoption {
+            from: previous.clone(),
+            to: self.inner.name.clone(),
+            at: now_ms(),
+        });
+        session.hub = self.inner.name.clone();
+        session.mirror = false;
+        session.rev += 1;
+        let mut w = Write::new();
+        {
+            let mut map = self.lock();
+            if map.get(&token).is_some_and(|l| !l.mirror) {
+                return Ok(());
+            }
+            let have = map.get(&token).map_or(0, |l| l.msg_count);
+            for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
+                w.message(&token, seq, m);
+            }
+            for r in self.inner.store.queued_replies(&token)? {
+                w.dequeue(&token, &r.id);
+            }
+            for r in replies {
+                w.enqueue(&token, r);
+            }
+            if !session.status.is_closed() {
+                w.bind(BindingKind::Chat, &session.binding_key, Some(&token));
+            }
+            w.session(&session);
+            self.inner.store.apply(&w)?;
+            map.insert(token.clone(), session.clone());
+        }
+        tracing::info!(token = %token, from = %previous, "adopted a session from MongoDB");
+        let wait = session.wait.as_ref().map(|w| w.wait_id.clone());
+        self.changed(session);
+        if let Some(wait_id) = wait {
+            self.arm_timed_reply(token, wait_id);
+        }
+        Ok(())
+    }
+}
+
+/// What one sync push writes for a session.
+#[derive(Debug, Clone)]
+pub struct SyncSnapshot {
+    pub session: Session,
+    pub messages: Vec<(u64, Message)>,
+    pub replies: Vec<QueuedReply>,
 }

@@ -9,6 +9,7 @@
 //! - [`waits`]       wake-ups for long polls
 //! - [`hub`]         every operation over sessions, store and waits; no HTTP
 //! - [`store`]       the only code that knows sled
+//! - [`sync`]        the only code that knows MongoDB (optional)
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`api`]         the only code that knows HTTP and JSON
 //! - [`panel`]       the panel's files, compiled in
@@ -30,6 +31,7 @@ pub mod net;
 pub mod panel;
 pub mod session;
 pub mod store;
+pub mod sync;
 pub mod waits;
 
 use std::future::Future;
@@ -52,6 +54,8 @@ pub enum RunError {
     },
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    #[error("{0}")]
+    Sync(#[from] sync::SyncError),
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
 }
@@ -75,6 +79,7 @@ pub async fn run(
     let name = net::advertised(addr).to_string();
 
     let stop = CancellationToken::new();
+    let mongo_uri = config.mongo_uri.clone();
     let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
     hub.resume_waits();
     let (sessions, waiting) = hub.counts();
@@ -83,7 +88,12 @@ pub async fn run(
     home::write_private(&home.addr_file(), addr.to_string().as_bytes()).map_err(home_err)?;
     announce(&name, &secret);
 
+    let sync = match &mongo_uri {
+        Some(uri) => Some(sync::Sync::start(hub.clone(), uri).await?),
+        None => None,
+    };
     let state = api::AppState {
+        sync,
         hub: hub.clone(),
         secret: Arc::new(api::guard::Secret::new(secret)),
         logins: Arc::default(),

@@ -1,6 +1,7 @@
 //! `holdline-hub`: parses the command line, sets up logging, binds, and hands
 //! over to the library (`holdline_hub::run` or an admin command).
 
+use std::io::IsTerminal;
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
 
@@ -24,14 +25,37 @@ fn main() -> ExitCode {
     match runtime.block_on(dispatch(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("holdline-hub: {e:#}");
+            eprintln!("holdline-hub: {}", one_line(&e));
             ExitCode::FAILURE
         }
     }
 }
 
+/// The error and its causes on one line, leaving out a cause whose text the
+/// line already holds (many errors repeat their source in their message).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     let home = config::home_dir(cli.home.as_deref())?;
+    if home.exists() && !home.is_dir() {
+        anyhow::bail!(
+            "the holdline home {} is a file, not a folder; move it aside or pass --home DIR",
+            home.display()
+        );
+    }
     let serve_args = match &cli.command {
         Command::Serve(a) => Some(a.clone()),
         _ => None,
@@ -84,6 +108,7 @@ fn init_logging(home: &Home) -> anyhow::Result<tracing_appender::non_blocking::W
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::stderr().is_terminal())
                 .with_writer(std::io::stderr)
                 .with_filter(filter()),
         )

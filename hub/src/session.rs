@@ -315,6 +315,24 @@ pub struct Session {
     pub acked_replies: Vec<String>,
     /// Text of the newest message, cut short, for lists.
     pub preview: String,
+    /// Grows by one with every stored change; what sync compares.
+    #[serde(default)]
+    pub rev: u64,
+    /// A read-only copy of a session another hub owns (seen through MongoDB).
+    #[serde(default)]
+    pub mirror: bool,
+    /// Every move of the session from one hub to another.
+    #[serde(default)]
+    pub adoptions: Vec<Adoption>,
+}
+
+/// A hub taking over a session from another (SPEC §7, multi-hub).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Adoption {
+    pub from: String,
+    pub to: String,
+    pub at: Millis,
 }
 
 impl Session {
@@ -344,6 +362,9 @@ impl Session {
             closed_waits: Vec::new(),
             acked_replies: Vec::new(),
             preview: String::new(),
+            rev: 1,
+            mirror: false,
+            adoptions: Vec::new(),
         }
     }
 

@@ -34,6 +34,7 @@ pub async fn init(State(app): State<AppState>, Body(b): Body<InitBody>) -> Answe
 
 pub async fn select(State(app): State<AppState>, Body(b): Body<SelectBody>) -> Answer<TokenStatus> {
     let t = token(&b.token)?;
+    app.adopt_if_remote(&t).await;
     let caller = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
@@ -51,8 +52,10 @@ pub async fn register(
     State(app): State<AppState>,
     Body(b): Body<RegisterBody>,
 ) -> Answer<RegisterAnswer> {
+    let t = token(&b.token)?;
+    app.adopt_if_remote(&t).await;
     let wait_id = app.hub.register(RegisterRequest {
-        token: token(&b.token)?,
+        token: t,
         message: b.message,
         cursor_title: b.cursor_title,
         workspace: b.workspace,
@@ -70,6 +73,7 @@ pub async fn register(
 
 pub async fn poll(State(app): State<AppState>, Body(b): Body<PollBody>) -> Answer<PollAnswer> {
     let t = token(&b.token)?;
+    app.adopt_if_remote(&t).await;
     let ms = b.timeout_ms.unwrap_or(app.hub.config().poll_timeout_ms);
     if ms > MAX_POLL_MS {
         return Err(ApiError::bad_request(format!(
@@ -96,6 +100,7 @@ pub async fn poll(State(app): State<AppState>, Body(b): Body<PollBody>) -> Answe
 
 pub async fn ack(State(app): State<AppState>, Body(b): Body<AckBody>) -> Answer<Ok> {
     let t = token(&b.token)?;
+    app.adopt_if_remote(&t).await;
     app.hub.ack(&t, &b.wait_id, &b.reply_id)?;
     app.hub.flush().await?;
     Ok(Json(OK))
@@ -103,6 +108,7 @@ pub async fn ack(State(app): State<AppState>, Body(b): Body<AckBody>) -> Answer<
 
 pub async fn cancel(State(app): State<AppState>, Body(b): Body<CancelBody>) -> Answer<Ok> {
     let t = token(&b.token)?;
+    app.adopt_if_remote(&t).await;
     app.hub.cancel(&t, &b.wait_id)?;
     app.hub.flush().await?;
     Ok(Json(OK))
@@ -111,6 +117,8 @@ pub async fn cancel(State(app): State<AppState>, Body(b): Body<CancelBody>) -> A
 pub async fn merge(State(app): State<AppState>, Body(b): Body<MergeBody>) -> Answer<TokenOnly> {
     let from = token(&b.from_token)?;
     let to = token(&b.to_token)?;
+    app.adopt_if_remote(&from).await;
+    app.adopt_if_remote(&to).await;
     let caller = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,

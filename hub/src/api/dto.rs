@@ -239,6 +239,8 @@ pub struct SessionDto {
     pub waiting_since: Option<Millis>,
     pub queued_replies: usize,
     pub preview: String,
+    /// A copy of a session another hub owns (seen through MongoDB); read-only here.
+    pub mirror: bool,
 }
 
 impl From<SessionInfo> for SessionDto {
@@ -271,6 +273,7 @@ impl From<SessionInfo> for SessionDto {
             last_review: s.last_review,
             queued_replies: info.queued_replies,
             preview: s.preview,
+            mirror: s.mirror,
         }
     }
 }

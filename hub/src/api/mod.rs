@@ -29,6 +29,8 @@ pub struct AppState {
     pub hub: Hub,
     pub secret: Arc<guard::Secret>,
     pub logins: Arc<guard::LoginLimiter>,
+    /// MongoDB sync, when configured.
+    pub sync: Option<crate::sync::Sync>,
 }
 
 /// The whole HTTP surface: API, health, metrics, panel.
@@ -81,6 +83,20 @@ pub fn router(state: AppState) -> Router {
 impl AppState {
     /// The MongoDB sync state for `/healthz`; `None` while sync is off.
     pub fn sync_state(&self) -> Option<serde_json::Value> {
-        None
+        self.sync
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s.state()).ok())
+    }
+
+    /// Before an agent's call: take over a session this hub knows only from
+    /// MongoDB (its agent failed over here). Failing that, the call goes on
+    /// and answers what this hub knows.
+    pub async fn adopt_if_remote(&self, token: &crate::session::Token) {
+        if let Some(sync) = &self.sync
+            && self.hub.owns(token) != Some(true)
+            && let Err(e) = sync.adopt(token).await
+        {
+            tracing::warn!(token = %token, error = %e, "could not adopt the session from MongoDB");
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
 //! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
 //! - `meta`: `schema_version`, `templates`
+//! - `synced`: token → (rev, messages) already written to MongoDB
 
 use std::path::{Path, PathBuf};
 
@@ -117,6 +118,7 @@ pub struct Store {
     threads: Tree,
     replies: Tree,
     meta: Tree,
+    synced: Tree,
 }
 
 fn key(token: &Token, n: u64) -> Vec<u8> {
@@ -137,6 +139,11 @@ fn encode<T: serde::Serialize>(v: &T) -> Vec<u8> {
 impl Store {
     /// Opens (or creates) the store in `dir`, checking the schema version.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        // sled reads an unreadable log as the torn tail of a crash and starts
+        // from what it could read, possibly nothing. A store that had data but
+        // comes up without even its schema version (the first thing written)
+        // has lost it: refuse, rather than serve and overwrite an empty hub.
+        let had_data = std::fs::metadata(dir.join("db")).is_ok_and(|m| m.len() > 0);
         let db = sled::Config::new()
             .path(dir)
             .cache_capacity(cache_bytes)
@@ -152,9 +159,16 @@ impl Store {
             threads: t("threads")?,
             replies: t("replies")?,
             meta: t("meta")?,
+            synced: t("synced")?,
             db,
         };
         match store.meta.get("schema_version")? {
+            None if had_data => {
+                return Err(StoreError::Corrupt {
+                    path: dir.to_owned(),
+                    detail: "its data cannot be read, not even the schema version".into(),
+                });
+            }
             None => {
                 store
                     .meta
@@ -303,6 +317,23 @@ impl Store {
         Ok(out)
     }
 
+    /// Messages with `seq >= from`, oldest first.
+    pub fn messages_from(
+        &self,
+        token: &Token,
+        from: u64,
+    ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let start = key(token, from);
+        let end = key(token, u64::MAX);
+        self.messages
+            .range(start..end)
+            .map(|kv| {
+                let (k, v) = kv?;
+                Ok((seq_of(&k), decode(&v)?))
+            })
+            .collect()
+    }
+
     /// Whether any message of the session contains `needle` (already lowercased).
     pub fn messages_contain(&self, token: &Token, needle: &str) -> Result<bool, StoreError> {
         for kv in self.messages.scan_prefix(token.as_str().as_bytes()) {
@@ -353,6 +384,28 @@ impl Store {
 
     pub fn meta_put<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
         self.meta.insert(name, encode(value))?;
+        Ok(())
+    }
+
+    /// How far MongoDB has the session: `(rev, message count)`.
+    pub fn synced(&self, token: &Token) -> Result<(u64, u64), StoreError> {
+        Ok(match self.synced.get(token.as_str().as_bytes())? {
+            Some(v) if v.len() == 16 => {
+                let (a, b) = v.split_at(8);
+                (
+                    u64::from_be_bytes(a.try_into().expect("8 bytes")),
+                    u64::from_be_bytes(b.try_into().expect("8 bytes")),
+                )
+            }
+            _ => (0, 0),
+        })
+    }
+
+    pub fn set_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<(), StoreError> {
+        let mut v = [0u8; 16];
+        v[..8].copy_from_slice(&rev.to_be_bytes());
+        v[8..].copy_from_slice(&messages.to_be_bytes());
+        self.synced.insert(token.as_str().as_bytes(), &v)?;
         Ok(())
     }
 
