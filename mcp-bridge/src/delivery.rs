@@ -189,14 +189,22 @@ impl Delivery {
 
 /// The stdio transport with one addition: when a response is written, the ack it was
 /// waiting for is sent. A reply is thus consumed at the hub only after the client has it.
+///
+/// It also cancels `closed` as soon as the client closes stdin, so open waits are
+/// cancelled at the hub and end at once instead of holding up the exit.
 pub struct AckingTransport<T> {
     inner: T,
     delivery: Delivery,
+    closed: CancellationToken,
 }
 
 impl<T> AckingTransport<T> {
-    pub fn new(inner: T, delivery: Delivery) -> Self {
-        AckingTransport { inner, delivery }
+    pub fn new(inner: T, delivery: Delivery, closed: CancellationToken) -> Self {
+        AckingTransport {
+            inner,
+            delivery,
+            closed,
+        }
     }
 }
 
@@ -223,7 +231,15 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AckingTransport<T> {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        self.inner.receive()
+        let closed = self.closed.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if message.is_none() {
+                closed.cancel();
+            }
+            message
+        }
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

@@ -27,6 +27,7 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
     let transport = delivery::AckingTransport::new(
         AsyncRwTransport::<RoleServer, _, _>::new_server(tokio::io::stdin(), tokio::io::stdout()),
         delivery.clone(),
+        shutdown.clone(),
     );
     tracing::info!(hubs = ?config.hubs, host = %config.host_ip, "holdline-mcp serving on stdio");
     let service = bridge.serve(transport).await?;

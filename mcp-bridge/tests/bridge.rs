@@ -832,22 +832,31 @@ async fn garbage_is_survived_and_stdin_eof_cancels_open_waits() -> anyhow::Resul
     let first: Value = serde_json::from_str(&lines.next_line().await?.unwrap())?;
     assert_eq!(first["result"]["serverInfo"]["name"], "holdline-mcp");
     send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await?;
+    // Unparsable bytes are skipped; JSON that is not JSON-RPC and an unknown method get
+    // JSON-RPC errors; none of it stops the bridge.
     send("this is not json {").await?;
+    send(r#"{"foo": 1}"#).await?;
+    send(r#"{"jsonrpc":"2.0","id":9,"method":"no/such/method"}"#).await?;
     send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"init_conversation","arguments":{"cursorTitle":"Raw","workspace":"/raw"}}}"#).await?;
-    let token = loop {
+    let (mut token, mut errors) = (None, Vec::new());
+    while token.is_none() || errors.len() < 2 {
         let line = lines.next_line().await?.context("bridge closed stdout")?;
         let v: Value = serde_json::from_str(&line)?;
         if v["id"] == 2 {
-            break v["result"]["structuredContent"]["token"]
+            token = v["result"]["structuredContent"]["token"]
                 .as_str()
-                .unwrap()
-                .to_owned();
+                .map(str::to_owned);
+        } else if let Some(code) = v["error"]["code"].as_i64() {
+            errors.push((v["id"].clone(), code));
         }
-    };
+    }
+    assert!(errors.contains(&(Value::Null, -32600)), "{errors:?}");
+    assert!(errors.contains(&(json!(9), -32601)), "{errors:?}");
+    let token = token.unwrap();
     send(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"wait_for_user_input","arguments":{{"token":"{token}","message":"hold"}}}}}}"#)).await?;
     hub.wait_status(&token, "waiting").await?;
     drop(stdin);
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await??;
+    let status = tokio::time::timeout(Duration::from_secs(3), child.wait()).await??;
     assert!(status.success(), "bridge exited with {status}");
     hub.wait_status(&token, "holding").await?;
     Ok(())
