@@ -855,7 +855,7 @@ fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
                     "Session {token_desc} belongs to another IDE chat (BINDING_REJECTED): call init_conversation with this chat's title to get this chat's own token."
                 ),
                 (403, _) => format!(
-                    "The hub at {hub} refused the request ({code}: {message}): check HOLDLINE_HUB and the hub's allowed_hosts, then call again."
+                    "The hub at {hub} refused the request ({code}: {message}): point HOLDLINE_HUB at the hub that owns this session (and check the hub's allowed_hosts), then call again."
                 ),
                 (404, _) => format!(
                     "The hub does not know session {token_desc} (SESSION_NOT_FOUND): call init_conversation to start or find this chat's session."
