@@ -246,7 +246,7 @@ impl<'a> BridgeOptions<'a> {
             home: &hub.home,
             host: "test-host",
             client_name: "holdline-test",
-            root: Some("file:///work/project%20one"),
+            root: Some("file:///home/dev/project%20one"),
             autostart: false,
             extra_env: vec![("HOLDLINE_POLL_MS", "400".to_owned())],
         }
@@ -354,7 +354,7 @@ async fn init_wait_reply_returns_the_reply_and_records_the_message_once() -> any
     let token = init(&client, "Fix flaky CI").await?;
     let s = hub.session(&token).await?;
     assert_eq!(
-        s["workspace"], "/work/project one",
+        s["workspace"], "/home/dev/project one",
         "workspace from the client's roots"
     );
     assert_eq!(s["hostIp"], "test-host");
