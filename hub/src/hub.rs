@@ -630,12 +630,20 @@ impl Hub {
                 .find(|r| r.id == reply_id)
                 .ok_or_else(|| HubError::BadRequest(format!("unknown replyId {reply_id:?}")))?;
             w.dequeue(token, reply_id);
-            let finishes_open_wait = s.has_open_wait(wait_id);
-            s.reply_delivered(&reply);
-            if !finishes_open_wait {
-                // Acked through an older wait: the status reflects the delivery,
-                // but an open wait of a newer call is left as it was.
-                s.status = Status::Holding;
+            if s.has_open_wait(wait_id) {
+                s.reply_delivered(&reply);
+            } else {
+                s.count_delivery(&reply);
+                if s.wait.is_none() {
+                    s.status = if reply.auto {
+                        Status::Running
+                    } else {
+                        Status::Holding
+                    };
+                } else {
+                    let more = hub.inner.store.queued_replies(token)?.len() > 1;
+                    s.status = Session::waiting_status(more);
+                }
             }
             Ok(())
         })

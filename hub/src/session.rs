@@ -411,18 +411,28 @@ impl Session {
         }
     }
 
-    /// Applies a delivered reply: a real one resets the streak, an automatic one adds to it.
+    /// Applies a delivered reply that ends the open wait: a real one resets
+    /// the streak, an automatic one adds to it.
     pub fn reply_delivered(&mut self, reply: &QueuedReply) {
+        self.count_delivery(reply);
+        self.status = if reply.auto {
+            Status::Running
+        } else {
+            Status::Holding
+        };
+        self.close_wait(WaitEnd::Finished);
+    }
+
+    /// Counts a delivery acked through an older wait; a newer open wait (the
+    /// agent already called again) stays open.
+    pub fn count_delivery(&mut self, reply: &QueuedReply) {
         if reply.auto {
             self.auto_streak += 1;
-            self.status = Status::Running;
         } else {
             self.auto_streak = 0;
-            self.status = Status::Holding;
         }
         self.acked_replies.push(reply.id.clone());
         trim_front(&mut self.acked_replies);
-        self.close_wait(WaitEnd::Finished);
         self.last_active_at = now_ms();
     }
 

@@ -379,6 +379,32 @@ async fn a_new_register_supersedes_and_replies_carry_over() {
 }
 
 #[tokio::test]
+async fn an_ack_through_an_older_wait_leaves_the_newer_wait_open() {
+    // The bridge acks after writing the result; the agent may already be
+    // waiting again by then.
+    let hub = TestHub::start().await;
+    let token = hub.init("t").await;
+    let w1 = hub.register(&token, "t", "first", "q1").await;
+    let r = hub
+        .ok("/api/reply", json!({"token": token, "text": "go"}))
+        .await;
+    assert_eq!(hub.poll(&token, &w1, 0).await["reply"]["id"], r["replyId"]);
+    let w2 = hub.register(&token, "t", "second", "q2").await;
+    hub.ok(
+        "/api/wait/ack",
+        json!({"token": token, "waitId": w1, "replyId": r["replyId"]}),
+    )
+    .await;
+    let s = hub.session(&token).await;
+    assert_eq!(s["status"], "waiting");
+    assert_eq!(s["queuedReplies"], 0);
+    assert_eq!(
+        hub.poll(&token, &w2, 100).await,
+        json!({"status": "renewal"})
+    );
+}
+
+#[tokio::test]
 async fn replies_without_a_wait_are_queued_for_the_next_one() {
     let hub = TestHub::start().await;
     let token = hub.init("t").await;
@@ -1511,6 +1537,53 @@ async fn the_node_hub_file_imports_with_tokens_titles_messages_and_bindings() {
         .await;
     assert_eq!(v["token"], "ct_0a1b2c3d4e5f60718293a4b5c6d7e8f9");
     assert_eq!(v["created"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_writers_all_get_answers() {
+    // sled 0.34's flush_async deadlocked under a few dozen concurrent
+    // writers; the hub must keep answering.
+    let hub = std::sync::Arc::new(TestHub::start().await);
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let hub = hub.clone();
+        tasks.push(tokio::spawn(async move {
+            let title = format!("agent {i}");
+            let token = hub
+                .ok(
+                    "/api/init",
+                    json!({"cursorTitle": title, "workspace": "/w", "hostIp": "10.0.0.2"}),
+                )
+                .await["token"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            for round in 0..5 {
+                let w = hub
+                    .register(&token, &title, "m", &format!("q{round}"))
+                    .await;
+                let r = hub
+                    .ok("/api/reply", json!({"token": token, "text": "r"}))
+                    .await;
+                assert_eq!(
+                    hub.poll(&token, &w, 5000).await["reply"]["id"],
+                    r["replyId"]
+                );
+                hub.ok(
+                    "/api/wait/ack",
+                    json!({"token": token, "waitId": w, "replyId": r["replyId"]}),
+                )
+                .await;
+            }
+        }));
+    }
+    let all = futures::future::join_all(tasks);
+    let done = tokio::time::timeout(Duration::from_secs(120), all)
+        .await
+        .expect("the hub stopped answering");
+    for d in done {
+        d.unwrap();
+    }
 }
 
 // ---- random bodies at every route decoder ---------------------------------

@@ -119,6 +119,8 @@ pub struct Store {
     replies: Tree,
     meta: Tree,
     synced: Tree,
+    /// One flush at a time (see [`Store::flush`]).
+    flushing: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 fn key(token: &Token, n: u64) -> Vec<u8> {
@@ -160,6 +162,7 @@ impl Store {
             replies: t("replies")?,
             meta: t("meta")?,
             synced: t("synced")?,
+            flushing: Default::default(),
             db,
         };
         match store.meta.get("schema_version")? {
@@ -260,8 +263,17 @@ impl Store {
     }
 
     /// Makes every applied write durable. Called before answering anything a person typed.
+    ///
+    /// sled 0.34's `flush_async` deadlocks under concurrent callers
+    /// (spacejam/sled#1308), so the blocking `flush` runs off the runtime, one
+    /// at a time: callers that queue behind a flush find their writes already
+    /// stable and return at once (a group commit).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush_async().await?;
+        let _turn = self.flushing.lock().await;
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush())
+            .await
+            .map_err(|e| StoreError::Io(e.to_string()))??;
         Ok(())
     }
 
