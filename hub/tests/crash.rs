@@ -108,11 +108,11 @@ impl Run {
         loop {
             match self.api.post(path, body).await {
                 Ok(a) => return a,
-                Err(_) => {
+                Err(e) => {
                     bump(&self.figures.failed_in_flight);
                     assert!(
                         Instant::now() < self.deadline,
-                        "the hub stayed unreachable ({path})"
+                        "the hub stopped answering: {path} {body}: {e}"
                     );
                     tokio::time::sleep(Duration::from_millis(25)).await;
                 }
@@ -401,6 +401,7 @@ async fn verify(run: &Run, i: usize) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a minute of both cores: scripts/test-crash.sh runs it (--ignored --nocapture)"]
 async fn acknowledged_work_survives_sigkill() {
     let kills: usize = std::env::var("HOLDLINE_CRASH_KILLS")
         .ok()
@@ -439,7 +440,7 @@ async fn acknowledged_work_survives_sigkill() {
         stop: AtomicBool::new(false),
         figures: Figures::default(),
         problems: Mutex::default(),
-        deadline: Instant::now() + Duration::from_secs(600),
+        deadline: Instant::now() + Duration::from_secs(300),
     });
 
     let mut agents = Vec::new();

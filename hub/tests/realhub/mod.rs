@@ -94,15 +94,47 @@ impl RealHub {
             if self.api.health().await.is_some() {
                 break;
             }
-            assert!(
-                Instant::now() < deadline,
-                "holdline-hub did not answer within 30 s; stderr:\n{}",
-                self.stderr()
-            );
+            if Instant::now() > deadline {
+                let pid = self.child.as_ref().unwrap().id();
+                panic!(
+                    "holdline-hub (pid {pid}) did not answer within 30 s; stderr:\n{}\n{}",
+                    self.stderr(),
+                    self.post_mortem(pid)
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let secret = std::fs::read_to_string(self.home.join("secret")).expect("read the secret");
         self.api.secret = secret.trim().to_owned();
+    }
+
+    /// For a hub that hangs: its threads' stacks (when gdb is installed) and
+    /// a copy of its home that outlives the test's temp folder.
+    fn post_mortem(&self, pid: u32) -> String {
+        let stacks = Command::new("gdb")
+            .args([
+                "-p",
+                &pid.to_string(),
+                "-batch",
+                "-ex",
+                "thread apply all bt 25",
+            ])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("(no gdb: {e})"));
+        let keep = std::env::temp_dir().join(format!("holdline-hang-{pid}"));
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(&self.home)
+            .arg(&keep)
+            .status()
+            .is_ok_and(|s| s.success());
+        let kept = if copied {
+            format!("its home is kept in {}", keep.display())
+        } else {
+            "its home could not be kept".to_owned()
+        };
+        format!("{kept}; threads:\n{stacks}")
     }
 
     /// SIGKILL: no shutdown path runs, nothing is flushed that was not already.
