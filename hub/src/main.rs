@@ -22,13 +22,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let code = match runtime.block_on(dispatch(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("holdline-hub: {}", one_line(&e));
             ExitCode::FAILURE
         }
-    }
+    };
+    // Dropping the runtime would wait for every blocking task, and a flush
+    // stuck on a failed disk never ends: give them a moment, then exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    code
 }
 
 /// The error and its causes on one line, leaving out a cause whose text the

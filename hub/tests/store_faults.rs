@@ -297,3 +297,89 @@ async fn read_only_store_is_reported() {
     let stderr = serve_must_fail(&home, free_addr());
     assert_one_clear_line(&stderr, &["cannot open the store", "writable"]);
 }
+
+/// A full disk, played by a file-size limit (`ulimit -f`, with SIGXFSZ
+/// ignored so a write fails with EFBIG as it would with ENOSPC): writes that
+/// no longer fit answer 500 with the reason, the hub keeps answering, and
+/// SIGTERM ends it at once with one line — no hang on the last flush.
+#[tokio::test]
+async fn full_disk_fails_requests_clearly_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let addr = free_addr();
+    let mut child = std::process::Command::new("bash")
+        .args([
+            "-c",
+            r#"trap "" XFSZ; ulimit -f 64; exec "$0" serve --listen "$1""#,
+            realhub::HUB_BIN,
+            &addr.to_string(),
+        ])
+        .env("HOLDLINE_HOME", &home)
+        .env("HOLDLINE_LOG", "error")
+        .env_remove("HOLDLINE_MONGO_URI")
+        .env_remove("HOLDLINE_LISTEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut api = realhub::Api::new(addr, String::new());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api.health().await.is_none() {
+        assert!(Instant::now() < deadline, "the hub did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    api.secret = std::fs::read_to_string(home.join("secret"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let who = json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "h"});
+    let token = api.ok("/api/init", &who).await["token"].clone();
+    let text = "x".repeat(3000);
+    let mut refused = None;
+    for _ in 0..200 {
+        let (status, v) = api
+            .post("/api/reply", &json!({"token": token, "text": text}))
+            .await
+            .expect("the hub answers even with a full disk");
+        match status {
+            200 => continue,
+            500 => {
+                refused = Some(v);
+                break;
+            }
+            other => panic!("a reply on a full disk answered {other}: {v}"),
+        }
+    }
+    let refused = refused.expect("64 KiB filled up and a reply was refused");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("could not write")),
+        "{refused}"
+    );
+    assert!(api.health().await.is_some(), "still answering");
+
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the hub hung on shutdown with a full disk");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!status.success(), "a failed last flush must not exit 0");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let last = stderr
+        .lines()
+        .rfind(|l| l.starts_with("holdline-hub: "))
+        .unwrap_or_else(|| panic!("no final line:\n{stderr}"));
+    assert!(last.contains("check free disk space"), "{last}");
+}

@@ -17,6 +17,9 @@ use sled::{IVec, Tree};
 
 use crate::session::{Message, QueuedReply, Session, Token};
 
+/// How long a flush may take before the write counts as failed.
+const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The on-disk layout version this build reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -271,8 +274,16 @@ impl Store {
     pub async fn flush(&self) -> Result<(), StoreError> {
         let _turn = self.flushing.lock().await;
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || db.flush())
+        // After a failed write (a full disk) sled's flush can wait forever;
+        // answer with the error instead of hanging the request or shutdown.
+        tokio::time::timeout(FLUSH_LIMIT, tokio::task::spawn_blocking(move || db.flush()))
             .await
+            .map_err(|_| {
+                StoreError::Io(format!(
+                    "the disk did not confirm a write within {} s",
+                    FLUSH_LIMIT.as_secs()
+                ))
+            })?
             .map_err(|e| StoreError::Io(e.to_string()))??;
         Ok(())
     }
