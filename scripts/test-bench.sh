@@ -7,11 +7,21 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build -q -p holdline-hub -p holdline-mcp -p holdline-bench || {
+# scripts/test.sh builds the workspace first; on its own, build the two binaries under test.
+if [ ! -x target/debug/holdline-hub ] || [ ! -x target/debug/holdline-mcp ]; then
+  cargo build -q -p holdline-hub -p holdline-mcp || {
+    echo "bench: 0 passed, 1 failed (build)"
+    exit 1
+  }
+fi
+cargo build -q -p holdline-bench || {
   echo "bench: 0 passed, 1 failed (build)"
   exit 1
 }
 bench=target/debug/holdline-bench
+# HUB_BIN=PATH tries another hub build (e.g. one with a fix) with the same checks.
+hub_args=()
+[ -n "${HUB_BIN:-}" ] && hub_args=(--hub-bin "$HUB_BIN")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -35,7 +45,7 @@ check() { # name, file, pattern...
 run() { # name, file, args...
   local name=$1 file=$2
   shift 2
-  if ! timeout 180 "$bench" "$@" --json "$file.json" >"$file" 2>"$file.err"; then
+  if ! timeout 180 "$bench" "$@" ${hub_args[@]+"${hub_args[@]}"} --json "$file.json" >"$file" 2>"$file.err"; then
     echo "FAIL $name: holdline-bench $* exited non-zero:"
     sed 's/^/    /' "$file.err" "$file"
     failed=$((failed + 1))

@@ -39,7 +39,8 @@ impl Binaries {
                     path.display()
                 );
             }
-            Ok(path)
+            // Absolute: the processes under test run in other working directories.
+            Ok(std::fs::canonicalize(&path)?)
         };
         Ok(Binaries {
             hub: find(hub, "holdline-hub")?,
