@@ -1054,17 +1054,25 @@ impl Hub {
                 let seq = session.note_message(&m);
                 w.message(&session.token, seq, m);
             }
-            if !session.status.is_closed() {
-                w.bind(
-                    BindingKind::Chat,
-                    &session.binding_key,
-                    Some(&session.token),
-                );
-                if let Some(p) = &session.plan_name {
-                    w.bind(BindingKind::Plan, p, Some(&session.token));
-                }
-                if let Some(t) = &session.thread_id {
-                    w.bind(BindingKind::Thread, t, Some(&session.token));
+            // An open session owns its names; a merged one hands them to its
+            // target, as the merge did, unless something else holds them now.
+            let (owner, always) = match (&session.status, &session.merged_into) {
+                (Status::Merged, Some(target)) => (Some(target.clone()), false),
+                (status, _) if !status.is_closed() => (Some(session.token.clone()), true),
+                _ => (None, false),
+            };
+            if let Some(owner) = owner {
+                let names = [
+                    (BindingKind::Chat, Some(session.binding_key.as_str())),
+                    (BindingKind::Plan, session.plan_name.as_deref()),
+                    (BindingKind::Thread, session.thread_id.as_deref()),
+                ];
+                for (kind, name) in names {
+                    if let Some(name) = name
+                        && (always || self.inner.store.binding(kind, name)?.is_none())
+                    {
+                        w.bind(kind, name, Some(&owner));
+                    }
                 }
             }
             w.session(&session);

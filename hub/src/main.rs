@@ -81,6 +81,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
+    // Everything the hub creates (sled's files included) is for its owner only.
+    rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o077));
     let home = Home::new(config.home.clone());
     home.prepare()
         .with_context(|| format!("cannot prepare the holdline home {}", home.root.display()))?;

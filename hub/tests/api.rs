@@ -1468,6 +1468,21 @@ async fn logs_carry_no_message_text_and_no_secret() {
     for needle in ["zebra-42", "okapi-17", "narwhal", "ibis", secret.as_str()] {
         assert!(!log.contains(needle), "log contains {needle}");
     }
+    // The home is private: folders 0700, files 0600, sled's included.
+    fn walk(dir: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            if path.is_dir() {
+                assert_eq!(mode, 0o700, "{}", path.display());
+                walk(&path);
+            } else {
+                assert_eq!(mode, 0o600, "{}", path.display());
+            }
+        }
+    }
+    walk(home.path());
 }
 
 #[tokio::test]

@@ -281,7 +281,6 @@ async fn export_import_keeps_every_field_and_archive_files_are_written() {
 }
 
 #[tokio::test]
-#[ignore = "import does not re-point a merged session's chat binding to its target yet (reported with issue 5)"]
 async fn merged_chat_binding_survives_export_import() {
     let dir = tempfile::tempdir().unwrap();
     let (home_a, home_b) = (dir.path().join("a"), dir.path().join("b"));

@@ -61,7 +61,7 @@ impl From<HubError> for ApiError {
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "INTERNAL",
-                    "the hub could not write to its store; nothing was recorded",
+                    "the hub could not write to its store (check free disk space); the change may not have been recorded",
                 )
             }
         }
