@@ -300,7 +300,8 @@ pub struct Session {
     pub msg_count: u64,
     pub auto_streak: u32,
     pub binding_check_count: u64,
-    #[serde(flatten)]
+    /// Nested, not flattened: serde's flatten buffers every field and made
+    /// decoding all sessions at start several times slower.
     pub keep_alive: KeepAlive,
     pub plan_name: Option<String>,
     pub thread_id: Option<String>,
