@@ -208,28 +208,42 @@ fn children(pid: u32) -> Vec<u32> {
     out
 }
 
-/// CPU time (user + system) and context switches (voluntary + involuntary,
-/// summed over threads) of a process: what "CPU wake-ups" costs.
+/// CPU time (user + system, dead threads included) and context switches per
+/// thread of a process: what "CPU wake-ups" costs.
+#[derive(Debug, Clone, Default)]
+pub struct CpuSnapshot {
+    pub cpu: Duration,
+    switches: std::collections::HashMap<u32, u64>,
+}
+
+/// The change between two snapshots.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuCounters {
     pub cpu: Duration,
+    /// Context switches of the threads alive at the end: a thread that came and
+    /// went in between is missed, so this is a lower bound.
     pub switches: u64,
 }
 
-impl std::ops::Sub for CpuCounters {
+impl std::ops::Sub for CpuSnapshot {
     type Output = CpuCounters;
-    fn sub(self, o: CpuCounters) -> CpuCounters {
+    fn sub(self, before: CpuSnapshot) -> CpuCounters {
+        let switches = self
+            .switches
+            .iter()
+            .map(|(tid, n)| n.saturating_sub(before.switches.get(tid).copied().unwrap_or(0)))
+            .sum();
         CpuCounters {
-            cpu: self.cpu.saturating_sub(o.cpu),
-            switches: self.switches.saturating_sub(o.switches),
+            cpu: self.cpu.saturating_sub(before.cpu),
+            switches,
         }
     }
 }
 
-pub fn cpu_counters(pid: u32) -> CpuCounters {
+pub fn cpu_counters(pid: u32) -> CpuSnapshot {
     // Clock ticks are 100 Hz on every Linux that matters here.
     const TICK: Duration = Duration::from_millis(10);
-    let mut c = CpuCounters::default();
+    let mut c = CpuSnapshot::default();
     if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         && let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r)
     {
@@ -240,15 +254,19 @@ pub fn cpu_counters(pid: u32) -> CpuCounters {
     }
     if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
             if let Ok(text) = std::fs::read_to_string(t.path().join("status")) {
-                for l in text.lines() {
-                    if let Some(v) = l
-                        .strip_prefix("voluntary_ctxt_switches:")
-                        .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-                    {
-                        c.switches += v.trim().parse::<u64>().unwrap_or(0);
-                    }
-                }
+                let n: u64 = text
+                    .lines()
+                    .filter_map(|l| {
+                        l.strip_prefix("voluntary_ctxt_switches:")
+                            .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                    })
+                    .filter_map(|v| v.trim().parse::<u64>().ok())
+                    .sum();
+                c.switches.insert(tid, n);
             }
         }
     }
