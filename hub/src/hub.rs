@@ -299,11 +299,7 @@ impl Hub {
     }
 
     fn queued_count(&self, token: &Token) -> usize {
-        self.inner
-            .store
-            .queued_replies(token)
-            .map(|q| q.len())
-            .unwrap_or(0)
+        self.inner.store.queued_count(token)
     }
 
     fn append(&self, s: &mut Session, w: &mut Write, message: Message) {
@@ -905,7 +901,14 @@ impl Hub {
     /// Sessions matching `status` (`None`: every open one; `all`), and `q`
     /// (title or message text), waiting first (longest first), then the most
     /// recently active.
-    pub fn list(&self, status: Option<&str>, q: Option<&str>) -> Result<Vec<SessionInfo>> {
+    /// Returns the page `offset..offset + limit` and whether more follow.
+    pub fn list(
+        &self,
+        status: Option<&str>,
+        q: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<SessionInfo>, bool)> {
         let filter = match status {
             None | Some("") => None,
             Some("all") => Some(None),
@@ -950,13 +953,17 @@ impl Hub {
             }
             .then_with(|| a.token.cmp(&b.token))
         });
-        Ok(picked
+        let more = picked.len() > offset.saturating_add(limit);
+        let page = picked
             .into_iter()
+            .skip(offset)
+            .take(limit)
             .map(|s| SessionInfo {
                 queued_replies: self.queued_count(&s.token),
                 session: s,
             })
-            .collect())
+            .collect();
+        Ok((page, more))
     }
 
     /// A page of a session's history: the newest `limit` before `before`.

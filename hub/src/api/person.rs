@@ -98,14 +98,11 @@ pub async fn list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> An
             .parse::<usize>()
             .map_err(|_| ApiError::bad_request("cursor must be a value from nextCursor"))?,
     };
-    let all = app.hub.list(q.status.as_deref(), q.q.as_deref())?;
-    let next_cursor = (all.len() > offset + limit).then(|| (offset + limit).to_string());
-    let sessions = all
-        .into_iter()
-        .skip(offset)
-        .take(limit)
-        .map(SessionDto::from)
-        .collect();
+    let (page, more) = app
+        .hub
+        .list(q.status.as_deref(), q.q.as_deref(), offset, limit)?;
+    let next_cursor = more.then(|| (offset + limit).to_string());
+    let sessions = page.into_iter().map(SessionDto::from).collect();
     Ok(Json(SessionList {
         sessions,
         next_cursor,

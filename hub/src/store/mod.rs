@@ -378,6 +378,14 @@ impl Store {
             .collect()
     }
 
+    /// How many replies are queued for a session (without decoding them).
+    pub fn queued_count(&self, token: &Token) -> usize {
+        self.replies
+            .scan_prefix(token.as_str().as_bytes())
+            .keys()
+            .count()
+    }
+
     /// The oldest queued reply, the one a poll answers with.
     pub fn first_reply(&self, token: &Token) -> Result<Option<QueuedReply>, StoreError> {
         match self.replies.scan_prefix(token.as_str().as_bytes()).next() {
