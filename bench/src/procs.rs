@@ -213,7 +213,8 @@ fn children(pid: u32) -> Vec<u32> {
 #[derive(Debug, Clone, Default)]
 pub struct CpuSnapshot {
     pub cpu: Duration,
-    switches: std::collections::HashMap<u32, u64>,
+    /// Thread id → (its name, its context switches).
+    switches: std::collections::HashMap<u32, (String, u64)>,
 }
 
 /// The change between two snapshots.
@@ -223,19 +224,26 @@ pub struct CpuCounters {
     /// Context switches of the threads alive at the end: a thread that came and
     /// went in between is missed, so this is a lower bound.
     pub switches: u64,
+    /// Of those, the hub's own code: the main thread and tokio's threads
+    /// (the rest are sled's timers and the log writer).
+    pub runtime_switches: u64,
 }
 
 impl std::ops::Sub for CpuSnapshot {
     type Output = CpuCounters;
     fn sub(self, before: CpuSnapshot) -> CpuCounters {
-        let switches = self
-            .switches
-            .iter()
-            .map(|(tid, n)| n.saturating_sub(before.switches.get(tid).copied().unwrap_or(0)))
-            .sum();
+        let (mut switches, mut runtime_switches) = (0, 0);
+        for (tid, (name, n)) in &self.switches {
+            let d = n.saturating_sub(before.switches.get(tid).map_or(0, |b| b.1));
+            switches += d;
+            if name.starts_with("tokio") || name.starts_with("holdline") {
+                runtime_switches += d;
+            }
+        }
         CpuCounters {
             cpu: self.cpu.saturating_sub(before.cpu),
             switches,
+            runtime_switches,
         }
     }
 }
@@ -257,6 +265,7 @@ pub fn cpu_counters(pid: u32) -> CpuSnapshot {
             let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
             };
+            let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
             if let Ok(text) = std::fs::read_to_string(t.path().join("status")) {
                 let n: u64 = text
                     .lines()
@@ -266,7 +275,7 @@ pub fn cpu_counters(pid: u32) -> CpuSnapshot {
                     })
                     .filter_map(|v| v.trim().parse::<u64>().ok())
                     .sum();
-                c.switches.insert(tid, n);
+                c.switches.insert(tid, (name.trim().to_owned(), n));
             }
         }
     }
