@@ -41,6 +41,8 @@ export const api = {
   login: (key) => call('POST', '/api/login', { key }),
   logout: () => call('POST', '/api/logout', {}),
   whoami: () => call('GET', '/api/whoami'),
+  /** `{ok, version, sessions, waiting, uptimeMs, mongo}`; `mongo` is null when sync is off. */
+  healthz: () => call('GET', '/healthz'),
   sessions: ({ status = '', q = '', limit = 200, cursor = '' } = {}) => {
     const p = new URLSearchParams();
     if (status) p.set('status', status);
@@ -68,7 +70,7 @@ export const api = {
 /**
  * Follows `GET /api/events`. `onSession(session)` for each change;
  * `onState(live)` when the stream opens or drops; `onReconnect()` when it
- * opens again after a drop, so the caller refetches what it may have missed.
+ * first opens, and again after a drop, so the caller refetches what it may have missed.
  * EventSource retries network errors by itself; when it gives up (e.g. a
  * 401 or the hub answering non-SSE during a restart) we start a new one.
  */
@@ -78,6 +80,7 @@ export function followEvents({ onSession, onState, onReconnect, onUnauthorized }
   let timer = null;
   let stopped = false;
   let backoff = 1000;
+  let first = true;
 
   function open() {
     if (stopped) return;
@@ -85,8 +88,12 @@ export function followEvents({ onSession, onState, onReconnect, onUnauthorized }
     es.addEventListener('open', () => {
       backoff = 1000;
       onState(true);
-      if (dropped) {
+      // Also on the first open: a change between the caller's first fetch
+      // and the stream opening (e.g. a session synced in from another hub)
+      // would otherwise stay unseen until the next change to it.
+      if (dropped || first) {
         dropped = false;
+        first = false;
         onReconnect();
       }
     });

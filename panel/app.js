@@ -84,6 +84,7 @@ async function logout() {
   try { await api.logout(); } catch { /* the cookie may already be gone */ }
   state.current = null;
   state.detail = null;
+  clearInterval(state.healthTimer);
   showLogin('');
 }
 
@@ -113,6 +114,50 @@ function start() {
   $('#attach').replaceChildren(icon('image'));
   clearInterval(state.ticker);
   state.ticker = setInterval(tick, 1000);
+  clearInterval(state.healthTimer);
+  pollHealth();
+  state.healthTimer = setInterval(pollHealth, 5000);
+}
+
+// ---------------------------------------------------------------- sync state
+
+/** Asks `/healthz` for the MongoDB sync state (null when sync is off). */
+async function pollHealth() {
+  if ($('#app').hidden) return;
+  try {
+    const res = await api.healthz();
+    state.mongo = res && res.mongo ? res.mongo : null;
+    state.mongoSeen = true;
+  } catch {
+    // The hub is unreachable: the live indicator already says so; keep the last state.
+  }
+  drawSync();
+}
+
+function drawSync() {
+  const el = $('#sync');
+  const m = state.mongo;
+  if (!m) {
+    el.hidden = true;
+    el.textContent = '';
+    el.removeAttribute('title');
+    return;
+  }
+  const pending = Math.max(0, Number(m.pending) || 0);
+  const secs = Math.max(0, Math.round((Number(m.lagMs) || 0) / 1000));
+  let view;
+  if (pending > 0) view = 'behind';
+  else if (m.state === 'ok') view = 'ok';
+  else view = m.state === 'connecting' ? 'connecting' : 'down';
+  el.hidden = false;
+  el.dataset.state = view;
+  el.dataset.mongo = String(m.state || '');
+  el.textContent = view === 'ok' ? t('syncOk')
+    : view === 'behind' ? t('syncBehind', { n: pending, s: secs })
+      : view === 'connecting' ? t('syncConnecting') : t('syncDown');
+  const tip = [t('syncTitle', { state: m.state || '?', n: pending })];
+  if (m.lastError) tip.push(String(m.lastError));
+  el.title = tip.join('\n');
 }
 
 function wireStatic() {
@@ -126,6 +171,7 @@ function wireStatic() {
     applyStatic();
     resetMessages();
     drawToolbar();
+    drawSync();
     drawList();
     composer.relabel();
     if (state.detail) drawDetail();
@@ -282,6 +328,7 @@ function sessionItem(s) {
           t('waitingFor', { d: duration(Date.now() - (s.waitingSince || s.lastActiveAt || Date.now())) }))
         : h('span', { class: 'ago', dataset: { at: String(s.lastActiveAt || 0) } }, ago(s.lastActiveAt)),
       s.queuedReplies > 0 ? h('span', { class: 'tag queued', testid: 'session-queued' }, t('queuedN', { n: s.queuedReplies })) : null,
+      s.mirror ? h('span', { class: 'tag mirror', testid: 'session-mirror', title: t('mirrorTagTitle', { hub: s.hub || '?' }) }, t('mirrorTag', { hub: s.hub || '?' })) : null,
       h('span', { class: 'host' }, s.hostIp || ''),
     ),
     pct !== null || review.nextStep
@@ -330,8 +377,10 @@ function sessionEvent(s) {
     state.searchTimer = setTimeout(refreshList, 500);
   }
   if (s.token === state.current) {
+    const wasMirror = !!state.detail.mirror;
     Object.assign(state.detail, s);
     drawHeader();
+    if (wasMirror !== !!s.mirror) composer.showSession(s.token, CLOSED.has(s.status), !!s.mirror);
     composer.sessionChanged(state.detail);
     clearTimeout(detailTimer);
     detailTimer = setTimeout(() => loadDetail(s.token), 80);
@@ -437,11 +486,41 @@ function drawHeader() {
   if (d.queuedReplies > 0) bits.push(t('queuedN', { n: d.queuedReplies }));
   $('#conv-progress').textContent = bits.join(' · ');
   const closed = CLOSED.has(d.status);
+  // A mirror is another hub's session seen through MongoDB: this hub answers 403 to any change.
+  const mirror = !!d.mirror;
   $('#archive').hidden = closed;
+  $('#archive').disabled = mirror;
   $('#restore').hidden = d.status !== 'archived';
+  $('#restore').disabled = mirror;
   $('#merge-open').hidden = closed;
-  $('#settings-open').disabled = closed;
-  $('#rename').disabled = d.status === 'merged';
+  $('#merge-open').disabled = mirror;
+  $('#settings-open').disabled = closed || mirror;
+  $('#rename').disabled = d.status === 'merged' || mirror;
+  drawMirrorNotice(d);
+}
+
+/** The notice over a mirror's messages, linking to the hub that owns it. */
+function drawMirrorNotice(d) {
+  const el = $('#mirror-notice');
+  if (!d.mirror) {
+    el.hidden = true;
+    el.replaceChildren();
+    return;
+  }
+  const hub = String(d.hub || '?');
+  const text = t('mirrorNotice', { hub: '\u0000' });
+  const [pre, post] = text.split('\u0000');
+  let link = null;
+  try {
+    const url = new URL(`http://${hub}/`);
+    if (url.host && !url.pathname.replace('/', '') && !url.search && !url.hash) link = url.href;
+  } catch { /* not a host:port: show it as text */ }
+  el.replaceChildren(
+    pre,
+    link ? h('a', { href: link, target: '_blank', rel: 'noopener noreferrer', testid: 'mirror-link' }, hub) : hub,
+    post ?? '',
+  );
+  el.hidden = false;
 }
 
 function drawDetail() {
@@ -451,7 +530,7 @@ function drawDetail() {
   drawHeader();
   $('#load-older').hidden = d.nextBefore === null || d.nextBefore === undefined;
   renderMessages($('#message-list'), d, d.messages);
-  composer.showSession(d.token, CLOSED.has(d.status));
+  composer.showSession(d.token, CLOSED.has(d.status), !!d.mirror);
 }
 
 // ---------------------------------------------------------------- actions

@@ -14,6 +14,8 @@ const DRAFT_PREFIX = 'holdline.draft.';
 
 let token = null;
 let closed = false;
+/** The session is a read-only copy of another hub's (closed is then true too). */
+let mirror = false;
 let templates = [];
 /** Images waiting to be sent, per session token (kept in memory only: they can be large). */
 const attachments = new Map();
@@ -84,8 +86,13 @@ export function initComposer({ sent }) {
   $('#template-add').addEventListener('click', () => $('#template-rows').append(templateRow({ label: '', text: '' })));
 }
 
-/** Switches the box to session `tok` (its own draft and images); `isClosed` disables it. */
-export function showSession(tok, isClosed) {
+/**
+ * Switches the box to session `tok` (its own draft and images); `isClosed`
+ * disables it, as does `isMirror` (a read-only copy of another hub's session).
+ */
+export function showSession(tok, isClosed, isMirror = false) {
+  mirror = !!isMirror;
+  isClosed = isClosed || mirror;
   const box = input();
   if (token !== tok) {
     token = tok;
@@ -114,8 +121,8 @@ function drawStatus(session) {
   const el = $('#reply-status');
   el.classList.remove('error');
   if (closed) {
-    el.textContent = t('replyClosed');
-    el.dataset.state = 'closed';
+    el.textContent = mirror ? t('mirrorClosed') : t('replyClosed');
+    el.dataset.state = mirror ? 'mirror' : 'closed';
     return;
   }
   const sent = token && lastSent.get(token);
