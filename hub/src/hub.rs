@@ -1304,6 +1304,11 @@ impl Hub {
         Ok(())
     }
 
+    /// The revision of this hub's read-only copy of a session, if it has one.
+    pub fn mirror_rev(&self, token: &Token) -> Option<u64> {
+        self.lock().get(token).filter(|s| s.mirror).map(|s| s.rev)
+    }
+
     /// Whether this hub owns the session (`None`: does not know it).
     pub fn owns(&self, token: &Token) -> Option<bool> {
         self.lock().get(token).map(|s| !s.mirror)

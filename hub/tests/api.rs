@@ -2,138 +2,17 @@
 //! on an ephemeral port with a temp home, spoken to over real HTTP; and the
 //! real binary for restarts, SIGKILL and logs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod inproc;
+mod realhub;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
-use holdline_hub::config::Config;
-use holdline_hub::home::Home;
+use inproc::{Options, TestHub};
+use realhub::{RealHub, free_addr};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-/// A hub running in this process, shut down on drop.
-struct TestHub {
-    url: String,
-    secret: String,
-    home: tempfile::TempDir,
-    http: reqwest::Client,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl TestHub {
-    async fn start() -> TestHub {
-        Self::start_in(tempfile::tempdir().unwrap()).await
-    }
-
-    async fn start_in(home: tempfile::TempDir) -> TestHub {
-        let h = Home::new(home.path().to_owned());
-        h.prepare().unwrap();
-        let secret = h.read_secret().unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = Config::for_home(home.path().to_owned(), addr);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            holdline_hub::run(listener, config, async move {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        TestHub {
-            url: format!("http://{addr}"),
-            secret,
-            home,
-            http: reqwest::Client::new(),
-            stop: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    /// Stops the hub and waits until it has flushed; returns the home.
-    async fn stop(mut self) -> tempfile::TempDir {
-        self.stop.take().unwrap().send(()).unwrap();
-        self.task.take().unwrap().await.unwrap();
-        let home = tempfile::tempdir().unwrap();
-        std::mem::replace(&mut self.home, home)
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        let res = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(&self.secret)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = res.status();
-        (status, res.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let res = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(&self.secret)
-            .send()
-            .await
-            .unwrap();
-        let status = res.status();
-        (status, res.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn ok(&self, path: &str, body: Value) -> Value {
-        let (status, v) = self.post(path, body).await;
-        assert_eq!(status, StatusCode::OK, "{path}: {v}");
-        v
-    }
-
-    async fn init(&self, title: &str) -> String {
-        let v = self
-            .ok(
-                "/api/init",
-                json!({"cursorTitle": title, "workspace": "/w", "hostIp": "10.0.0.2"}),
-            )
-            .await;
-        v["token"].as_str().unwrap().to_owned()
-    }
-
-    async fn register(&self, token: &str, title: &str, message: &str, request: &str) -> String {
-        let v = self
-            .ok(
-                "/api/wait/register",
-                json!({"token": token, "message": message, "cursorTitle": title,
-                       "workspace": "/w", "hostIp": "10.0.0.2", "requestId": request}),
-            )
-            .await;
-        assert_eq!(v["status"], "waiting");
-        v["waitId"].as_str().unwrap().to_owned()
-    }
-
-    async fn poll(&self, token: &str, wait_id: &str, ms: u64) -> Value {
-        self.ok(
-            "/api/wait/poll",
-            json!({"token": token, "waitId": wait_id, "timeoutMs": ms}),
-        )
-        .await
-    }
-
-    async fn session(&self, token: &str) -> Value {
-        let (status, v) = self.get(&format!("/api/sessions/{token}")).await;
-        assert_eq!(status, StatusCode::OK, "{v}");
-        v
-    }
-}
-
-impl Drop for TestHub {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
 
 fn error_code(v: &Value) -> &str {
     v["error"]["code"].as_str().unwrap_or("")
@@ -622,7 +501,7 @@ async fn archive_ends_the_wait_refuses_replies_and_restore_reopens() {
     assert_eq!(list["sessions"][0]["token"], token);
 
     // The archive file.
-    let month = std::fs::read_dir(hub.home.path().join("archive"))
+    let month = std::fs::read_dir(hub.home.join("archive"))
         .unwrap()
         .next()
         .unwrap()
@@ -1226,8 +1105,8 @@ async fn a_clean_restart_keeps_waits_replies_and_bindings() {
     let r = hub
         .ok("/api/reply", json!({"token": token, "text": "survives"}))
         .await;
-    let home = hub.stop().await;
-    let hub = TestHub::start_in(home).await;
+    let dir = hub.stop().await.unwrap();
+    let hub = TestHub::start_at(dir.path(), Options::default()).await;
     let s = hub.session(&token).await;
     assert_eq!(s["status"], "replied");
     let got = hub.poll(&token, &w, 0).await;
@@ -1235,181 +1114,94 @@ async fn a_clean_restart_keeps_waits_replies_and_bindings() {
     assert_eq!(hub.init("t").await, token);
 }
 
-/// The real `holdline-hub` binary as a child process.
-struct HubProcess {
-    child: Child,
-    url: String,
-}
-
-impl HubProcess {
-    fn start(home: &Path, port: u16) -> HubProcess {
-        let child = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--home"])
-            .arg(home)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let url = format!("http://127.0.0.1:{port}");
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "hub did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        HubProcess { child, url }
+fn body(v: Value, extra: Value) -> Value {
+    let mut v = v;
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
     }
-
-    fn kill9(mut self) {
-        self.child.kill().unwrap(); // SIGKILL
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for HubProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn call(url: &str, secret: &str, path: &str, body: Value) -> Value {
-    let res = reqwest::Client::new()
-        .post(format!("{url}{path}"))
-        .bearer_auth(secret)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK, "{path}");
-    res.json().await.unwrap()
-}
-
-fn secret_of(home: &Path) -> String {
-    Home::new(home.to_owned()).read_secret().unwrap()
+    v
 }
 
 #[tokio::test]
 async fn sigkill_after_a_reply_delivers_it_exactly_once_after_restart() {
-    let home = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let hub = HubProcess::start(home.path(), port);
-    let secret = secret_of(home.path());
-    let url = hub.url.clone();
-    let token = call(
-        &url,
-        &secret,
-        "/api/init",
-        json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "h"}),
-    )
-    .await["token"]
+    let dir = tempfile::tempdir().unwrap();
+    let mut hub = RealHub::start(dir.path(), free_addr()).await;
+    let chat = json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "h"});
+    let token = hub.api.ok("/api/init", &chat).await["token"]
         .as_str()
         .unwrap()
         .to_owned();
-    let wait = call(
-        &url,
-        &secret,
-        "/api/wait/register",
-        json!({"token": token, "message": "m", "cursorTitle": "t", "workspace": "/w", "hostIp": "h", "requestId": "q1"}),
-    )
-    .await["waitId"]
+    let wait = hub
+        .api
+        .ok(
+            "/api/wait/register",
+            &body(
+                chat.clone(),
+                json!({"token": token, "message": "m", "requestId": "q1"}),
+            ),
+        )
+        .await["waitId"]
         .as_str()
         .unwrap()
         .to_owned();
-    let reply = call(
-        &url,
-        &secret,
-        "/api/reply",
-        json!({"token": token, "text": "durable"}),
-    )
-    .await;
+    let reply = hub
+        .api
+        .ok("/api/reply", &json!({"token": token, "text": "durable"}))
+        .await;
     // Killed right after the 200, before anyone polled.
-    hub.kill9();
+    hub.kill();
 
-    let hub = HubProcess::start(home.path(), port);
-    let s: Value = reqwest::Client::new()
-        .get(format!("{url}/api/sessions/{token}"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    hub.restart().await;
+    let s = hub.api.session(&token).await;
     assert_eq!(
         s["status"], "replied",
         "the session still waits, with its reply"
     );
-    let got = call(
-        &url,
-        &secret,
-        "/api/wait/poll",
-        json!({"token": token, "waitId": wait, "timeoutMs": 0}),
-    )
-    .await;
+    let poll = json!({"token": token, "waitId": wait, "timeoutMs": 0});
+    let got = hub.api.ok("/api/wait/poll", &poll).await;
     assert_eq!(got["reply"]["id"], reply["replyId"]);
     assert_eq!(got["reply"]["text"], "durable");
-    call(
-        &url,
-        &secret,
-        "/api/wait/ack",
-        json!({"token": token, "waitId": wait, "replyId": reply["replyId"]}),
-    )
-    .await;
-    hub.kill9();
+    hub.api
+        .ok(
+            "/api/wait/ack",
+            &json!({"token": token, "waitId": wait, "replyId": reply["replyId"]}),
+        )
+        .await;
+    hub.kill();
 
     // Acked before the second kill: never delivered again.
-    let _hub = HubProcess::start(home.path(), port);
-    let got = call(
-        &url,
-        &secret,
-        "/api/wait/poll",
-        json!({"token": token, "waitId": wait, "timeoutMs": 0}),
-    )
-    .await;
+    hub.restart().await;
+    let got = hub.api.ok("/api/wait/poll", &poll).await;
     assert_eq!(got, json!({"status": "gone", "reason": "finished"}));
-    let w2 = call(
-        &url,
-        &secret,
-        "/api/wait/register",
-        json!({"token": token, "message": "next", "cursorTitle": "t", "workspace": "/w", "hostIp": "h", "requestId": "q2"}),
-    )
-    .await["waitId"]
+    let w2 = hub
+        .api
+        .ok(
+            "/api/wait/register",
+            &body(
+                chat,
+                json!({"token": token, "message": "next", "requestId": "q2"}),
+            ),
+        )
+        .await["waitId"]
         .as_str()
         .unwrap()
         .to_owned();
-    let got = call(
-        &url,
-        &secret,
-        "/api/wait/poll",
-        json!({"token": token, "waitId": w2, "timeoutMs": 100}),
-    )
-    .await;
+    let got = hub
+        .api
+        .ok(
+            "/api/wait/poll",
+            &json!({"token": token, "waitId": w2, "timeoutMs": 100}),
+        )
+        .await;
     assert_eq!(got["status"], "renewal");
 }
 
 #[tokio::test]
 async fn a_second_serve_on_the_same_home_says_the_store_is_locked() {
-    let home = tempfile::tempdir().unwrap();
-    let _first = HubProcess::start(home.path(), free_port());
-    let out = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{}", free_port()),
-            "--home",
-        ])
-        .arg(home.path())
+    let dir = tempfile::tempdir().unwrap();
+    let _first = RealHub::start(dir.path(), free_addr()).await;
+    let out = realhub::hub_command(dir.path())
+        .args(["serve", "--listen", &free_addr().to_string()])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -1420,36 +1212,32 @@ async fn a_second_serve_on_the_same_home_says_the_store_is_locked() {
 
 #[tokio::test]
 async fn logs_carry_no_message_text_and_no_secret() {
-    let home = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let hub = HubProcess::start(home.path(), port);
-    let secret = secret_of(home.path());
-    let url = hub.url.clone();
-    let token = call(
-        &url,
-        &secret,
-        "/api/init",
-        json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "h"}),
-    )
-    .await["token"]
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let mut hub = RealHub::start_logging(home, free_addr()).await;
+    let secret = hub.api.secret.clone();
+    let chat = json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "h"});
+    let token = hub.api.ok("/api/init", &chat).await["token"]
         .as_str()
         .unwrap()
         .to_owned();
-    call(
-        &url,
-        &secret,
-        "/api/wait/register",
-        json!({"token": token, "message": "AGENT-SAYS-zebra-42", "cursorTitle": "t", "workspace": "/w", "hostIp": "h", "requestId": "q1"}),
-    )
-    .await;
-    call(
-        &url,
-        &secret,
-        "/api/reply",
-        json!({"token": token, "text": "PERSON-SAYS-okapi-17"}),
-    )
-    .await;
+    hub.api
+        .ok(
+            "/api/wait/register",
+            &body(
+                chat,
+                json!({"token": token, "message": "AGENT-SAYS-zebra-42", "requestId": "q1"}),
+            ),
+        )
+        .await;
+    hub.api
+        .ok(
+            "/api/reply",
+            &json!({"token": token, "text": "PERSON-SAYS-okapi-17"}),
+        )
+        .await;
     // A failed login and a bad request are logged too, without their contents.
+    let url = format!("http://{}", hub.addr);
     let _ = reqwest::Client::new()
         .post(format!("{url}/api/login"))
         .json(&json!({"key": "GUESS-narwhal"}))
@@ -1461,9 +1249,8 @@ async fn logs_carry_no_message_text_and_no_secret() {
         .body("{\"token\":\"SECRET-TEXT-ibis\"")
         .send()
         .await;
-    drop(hub);
-    let log_path: PathBuf = home.path().join("logs/hub.log");
-    let log = std::fs::read_to_string(&log_path).unwrap();
+    hub.stop();
+    let log = std::fs::read_to_string(home.join("logs/hub.log")).unwrap();
     assert!(log.contains("reply recorded"), "the log is written: {log}");
     for needle in ["zebra-42", "okapi-17", "narwhal", "ibis", secret.as_str()] {
         assert!(!log.contains(needle), "log contains {needle}");
@@ -1482,7 +1269,7 @@ async fn logs_carry_no_message_text_and_no_secret() {
             }
         }
     }
-    walk(home.path());
+    walk(home);
 }
 
 #[tokio::test]
@@ -1503,7 +1290,7 @@ async fn the_node_hub_file_imports_with_tokens_titles_messages_and_bindings() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2"));
 
-    let hub = TestHub::start_in(home).await;
+    let hub = TestHub::start_at(home.path(), Options::default()).await;
     let s = hub.session("ct_9f2c1e7a4b5d4c3e8a1f2b3c4d5e6f70").await;
     assert_eq!(s["title"], "重构登录模块");
     assert_eq!(s["displayTitle"], "登录重构");

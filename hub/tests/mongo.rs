@@ -5,13 +5,14 @@
 //!
 //! Skipped, with the reason printed, only when that server is not installed.
 
+mod inproc;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use holdline_hub::config::Config;
-use holdline_hub::home::Home;
+use inproc::{Options, TestHub};
 use mongodb::bson::{Document, doc};
 use serde_json::{Value, json};
 
@@ -101,8 +102,17 @@ impl Mongo {
         }
     }
 
+    /// Stops the server as an operator would (SIGTERM), so it keeps what it
+    /// acknowledged; SIGKILL only if it does not exit.
     fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -127,100 +137,14 @@ impl Drop for Mongo {
     }
 }
 
-/// A hub in this process with sync on.
-struct Hub {
-    url: String,
-    secret: String,
-    home: PathBuf,
-    _dir: Option<tempfile::TempDir>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-    http: reqwest::Client,
-}
-
-impl Hub {
-    async fn start(home: &Path, mongo_uri: &str, secret: Option<&str>, port: u16) -> Hub {
-        let h = Home::new(home.to_owned());
-        if let Some(s) = secret {
-            std::fs::create_dir_all(home).unwrap();
-            holdline_hub::home::write_private(&h.secret_file(), s.as_bytes()).unwrap();
-        }
-        h.prepare().unwrap();
-        let secret = h.read_secret().unwrap();
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut config = Config::for_home(home.to_owned(), addr);
-        config.mongo_uri = Some(mongo_uri.to_owned());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            holdline_hub::run(listener, config, async move {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Hub {
-            url: format!("http://{addr}"),
-            secret,
-            home: home.to_owned(),
-            _dir: None,
-            stop: Some(tx),
-            task: Some(task),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.take().unwrap().await.unwrap();
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let res = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(&self.secret)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (
-            res.status().as_u16(),
-            res.json().await.unwrap_or(Value::Null),
-        )
-    }
-
-    async fn ok(&self, path: &str, body: Value) -> Value {
-        let (status, v) = self.post(path, body).await;
-        assert_eq!(status, 200, "{path}: {v}");
-        v
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        self.http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(&self.secret)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    }
-
-    async fn health(&self) -> Value {
-        self.get("/healthz").await
-    }
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
+/// A hub in this process syncing to `uri`.
+async fn hub(home: &Path, uri: &str, secret: Option<&str>, port: u16) -> TestHub {
+    let options = Options {
+        mongo_uri: Some(uri.to_owned()),
+        secret: secret.map(str::to_owned),
+        port,
+    };
+    TestHub::start_at(home, options).await
 }
 
 /// Polls `check` until it holds or `secs` pass.
@@ -250,7 +174,7 @@ async fn sessions_and_messages_reach_mongodb_and_follow_changes() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(dir.path(), &mongo.uri(), None, 0).await;
+    let hub = hub(dir.path(), &mongo.uri(), None, 0).await;
     let token = hub.ok("/api/init", fingerprint("Sync me")).await["token"]
         .as_str()
         .unwrap()
@@ -334,7 +258,7 @@ async fn an_outage_changes_nothing_for_clients_and_sync_catches_up() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(dir.path(), &mongo.uri(), None, 0).await;
+    let hub = hub(dir.path(), &mongo.uri(), None, 0).await;
     let first = hub.ok("/api/init", fingerprint("before")).await["token"]
         .as_str()
         .unwrap()
@@ -401,7 +325,7 @@ async fn a_hub_started_while_mongodb_is_absent_works_and_syncs_later() {
     };
     mongo.stop();
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(dir.path(), &mongo.uri(), None, 0).await;
+    let hub = hub(dir.path(), &mongo.uri(), None, 0).await;
     let token = hub.ok("/api/init", fingerprint("offline start")).await["token"]
         .as_str()
         .unwrap()
@@ -423,7 +347,7 @@ async fn credentials_in_the_uri_never_show() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let uri = format!("mongodb://alice:hunter2pass@127.0.0.1:{port}/?directConnection=true");
-    let hub = Hub::start(dir.path(), &uri, None, 0).await;
+    let hub = hub(dir.path(), &uri, None, 0).await;
     eventually(20, "a sync error is reported", || async {
         hub.health().await["mongo"]["lastError"].is_string()
     })
@@ -548,10 +472,10 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
     let secret = "0123456789abcdef0123456789abcdef-shared";
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let port_a = free_port();
-    let hub_a = Hub::start(dir_a.path(), &mongo.uri(), Some(secret), port_a).await;
-    let hub_b = Hub::start(dir_b.path(), &mongo.uri(), Some(secret), 0).await;
-    let name_a = hub_a.url.trim_start_matches("http://").to_owned();
-    let name_b = hub_b.url.trim_start_matches("http://").to_owned();
+    let hub_a = hub(dir_a.path(), &mongo.uri(), Some(secret), port_a).await;
+    let hub_b = hub(dir_b.path(), &mongo.uri(), Some(secret), 0).await;
+    let name_a = hub_a.name().to_owned();
+    let name_b = hub_b.name().to_owned();
 
     let bridge_home = tempfile::tempdir().unwrap();
     let Some(mut bridge) = Bridge::start(
@@ -573,14 +497,14 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
 
     // B sees A's session, marked with its owner, read-only.
     eventually(15, "hub B shows hub A's session", || async {
-        let s = hub_b.get(&format!("/api/sessions/{token}")).await;
+        let s = hub_b.get(&format!("/api/sessions/{token}")).await.1;
         s["hub"] == name_a.as_str() && s["mirror"] == true
     })
     .await;
     let (status, v) = hub_b
         .post("/api/reply", json!({"token": token, "text": "wrong hub"}))
         .await;
-    assert_eq!(status, 403, "{v}");
+    assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{v}");
 
     // The agent waits on A; A goes away; the bridge moves to B, which adopts.
     let wait = bridge.call("wait_for_user_input", json!({"token": token, "message": "waiting through a failover", "cursorTitle": "Failover", "workspace": "/w"}));
@@ -596,7 +520,7 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
     .await;
     hub_a.stop().await;
     eventually(30, "hub B adopts the session", || async {
-        let s = hub_b.get(&format!("/api/sessions/{token}")).await;
+        let s = hub_b.get(&format!("/api/sessions/{token}")).await.1;
         s["hub"] == name_b.as_str() && s["mirror"] == false && s["status"] == "waiting"
     })
     .await;
@@ -614,7 +538,7 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
     .unwrap();
     let (answer, _bridge) = result;
     assert!(answer.to_string().contains("answered on B"), "{answer}");
-    let s = hub_b.get(&format!("/api/sessions/{token}")).await;
+    let s = hub_b.get(&format!("/api/sessions/{token}")).await.1;
     let history: Vec<&str> = s["messages"]
         .as_array()
         .unwrap()
@@ -628,9 +552,9 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
     );
 
     // A comes back: it keeps a copy and does not take the session back.
-    let hub_a = Hub::start(dir_a.path(), &mongo.uri(), Some(secret), port_a).await;
+    let hub_a = hub(dir_a.path(), &mongo.uri(), Some(secret), port_a).await;
     eventually(15, "hub A sees that B owns it now", || async {
-        let s = hub_a.get(&format!("/api/sessions/{token}")).await;
+        let s = hub_a.get(&format!("/api/sessions/{token}")).await.1;
         s["mirror"] == true && s["hub"] == name_b.as_str()
     })
     .await;
@@ -643,5 +567,4 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
         .unwrap()
         .unwrap();
     assert_eq!(doc.get_str("owner").unwrap(), name_b);
-    let _ = hub_a.home.clone();
 }

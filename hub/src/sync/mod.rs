@@ -320,17 +320,26 @@ impl Sync {
     async fn pull_round(&self, since: i64) -> Result<i64, SyncError> {
         let hub = &self.inner.hub;
         let started = now_ms();
+        // A generous overlap: a write stamped before our last pull may become
+        // visible after it (a slow MongoDB); revisions already held are skipped.
         let changed: Vec<Document> = self
             .sessions()
-            .find(doc! {"owner": {"$ne": hub.name()}, "updatedAt": {"$gte": since - 2_000}})
-            .projection(doc! {"_id": 1})
+            .find(doc! {"owner": {"$ne": hub.name()}, "updatedAt": {"$gte": since - 30_000}})
+            .projection(doc! {"_id": 1, "rev": 1})
             .await?
             .try_collect()
             .await?;
         for d in changed {
-            if let Some(token) = d.get_str("_id").ok().and_then(Token::parse) {
-                self.pull_session(&token).await?;
+            let Some(token) = d.get_str("_id").ok().and_then(Token::parse) else {
+                continue;
+            };
+            if hub
+                .mirror_rev(&token)
+                .is_some_and(|have| have >= remote_rev(&d))
+            {
+                continue;
             }
+            self.pull_session(&token).await?;
         }
         Ok(started)
     }

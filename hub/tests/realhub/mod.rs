@@ -50,10 +50,26 @@ pub struct RealHub {
     child: Option<Child>,
     /// Standard error of every start, appended.
     log: PathBuf,
+    /// `HOLDLINE_LOG` for the hub (quiet by default).
+    log_level: &'static str,
 }
 
 impl RealHub {
     /// Starts the hub and waits until `/healthz` answers.
+    /// Like [`RealHub::start`], logging at `info` (what a service logs).
+    pub async fn start_logging(home: &Path, addr: SocketAddr) -> RealHub {
+        let mut hub = RealHub {
+            home: home.to_owned(),
+            addr,
+            api: Api::new(addr, String::new()),
+            child: None,
+            log: home.with_extension("stderr.log"),
+            log_level: "info",
+        };
+        hub.launch().await;
+        hub
+    }
+
     pub async fn start(home: &Path, addr: SocketAddr) -> RealHub {
         let mut hub = RealHub {
             home: home.to_owned(),
@@ -61,6 +77,7 @@ impl RealHub {
             api: Api::new(addr, String::new()),
             child: None,
             log: home.with_extension("stderr.log"),
+            log_level: "warn",
         };
         hub.launch().await;
         hub
@@ -76,6 +93,7 @@ impl RealHub {
             .open(&self.log)
             .expect("open the hub's stderr log");
         let child = hub_command(&self.home)
+            .env("HOLDLINE_LOG", self.log_level)
             .args(["serve", "--listen", &self.addr.to_string()])
             .stdout(Stdio::null())
             .stderr(err)
