@@ -55,29 +55,24 @@ pub struct RealHub {
 }
 
 impl RealHub {
-    /// Starts the hub and waits until `/healthz` answers.
     /// Like [`RealHub::start`], logging at `info` (what a service logs).
     pub async fn start_logging(home: &Path, addr: SocketAddr) -> RealHub {
-        let mut hub = RealHub {
-            home: home.to_owned(),
-            addr,
-            api: Api::new(addr, String::new()),
-            child: None,
-            log: home.with_extension("stderr.log"),
-            log_level: "info",
-        };
-        hub.launch().await;
-        hub
+        Self::start_with(home, addr, "info").await
     }
 
+    /// Starts the hub and waits until `/healthz` answers.
     pub async fn start(home: &Path, addr: SocketAddr) -> RealHub {
+        Self::start_with(home, addr, "warn").await
+    }
+
+    async fn start_with(home: &Path, addr: SocketAddr, log_level: &'static str) -> RealHub {
         let mut hub = RealHub {
             home: home.to_owned(),
             addr,
             api: Api::new(addr, String::new()),
             child: None,
             log: home.with_extension("stderr.log"),
-            log_level: "warn",
+            log_level,
         };
         hub.launch().await;
         hub
