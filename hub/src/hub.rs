@@ -291,6 +291,10 @@ impl Hub {
         if !session.mirror {
             self.mark_unsynced(&session.token);
         }
+        // Counting the queue reads the store: only when a panel listens.
+        if self.inner.events.receiver_count() == 0 {
+            return;
+        }
         let queued = self.queued_count(&session.token);
         let _ = self.inner.events.send(SessionInfo {
             session,
