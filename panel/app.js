@@ -29,6 +29,10 @@ const state = {
   /** token → waitingSince already announced, so one wait chimes once. */
   announced: new Map(),
   stopEvents: null,
+  /** Numbers list fetches, so an older answer that arrives late is dropped. */
+  listGen: 0,
+  /** token → Session from events received while a list fetch was in flight. */
+  heardDuringFetch: null,
 };
 
 // ---------------------------------------------------------------- login
@@ -240,16 +244,28 @@ function title(s) {
 async function refreshList() {
   const view = state.view;
   const q = state.q;
+  const gen = ++state.listGen;
+  const heard = new Map();
+  state.heardDuringFetch = heard;
   try {
     const res = await api.sessions({ status: view === 'archived' ? 'archived' : '', q });
-    if (view !== state.view || q !== state.q) return;
+    // Two fetches can cross (the first load and the stream opening): only the newest counts.
+    if (gen !== state.listGen || view !== state.view || q !== state.q) return;
     state.listed = new Map(res.sessions.map((s) => [s.token, s]));
-    state.nextCursor = res.nextCursor || null;
     for (const s of res.sessions) remember(s, false);
+    // An event heard while the fetch was in flight may be newer than the answer.
+    for (const s of heard.values()) {
+      remember(s, false);
+      if (belongsInView(s) && (!q || state.listed.has(s.token))) state.listed.set(s.token, s);
+      else state.listed.delete(s.token);
+    }
+    state.nextCursor = res.nextCursor || null;
     drawList();
   } catch (e) {
     if (e.status === 401) showLogin('');
     else toast(t('errorGeneric', { msg: e.message }), 'error');
+  } finally {
+    if (gen === state.listGen) state.heardDuringFetch = null;
   }
 }
 
@@ -368,6 +384,7 @@ let detailTimer = null;
 
 function sessionEvent(s) {
   remember(s, true);
+  state.heardDuringFetch?.set(s.token, s);
   if (belongsInView(s) && (!state.q || state.listed.has(s.token))) state.listed.set(s.token, s);
   else state.listed.delete(s.token);
   drawList();

@@ -137,11 +137,15 @@ pub async fn reply_latency(
     for i in 0..replies {
         let peer = peer.clone();
         let wait_args = args(json!({"token": token, "message": format!("step {i} done")}));
+        // The clock stops when the tool result reaches the client, which may be
+        // before the person's 200 (that one also waits for the disk).
         let call = tokio::spawn(async move {
-            peer.call_tool(
-                CallToolRequestParams::new("wait_for_user_input").with_arguments(wait_args),
-            )
-            .await
+            let result = peer
+                .call_tool(
+                    CallToolRequestParams::new("wait_for_user_input").with_arguments(wait_args),
+                )
+                .await;
+            (result, Instant::now())
         });
         wait_until_waiting(&mut person, &token).await?;
         // The bridge polls right after its register answers; give that poll
@@ -153,8 +157,9 @@ pub async fn reply_latency(
             .post("/api/reply", &json!({"token": token, "text": text}))
             .await?;
         answer.ok_json()?;
-        let result = call.await??;
-        let took = t0.elapsed();
+        let (result, arrived) = call.await?;
+        let result = result?;
+        let took = arrived - t0;
         let got = text_of(&result);
         if result.is_error == Some(true) || !got.contains(&text) {
             bail!("wait {i} ended without the reply: {got}");

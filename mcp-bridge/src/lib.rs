@@ -11,6 +11,7 @@ pub mod config;
 pub mod delivery;
 pub mod hub_client;
 pub mod install;
+mod stdio;
 pub mod tools;
 
 use std::time::Duration;
@@ -25,7 +26,7 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let bridge = tools::Bridge::new(&config, hub.clone(), delivery.clone(), shutdown.clone());
     let transport = delivery::AckingTransport::new(
-        AsyncRwTransport::<RoleServer, _, _>::new_server(tokio::io::stdin(), tokio::io::stdout()),
+        AsyncRwTransport::<RoleServer, _, _>::new_server(stdio::stdin(), stdio::stdout()),
         delivery.clone(),
         shutdown.clone(),
     );

@@ -35,7 +35,10 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Install(args) => holdline_mcp::install::run(&args),
-        Command::Serve => tokio::runtime::Runtime::new()
+        // One thread: the bridge only forwards, and a reply crosses no thread hand-off.
+        Command::Serve => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
             .map_err(anyhow::Error::from)
             .and_then(|rt| {
                 rt.block_on(holdline_mcp::serve_stdio(

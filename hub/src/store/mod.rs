@@ -1,5 +1,6 @@
 //! The only code that knows sled: sessions, messages, bindings, queued replies
-//! and the schema version, each change applied atomically across trees.
+//! and the schema version, each change applied atomically across trees
+//! (through `journal`, never sled's transactions).
 //!
 //! Layout (one tree each):
 //! - `sessions`: token → session metadata (JSON)
@@ -9,11 +10,18 @@
 //! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
 //! - `meta`: `schema_version`, `templates`
 //! - `synced`: token → (rev, messages) already written to MongoDB
+//! - `journal`: sequence number → a write in progress (see [`journal`])
+
+mod journal;
 
 use std::path::{Path, PathBuf};
 
-use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use sled::{IVec, Tree};
+
+use journal::{Op, TreeId};
 
 use crate::session::{Message, QueuedReply, Session, Token};
 
@@ -73,7 +81,7 @@ pub enum BindingKind {
     Thread,
 }
 
-/// A set of changes written in one transaction.
+/// A set of changes applied atomically.
 #[derive(Debug, Default)]
 pub struct Write {
     sessions: Vec<Session>,
@@ -122,6 +130,9 @@ pub struct Store {
     replies: Tree,
     meta: Tree,
     synced: Tree,
+    journal: Tree,
+    /// Key of the next journal record; the journal is empty after open.
+    journal_seq: Arc<AtomicU64>,
     /// One flush at a time (see [`Store::flush`]).
     flushing: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
@@ -165,6 +176,8 @@ impl Store {
             replies: t("replies")?,
             meta: t("meta")?,
             synced: t("synced")?,
+            journal: t("journal")?,
+            journal_seq: Default::default(),
             flushing: Default::default(),
             db,
         };
@@ -197,6 +210,16 @@ impl Store {
                 }
             }
         }
+        let replayed = store.replay_journal().map_err(|e| match e {
+            StoreError::Decode(detail) => StoreError::Corrupt {
+                path: dir.to_owned(),
+                detail,
+            },
+            other => other,
+        })?;
+        if replayed > 0 {
+            tracing::info!(writes = replayed, "finished writes a crash interrupted");
+        }
         Ok(store)
     }
 
@@ -211,58 +234,107 @@ impl Store {
 
     /// Applies every change of `w` atomically. Not yet durable: call [`Store::flush`].
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
-        let trees = (
-            &self.sessions,
-            &self.messages,
-            &self.bindings,
-            &self.plans,
-            &self.threads,
-            &self.replies,
-        );
-        // Queued replies are keyed by a monotonic id so the queue keeps its order.
-        let mut reply_keys = Vec::with_capacity(w.enqueue.len());
-        for (token, _) in &w.enqueue {
-            reply_keys.push(key(token, self.db.generate_id()?));
+        let ops = self.ops(w)?;
+        if let [op] = ops.as_slice() {
+            // One key: sled applies it atomically by itself.
+            return self.apply_op(op);
         }
-        let dequeue_keys: Vec<Vec<u8>> = w
-            .dequeue
-            .iter()
-            .map(|(token, id)| self.reply_key(token, id))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .flatten()
-            .collect();
-        let result: Result<(), TransactionError<()>> =
-            trees.transaction(|(sessions, messages, bindings, plans, threads, replies)| {
-                for s in &w.sessions {
-                    sessions.insert(s.token.as_str().as_bytes(), encode(s))?;
-                }
-                for (token, seq, m) in &w.messages {
-                    messages.insert(key(token, *seq), encode(m))?;
-                }
-                for (kind, name, token) in &w.bind {
-                    let tree = match kind {
-                        BindingKind::Chat => bindings,
-                        BindingKind::Plan => plans,
-                        BindingKind::Thread => threads,
-                    };
-                    match token {
-                        Some(t) => tree.insert(name.as_bytes(), t.as_str().as_bytes())?,
-                        None => tree.remove(name.as_bytes())?,
-                    };
-                }
-                for ((_, r), k) in w.enqueue.iter().zip(&reply_keys) {
-                    replies.insert(k.as_slice(), encode(r))?;
-                }
-                for k in &dequeue_keys {
-                    replies.remove(k.as_slice())?;
-                }
-                Ok::<(), ConflictableTransactionError<()>>(())
+        let record = self.journal_seq.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+        self.journal.insert(record, journal::encode(&ops))?;
+        for op in &ops {
+            self.apply_op(op)?;
+        }
+        self.journal.remove(record)?;
+        Ok(())
+    }
+
+    /// `w` as puts and deletes of concrete keys, values encoded.
+    fn ops(&self, w: &Write) -> Result<Vec<Op>, StoreError> {
+        let put = |tree, key: Vec<u8>, value: Vec<u8>| Op {
+            tree,
+            key,
+            value: Some(value),
+        };
+        let mut ops = Vec::with_capacity(
+            w.sessions.len() + w.messages.len() + w.bind.len() + w.enqueue.len() + w.dequeue.len(),
+        );
+        for s in &w.sessions {
+            ops.push(put(
+                TreeId::Sessions,
+                s.token.as_str().as_bytes().to_vec(),
+                encode(s),
+            ));
+        }
+        for (token, seq, m) in &w.messages {
+            ops.push(put(TreeId::Messages, key(token, *seq), encode(m)));
+        }
+        for (kind, name, token) in &w.bind {
+            let tree = match kind {
+                BindingKind::Chat => TreeId::Bindings,
+                BindingKind::Plan => TreeId::Plans,
+                BindingKind::Thread => TreeId::Threads,
+            };
+            ops.push(Op {
+                tree,
+                key: name.as_bytes().to_vec(),
+                value: token.as_ref().map(|t| t.as_str().as_bytes().to_vec()),
             });
-        result.map_err(|e| match e {
-            TransactionError::Storage(e) => StoreError::from(e),
-            TransactionError::Abort(()) => StoreError::Io("transaction aborted".into()),
-        })
+        }
+        // Queued replies are keyed by a monotonic id so the queue keeps its order.
+        for (token, r) in &w.enqueue {
+            ops.push(put(
+                TreeId::Replies,
+                key(token, self.db.generate_id()?),
+                encode(r),
+            ));
+        }
+        for (token, id) in &w.dequeue {
+            if let Some(k) = self.reply_key(token, id)? {
+                ops.push(Op {
+                    tree: TreeId::Replies,
+                    key: k,
+                    value: None,
+                });
+            }
+        }
+        Ok(ops)
+    }
+
+    fn apply_op(&self, op: &Op) -> Result<(), StoreError> {
+        let tree = self.tree(op.tree);
+        match &op.value {
+            Some(v) => tree.insert(op.key.as_slice(), v.as_slice())?,
+            None => tree.remove(op.key.as_slice())?,
+        };
+        Ok(())
+    }
+
+    fn tree(&self, id: TreeId) -> &Tree {
+        match id {
+            TreeId::Sessions => &self.sessions,
+            TreeId::Messages => &self.messages,
+            TreeId::Bindings => &self.bindings,
+            TreeId::Plans => &self.plans,
+            TreeId::Threads => &self.threads,
+            TreeId::Replies => &self.replies,
+        }
+    }
+
+    /// Finishes the writes a crash interrupted (their journal records), oldest first.
+    fn replay_journal(&self) -> Result<usize, StoreError> {
+        let mut replayed = 0;
+        for kv in self.journal.iter() {
+            let (record, ops) = kv?;
+            for op in journal::decode(&ops)? {
+                self.apply_op(&op)?;
+            }
+            self.journal.remove(record)?;
+            replayed += 1;
+        }
+        if replayed > 0 {
+            self.db.flush()?;
+        }
+        Ok(replayed)
     }
 
     /// Makes every applied write durable. Called before answering anything a person typed.
@@ -520,6 +592,60 @@ mod tests {
         assert_eq!(store.first_reply(&s.token).unwrap().unwrap().id, b.id);
     }
 
+    /// Opens `dir` again after a drop (sled lets go of its lock shortly after).
+    fn reopen(dir: &Path) -> Result<Store, StoreError> {
+        let mut reopened = Store::open(dir, 1 << 20);
+        for _ in 0..50 {
+            if !matches!(reopened, Err(StoreError::Locked { .. })) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            reopened = Store::open(dir, 1 << 20);
+        }
+        reopened
+    }
+
+    #[test]
+    fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+        let mut w = Write::new();
+        w.session(&s).message(&s.token, 0, msg(0)).bind(
+            BindingKind::Chat,
+            "/w::t@h",
+            Some(&s.token),
+        );
+        // What a crash right after the journal record leaves: the record, no keys.
+        let ops = store.ops(&w).unwrap();
+        store.journal.insert(7u64.to_be_bytes(), journal::encode(&ops)).unwrap();
+        store.flush_blocking().unwrap();
+        drop(store);
+
+        let store = reopen(dir.path()).unwrap();
+        assert_eq!(store.load_sessions().unwrap().len(), 1);
+        assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 1);
+        assert_eq!(
+            store.binding(BindingKind::Chat, "/w::t@h").unwrap(),
+            Some(s.token.clone())
+        );
+        assert!(store.journal.is_empty(), "the record is gone once replayed");
+    }
+
+    #[test]
+    fn a_damaged_journal_record_is_reported_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        store.journal.insert(1u64.to_be_bytes(), &[1u8, 0, 0][..]).unwrap();
+        store.flush_blocking().unwrap();
+        drop(store);
+        match reopen(dir.path()) {
+            Err(StoreError::Corrupt { .. }) => {}
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("a damaged journal was accepted"),
+        }
+    }
+
     #[test]
     fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -535,16 +661,7 @@ mod tests {
             .unwrap();
         store.flush_blocking().unwrap();
         drop(store);
-        // sled's background flusher lets go of the lock shortly after the drop.
-        let mut reopened = Store::open(dir.path(), 1 << 20);
-        for _ in 0..50 {
-            if !matches!(reopened, Err(StoreError::Locked { .. })) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            reopened = Store::open(dir.path(), 1 << 20);
-        }
-        match reopened {
+        match reopen(dir.path()) {
             Err(StoreError::Schema { found: 99, .. }) => {}
             Err(e) => panic!("unexpected error {e}"),
             Ok(_) => panic!("wrong schema accepted"),
