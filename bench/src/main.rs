@@ -276,7 +276,21 @@ async fn bench_reply(bins: &Binaries, scale: &Scale, report: &mut Report) -> any
     );
     let home = tempfile::tempdir()?;
     let hub = HubProcess::start(&bins.hub, &home.path().join("home")).await?;
-    let s = mcp::reply_latency(&bins.mcp, &hub, home.path(), scale.replies).await?;
+    // The measuring client gets a thread of its own, so its clock reads when the
+    // result arrives, not when a busy shared runtime gets round to it.
+    let (mcp_bin, addr, cwd, replies) = (
+        bins.mcp.clone(),
+        mcp::HubAddr::from(&hub),
+        home.path().to_owned(),
+        scale.replies,
+    );
+    let s = tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(mcp::reply_latency(&mcp_bin, &addr, &cwd, replies))
+    })
+    .await??;
     hub.stop()?;
     report.row(
         format!(

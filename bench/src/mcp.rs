@@ -2,6 +2,7 @@
 //! cold start (spawn → `tools/list` answered), idle memory of its process
 //! tree, and reply latency (reply POST sent → tool result at the client).
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -24,8 +25,24 @@ pub struct Bridge {
     pub pid: u32,
 }
 
+/// Where the hub under test listens and its secret.
+#[derive(Clone)]
+pub struct HubAddr {
+    pub addr: SocketAddr,
+    pub secret: String,
+}
+
+impl From<&HubProcess> for HubAddr {
+    fn from(h: &HubProcess) -> Self {
+        HubAddr {
+            addr: h.addr,
+            secret: h.secret.clone(),
+        }
+    }
+}
+
 /// Spawns `holdline-mcp` against `hub` and completes `initialize`.
-pub async fn spawn_bridge(mcp: &Path, hub: &HubProcess, cwd: &Path) -> anyhow::Result<Bridge> {
+pub async fn spawn_bridge(mcp: &Path, hub: &HubAddr, cwd: &Path) -> anyhow::Result<Bridge> {
     let mut cmd = tokio::process::Command::new(mcp);
     cmd.current_dir(cwd)
         .env("HOLDLINE_HUB", format!("http://{}", hub.addr))
@@ -74,7 +91,7 @@ pub async fn bridge_figures(
     let mut rss = Vec::with_capacity(runs);
     for run in 0..=runs {
         let t0 = Instant::now();
-        let b = spawn_bridge(mcp, hub, cwd).await?;
+        let b = spawn_bridge(mcp, &hub.into(), cwd).await?;
         let tools = b.client.list_all_tools().await.context("tools/list")?;
         let took = t0.elapsed();
         if tools.len() != 4 {
@@ -113,7 +130,7 @@ fn text_of(r: &CallToolResult) -> String {
 /// from writing that POST to the tool result arriving at the MCP client.
 pub async fn reply_latency(
     mcp: &Path,
-    hub: &HubProcess,
+    hub: &HubAddr,
     cwd: &Path,
     replies: usize,
 ) -> anyhow::Result<Samples> {

@@ -2,7 +2,7 @@
 //! the store and the waiters. No HTTP here; `api` translates.
 //!
 //! Invariant: every change goes through [`Hub::commit`] — validated on a copy,
-//! applied to sled in one transaction, then swapped into memory — so memory
+//! applied to sled as one atomic write, then swapped into memory — so memory
 //! never holds a state the store lacks. Callers flush before answering.
 
 use std::collections::HashMap;
@@ -128,7 +128,7 @@ pub struct Hub {
 
 struct Inner {
     /// Session metadata by token. A std mutex: each critical section is map
-    /// work plus one in-memory sled transaction, never an `.await`.
+    /// work plus one atomic store write (no disk sync), never an `.await`.
     sessions: Mutex<HashMap<Token, Session>>,
     store: Store,
     waiters: Waiters,
@@ -258,7 +258,7 @@ impl Hub {
     // ---- the commit path ------------------------------------------------
 
     /// Runs `f` on a copy of the session; if it succeeds, stores the copy and
-    /// `f`'s extra writes in one transaction and swaps the copy in.
+    /// `f`'s extra writes as one atomic write and swaps the copy in.
     fn commit<R>(
         &self,
         token: &Token,

@@ -36,8 +36,9 @@ pub fn stdin() -> Reader {
         return Box::pin(tokio::io::stdin());
     };
     let handle: std::io::Result<Reader> = match kind(&fd) {
-        Kind::Pipe => tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
-            .map(|r| Box::pin(r) as Reader),
+        Kind::Pipe => {
+            tokio::net::unix::pipe::Receiver::from_owned_fd(fd).map(|r| Box::pin(r) as Reader)
+        }
         Kind::Socket => socket(fd).map(|s| Box::pin(s) as Reader),
         Kind::Other => return Box::pin(tokio::io::stdin()),
     };

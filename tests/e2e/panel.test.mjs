@@ -105,6 +105,29 @@ test('a wait registered through the API appears live, waiting first, with progre
   assert.equal(await msg.locator('strong').textContent(), 'Next?', 'Markdown is rendered');
 });
 
+test('a list answer that arrives late does not hide a session shown since', async () => {
+  const { page } = await browser();
+  // Hold back the first list answer (taken before the new session exists)
+  // until the event stream has shown the new session.
+  let release;
+  const held = new Promise((r) => { release = r; });
+  let lists = 0;
+  await page.route((url) => url.pathname === '/api/sessions', async (route) => {
+    if (++lists > 1) return route.continue();
+    const stale = await route.fetch();
+    await held;
+    await route.fulfill({ response: stale });
+  });
+  await openPanel(page, hub);
+  await page.waitForFunction(() => document.querySelector('#live')?.dataset.state === 'on');
+  const late = await newAgent(hub, 'Arrived during the first fetch');
+  await item(page, late.token).waitFor();
+  release();
+  await sleep(500);
+  assert.ok(lists >= 2, 'the stream opening fetched the list again');
+  assert.equal(await item(page, late.token).count(), 1, 'the session is still listed after the stale answer');
+});
+
 test('typing a reply and pressing Enter ends the wait with that text; Shift+Enter breaks a line', async () => {
   const { page } = await browser();
   await openPanel(page, hub);

@@ -239,7 +239,10 @@ impl Store {
             // One key: sled applies it atomically by itself.
             return self.apply_op(op);
         }
-        let record = self.journal_seq.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+        let record = self
+            .journal_seq
+            .fetch_add(1, Ordering::Relaxed)
+            .to_be_bytes();
         self.journal.insert(record, journal::encode(&ops))?;
         for op in &ops {
             self.apply_op(op)?;
@@ -618,7 +621,10 @@ mod tests {
         );
         // What a crash right after the journal record leaves: the record, no keys.
         let ops = store.ops(&w).unwrap();
-        store.journal.insert(7u64.to_be_bytes(), journal::encode(&ops)).unwrap();
+        store
+            .journal
+            .insert(7u64.to_be_bytes(), journal::encode(&ops))
+            .unwrap();
         store.flush_blocking().unwrap();
         drop(store);
 
@@ -636,7 +642,10 @@ mod tests {
     fn a_damaged_journal_record_is_reported_not_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 1 << 20).unwrap();
-        store.journal.insert(1u64.to_be_bytes(), &[1u8, 0, 0][..]).unwrap();
+        store
+            .journal
+            .insert(1u64.to_be_bytes(), &[1u8, 0, 0][..])
+            .unwrap();
         store.flush_blocking().unwrap();
         drop(store);
         match reopen(dir.path()) {
