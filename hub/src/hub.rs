@@ -153,12 +153,20 @@ impl Hub {
         shutdown: CancellationToken,
     ) -> Result<Hub, StoreError> {
         let home = crate::home::Home::new(config.home.clone());
+        let opening = Instant::now();
         let store = Store::open(&home.db_dir(), config.cache_bytes)?;
+        let loading = Instant::now();
         let sessions: HashMap<Token, Session> = store
             .load_sessions()?
             .into_iter()
             .map(|s| (s.token.clone(), s))
             .collect();
+        tracing::info!(
+            open_ms = (loading - opening).as_millis() as u64,
+            load_ms = loading.elapsed().as_millis() as u64,
+            sessions = sessions.len(),
+            "store opened"
+        );
         let (events, _) = broadcast::channel(1024);
         let unsynced = match config.mongo_uri {
             None => None,

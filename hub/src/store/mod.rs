@@ -223,9 +223,33 @@ impl Store {
         Ok(store)
     }
 
-    /// Every session's metadata (messages stay on disk).
+    /// Every session's metadata (messages stay on disk). The records are read
+    /// in order, then decoded on every core: decoding is most of a large start.
     pub fn load_sessions(&self) -> Result<Vec<Session>, StoreError> {
-        self.sessions.iter().values().map(|v| decode(&v?)).collect()
+        let records = self
+            .sessions
+            .iter()
+            .values()
+            .collect::<Result<Vec<IVec>, _>>()?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let chunk = records.len().div_ceil(cores).max(1024);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = records
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|v| decode(v))
+                            .collect::<Result<Vec<Session>, _>>()
+                    })
+                })
+                .collect();
+            let mut sessions = Vec::with_capacity(records.len());
+            for part in parts {
+                sessions.extend(part.join().expect("decoding does not panic")?);
+            }
+            Ok(sessions)
+        })
     }
 
     pub fn session_count(&self) -> usize {
