@@ -32,37 +32,45 @@ fn kind(fd: &OwnedFd) -> Kind {
 
 /// stdin. Must be called inside the runtime.
 pub fn stdin() -> Reader {
-    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
-        return Box::pin(tokio::io::stdin());
-    };
-    let handle: std::io::Result<Reader> = match kind(&fd) {
-        Kind::Pipe => {
-            tokio::net::unix::pipe::Receiver::from_owned_fd(fd).map(|r| Box::pin(r) as Reader)
-        }
-        Kind::Socket => socket(fd).map(|s| Box::pin(s) as Reader),
-        Kind::Other => return Box::pin(tokio::io::stdin()),
-    };
-    handle.unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "stdin stays on tokio's blocking stdio");
-        Box::pin(tokio::io::stdin())
-    })
+    open(
+        "stdin",
+        std::io::stdin().as_fd().try_clone_to_owned(),
+        |fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).map(|r| Box::pin(r) as Reader),
+        |s| Box::pin(s),
+        || Box::pin(tokio::io::stdin()),
+    )
 }
 
 /// stdout. Must be called inside the runtime.
 pub fn stdout() -> Writer {
-    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
-        return Box::pin(tokio::io::stdout());
+    open(
+        "stdout",
+        std::io::stdout().as_fd().try_clone_to_owned(),
+        |fd| tokio::net::unix::pipe::Sender::from_owned_fd(fd).map(|w| Box::pin(w) as Writer),
+        |s| Box::pin(s),
+        || Box::pin(tokio::io::stdout()),
+    )
+}
+
+/// `pipe` or `socket` on a copy of the stream's descriptor by what it is, else `blocking`.
+fn open<T>(
+    name: &str,
+    fd: std::io::Result<OwnedFd>,
+    pipe: impl FnOnce(OwnedFd) -> std::io::Result<T>,
+    socket_of: impl FnOnce(tokio::net::UnixStream) -> T,
+    blocking: impl FnOnce() -> T,
+) -> T {
+    let Ok(fd) = fd else {
+        return blocking();
     };
-    let handle: std::io::Result<Writer> = match kind(&fd) {
-        Kind::Pipe => {
-            tokio::net::unix::pipe::Sender::from_owned_fd(fd).map(|w| Box::pin(w) as Writer)
-        }
-        Kind::Socket => socket(fd).map(|s| Box::pin(s) as Writer),
-        Kind::Other => return Box::pin(tokio::io::stdout()),
+    let handle = match kind(&fd) {
+        Kind::Pipe => pipe(fd),
+        Kind::Socket => socket(fd).map(socket_of),
+        Kind::Other => return blocking(),
     };
     handle.unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "stdout stays on tokio's blocking stdio");
-        Box::pin(tokio::io::stdout())
+        tracing::debug!(error = %e, "{name} stays on tokio's blocking stdio");
+        blocking()
     })
 }
 
