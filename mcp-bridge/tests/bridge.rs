@@ -862,6 +862,74 @@ async fn garbage_is_survived_and_stdin_eof_cancels_open_waits() -> anyhow::Resul
     Ok(())
 }
 
+/// Node-based clients (most IDEs) give a child sockets, not pipes, for stdin and
+/// stdout; the bridge serves those on its own thread too, and a wait and a reply go
+/// through them.
+#[tokio::test]
+async fn a_client_that_gives_sockets_for_stdio_is_served() -> anyhow::Result<()> {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let (to_bridge, bridge_in) = UnixStream::pair()?;
+    let (from_bridge, bridge_out) = UnixStream::pair()?;
+    let mut child = tokio::process::Command::new(bridge_bin())
+        .env("HOLDLINE_HUB", hub.url())
+        .env("HOLDLINE_SECRET", &hub.secret)
+        .env("HOLDLINE_HOME", home.path())
+        .env("HOLDLINE_HOST_ID", "socket-host")
+        .env("HOLDLINE_NO_AUTOSTART", "1")
+        .stdin(Stdio::from(OwnedFd::from(bridge_in)))
+        .stdout(Stdio::from(OwnedFd::from(bridge_out)))
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    for s in [&to_bridge, &from_bridge] {
+        s.set_nonblocking(true)?;
+    }
+    let mut stdin = tokio::net::UnixStream::from_std(to_bridge)?;
+    let mut lines = BufReader::new(tokio::net::UnixStream::from_std(from_bridge)?).lines();
+    let mut next = async || -> anyhow::Result<Value> {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await??
+            .context("bridge closed stdout")?;
+        Ok(serde_json::from_str(&line)?)
+    };
+    stdin.write_all(concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"node-like","version":"1"}}}"#, "\n",
+    ).as_bytes()).await?;
+    assert_eq!(
+        next().await?["result"]["serverInfo"]["name"],
+        "holdline-mcp"
+    );
+    stdin.write_all(concat!(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"init_conversation","arguments":{"cursorTitle":"Sockets","workspace":"/sock"}}}"#, "\n",
+    ).as_bytes()).await?;
+    let init = next().await?;
+    let token = init["result"]["structuredContent"]["token"]
+        .as_str()
+        .with_context(|| format!("no token in {init}"))?
+        .to_owned();
+    stdin.write_all(format!(
+        "{}\n",
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait_for_user_input","arguments":{"token":token,"message":"over sockets"}}})
+    ).as_bytes()).await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "answered through a socket", json!([]))
+        .await?;
+    let result = next().await?;
+    assert_eq!(result["id"], 3, "{result}");
+    assert!(
+        result.to_string().contains("answered through a socket"),
+        "{result}"
+    );
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await??;
+    assert!(status.success(), "bridge exited with {status}");
+    Ok(())
+}
+
 #[test]
 fn install_print_is_valid_for_every_client() -> anyhow::Result<()> {
     let home = TempDir::new()?;
