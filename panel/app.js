@@ -282,10 +282,13 @@ async function loadMoreSessions() {
   }
 }
 
-/** Keeps `s` in `known`; announces a new wait when `live`. */
+/**
+ * Keeps `s` in `known`; announces a new wait when `live`. Another hub's
+ * session (a mirror) is not announced: it is answered on its own hub's panel.
+ */
 function remember(s, live) {
   state.known.set(s.token, s);
-  if (s.status === 'waiting') {
+  if (s.status === 'waiting' && !s.mirror) {
     const since = s.waitingSince || s.lastActiveAt;
     if (live && state.announced.get(s.token) !== since) {
       notify.announce(t('notifyTitle', { title: title(s) }), s.lastReview?.nextStep || s.preview || '', () => select(s.token));
@@ -360,7 +363,7 @@ function sessionItem(s) {
 }
 
 function drawWaitingCount() {
-  const n = [...state.known.values()].filter((s) => s.status === 'waiting').length;
+  const n = [...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror).length;
   document.title = n > 0 ? `(${n}) holdline` : 'holdline';
   const el = $('#waiting-count');
   el.hidden = n === 0;

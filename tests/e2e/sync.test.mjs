@@ -172,6 +172,9 @@ test('sync badge, another hub\'s session read-only, badge behind/down when Mongo
   const tag = row.getByTestId('session-mirror');
   await tag.waitFor();
   assert.equal(await tag.textContent(), `on ${a.addr}`);
+  // It waits, but on A: B's tab title does not count it (nor does B chime for it).
+  assert.equal(await row.getAttribute('data-status'), 'waiting');
+  assert.equal(await page.title(), 'holdline');
 
   await selectSession(page, mine.token);
   const notice = page.getByTestId('mirror-notice');
