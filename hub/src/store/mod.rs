@@ -257,6 +257,10 @@ impl Store {
     }
 
     /// Applies every change of `w` atomically. Not yet durable: call [`Store::flush`].
+    ///
+    /// Atomic across crashes: never half of a write. If a key fails mid-way (the
+    /// disk failed), its journal record stays and the next open finishes the
+    /// write, so a write reported as failed may still take effect after a restart.
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
         let ops = self.ops(w)?;
         if let [op] = ops.as_slice() {
