@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use crate::procs::{Binaries, HubProcess};
-use crate::stats::{mib, ms};
+use crate::stats::{mib, ms, with_range};
 
 #[derive(Parser)]
 #[command(
@@ -303,12 +303,7 @@ async fn bench_reply(bins: &Binaries, scale: &Scale, report: &mut Report) -> any
     );
     report.row(
         "reply latency, one waiting session, p99".into(),
-        format!(
-            "{} (min {}, max {})",
-            ms(s.pct(99.0)),
-            ms(s.min()),
-            ms(s.max())
-        ),
+        with_range(&s, s.pct(99.0)),
         "≤ 3 ms",
         s.pct(99.0) <= Duration::from_millis(3),
     );
@@ -437,12 +432,7 @@ async fn bench_stored(
             "hub start, {n} stored sessions × {m} messages: exec → /healthz 200 (median of {})",
             s.len()
         ),
-        format!(
-            "{} (min {}, max {})",
-            ms(s.median()),
-            ms(s.min()),
-            ms(s.max())
-        ),
+        with_range(s, s.median()),
         "≤ 300 ms",
         s.median() <= Duration::from_millis(300),
     );
@@ -502,12 +492,7 @@ async fn bench_bridge(bins: &Binaries, scale: &Scale, report: &mut Report) -> an
             "bridge cold start: spawn → tools/list answered (median of {})",
             s.len()
         ),
-        format!(
-            "{} (min {}, max {})",
-            ms(s.median()),
-            ms(s.min()),
-            ms(s.max())
-        ),
+        with_range(s, s.median()),
         "≤ 20 ms",
         s.median() <= Duration::from_millis(20),
     );

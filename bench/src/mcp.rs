@@ -191,34 +191,37 @@ pub async fn reply_latency(
 }
 
 async fn wait_until_acked(conn: &mut Conn, token: &str) -> anyhow::Result<()> {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let s = conn
-            .get(&format!("/api/sessions/{token}?limit=1"))
-            .await?
-            .ok_json()?;
-        if s["status"] == "holding" && s["queuedReplies"] == 0 {
-            return Ok(());
-        }
-        if Instant::now() > until {
-            bail!("the reply was not acked within 10 s: {s}");
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_for(conn, token, "the reply was not acked", |s| {
+        s["status"] == "holding" && s["queuedReplies"] == 0
+    })
+    .await
 }
 
 async fn wait_until_waiting(conn: &mut Conn, token: &str) -> anyhow::Result<()> {
+    wait_for(conn, token, "the session did not start waiting", |s| {
+        s["status"] == "waiting"
+    })
+    .await
+}
+
+/// Polls the session every millisecond until `done` holds, for up to 10 s.
+async fn wait_for(
+    conn: &mut Conn,
+    token: &str,
+    failure: &str,
+    done: impl Fn(&Value) -> bool,
+) -> anyhow::Result<()> {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let s = conn
             .get(&format!("/api/sessions/{token}?limit=1"))
             .await?
             .ok_json()?;
-        if s["status"] == "waiting" {
+        if done(&s) {
             return Ok(());
         }
         if Instant::now() > until {
-            bail!("the session did not start waiting within 10 s: {s}");
+            bail!("{failure} within 10 s: {s}");
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }

@@ -44,6 +44,11 @@ pub fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
+/// `figure` (one of `s`'s statistics) followed by the samples' range.
+pub fn with_range(s: &Samples, figure: Duration) -> String {
+    format!("{} (min {}, max {})", ms(figure), ms(s.min()), ms(s.max()))
+}
+
 /// Bytes as MiB with one decimal.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
