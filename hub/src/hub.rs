@@ -126,10 +126,14 @@ pub struct Hub {
     inner: Arc<Inner>,
 }
 
+/// Every session in memory. Boxed: the table keeps spare slots (a quarter or
+/// more), and a spare slot then costs a pointer, not a whole session.
+type SessionTable = HashMap<Token, Box<Session>>;
+
 struct Inner {
     /// Session metadata by token. A std mutex: each critical section is map
     /// work plus one atomic store write (no disk sync), never an `.await`.
-    sessions: Mutex<HashMap<Token, Session>>,
+    sessions: Mutex<SessionTable>,
     store: Store,
     waiters: Waiters,
     /// Changed sessions, for the panel's SSE stream (and sync).
@@ -156,11 +160,7 @@ impl Hub {
         let opening = Instant::now();
         let store = Store::open(&home.db_dir(), config.cache_bytes)?;
         let loading = Instant::now();
-        let sessions: HashMap<Token, Session> = store
-            .load_sessions()?
-            .into_iter()
-            .map(|s| (s.token.clone(), s))
-            .collect();
+        let sessions = store.load_sessions()?;
         tracing::info!(
             open_ms = (loading - opening).as_millis() as u64,
             load_ms = loading.elapsed().as_millis() as u64,
@@ -238,7 +238,7 @@ impl Hub {
         self.inner.events.subscribe()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Token, Session>> {
+    fn lock(&self) -> MutexGuard<'_, SessionTable> {
         // A panic while holding the lock leaves consistent data (we swap
         // whole sessions in), so a poisoned lock is safe to keep using.
         self.inner
@@ -289,7 +289,7 @@ impl Hub {
             map.insert(token.clone(), next.clone());
             (r, next)
         };
-        self.changed(after);
+        self.changed(*after);
         Ok(r)
     }
 
@@ -401,7 +401,7 @@ impl Hub {
         {
             let mut map = self.lock();
             self.inner.store.apply(&w)?;
-            map.insert(s.token.clone(), s.clone());
+            map.insert(s.token.clone(), Box::new(s.clone()));
         }
         let out = InitOutcome {
             token: s.token.clone(),
@@ -743,8 +743,8 @@ impl Hub {
             map.insert(to.clone(), dst.clone());
             (src, dst)
         };
-        self.changed(src_after);
-        self.changed(dst_after);
+        self.changed(*src_after);
+        self.changed(*dst_after);
         Ok(())
     }
 
@@ -906,7 +906,7 @@ impl Hub {
             .ok_or_else(|| HubError::NotFound(token.clone()))?;
         Ok(SessionInfo {
             queued_replies: self.queued_count(token),
-            session,
+            session: *session,
         })
     }
 
@@ -938,7 +938,7 @@ impl Hub {
                 Some(None) => true,
                 Some(Some(st)) => s.status == st,
             })
-            .cloned()
+            .map(|s| Session::clone(s))
             .collect();
         if let Some(q) = q.map(str::trim).filter(|q| !q.is_empty()) {
             let needle = q.to_lowercase();
@@ -1097,7 +1097,7 @@ impl Hub {
             w.session(&session);
             self.inner.store.apply(&w)?;
             let token = session.token.clone();
-            map.insert(token.clone(), session);
+            map.insert(token.clone(), Box::new(session));
             drop(map);
             self.mark_unsynced(&token);
             imported += 1;
@@ -1268,7 +1268,7 @@ impl Hub {
         let messages = self.inner.store.messages_from(token, synced_msgs)?;
         let replies = self.inner.store.queued_replies(token)?;
         Ok(Some(SyncSnapshot {
-            session,
+            session: *session,
             messages,
             replies,
         }))
@@ -1307,7 +1307,7 @@ impl Hub {
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
-            map.insert(token.clone(), session.clone());
+            map.insert(token.clone(), Box::new(session.clone()));
         }
         if let Some(set) = &self.inner.unsynced {
             set.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
@@ -1365,7 +1365,7 @@ impl Hub {
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
-            map.insert(token.clone(), session.clone());
+            map.insert(token.clone(), Box::new(session.clone()));
         }
         tracing::info!(token = %token, from = %previous, "adopted a session from MongoDB");
         let wait = session.wait.as_ref().map(|w| w.wait_id.clone());

@@ -23,14 +23,20 @@ pub const DEFAULT_MAX_AUTO_STREAK: u32 = 20;
 pub const DEFAULT_CONTINUE_PROMPT: &str = "Continue with the next step.";
 
 /// A session token: `ct_` followed by 32 lowercase hex digits.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Held inline (no heap allocation): the hub keeps every session in memory and
+/// each one names its token more than once.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Token(String);
+pub struct Token([u8; TOKEN_LEN]);
+
+const TOKEN_LEN: usize = 3 + 32;
 
 impl Token {
     /// A fresh random token (from a v4 UUID).
     pub fn generate() -> Self {
-        Token(format!("ct_{}", uuid::Uuid::new_v4().simple()))
+        Token::parse(&format!("ct_{}", uuid::Uuid::new_v4().simple()))
+            .expect("a v4 UUID in simple form is 32 lowercase hex digits")
     }
 
     /// Parses a token, accepting only the exact `ct_` + 32 lowercase hex form.
@@ -40,17 +46,23 @@ impl Token {
             && hex
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        ok.then(|| Token(s.to_owned()))
+        ok.then(|| Token(s.as_bytes().try_into().expect("checked length")))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        std::str::from_utf8(&self.0).expect("a token is ASCII, checked by parse")
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Token({:?})", self.as_str())
     }
 }
 
 impl std::fmt::Display for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -63,7 +75,7 @@ impl TryFrom<String> for Token {
 
 impl From<Token> for String {
     fn from(t: Token) -> String {
-        t.0
+        t.as_str().to_owned()
     }
 }
 

@@ -14,7 +14,9 @@
 
 mod journal;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -223,33 +225,66 @@ impl Store {
         Ok(store)
     }
 
-    /// Every session's metadata (messages stay on disk). The records are read
-    /// in order, then decoded on every core: decoding is most of a large start.
-    pub fn load_sessions(&self) -> Result<Vec<Session>, StoreError> {
-        let records = self
-            .sessions
-            .iter()
-            .values()
-            .collect::<Result<Vec<IVec>, _>>()?;
+    /// Every session's metadata by token (messages stay on disk).
+    ///
+    /// Decoding is most of a large start, so it runs on every core while this
+    /// thread reads the next records; records go out in small batches, so the
+    /// raw records of a large store never all sit in memory at once.
+    pub fn load_sessions(&self) -> Result<HashMap<Token, Box<Session>>, StoreError> {
+        const BATCH: usize = 1024;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let chunk = records.len().div_ceil(cores).max(1024);
+        let (batches, batches_rx) = mpsc::sync_channel::<Vec<IVec>>(cores);
+        let batches_rx = std::sync::Mutex::new(batches_rx);
+        let (decoded_tx, decoded) = mpsc::channel::<Result<Vec<Box<Session>>, StoreError>>();
+        let mut table = HashMap::new();
+        let mut failure = None;
+        let mut take = |part: Result<Vec<Box<Session>>, StoreError>| match part {
+            Ok(part) => table.extend(part.into_iter().map(|s| (s.token.clone(), s))),
+            Err(e) => failure = failure.take().or(Some(e)),
+        };
         std::thread::scope(|scope| {
-            let parts: Vec<_> = records
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|v| decode(v))
-                            .collect::<Result<Vec<Session>, _>>()
-                    })
-                })
-                .collect();
-            let mut sessions = Vec::with_capacity(records.len());
-            for part in parts {
-                sessions.extend(part.join().expect("decoding does not panic")?);
+            for _ in 0..cores {
+                let (batches_rx, decoded_tx) = (&batches_rx, decoded_tx.clone());
+                scope.spawn(move || {
+                    while let Ok(batch) =
+                        batches_rx.lock().unwrap_or_else(|p| p.into_inner()).recv()
+                    {
+                        let part = batch.iter().map(|v| decode(v).map(Box::new)).collect();
+                        drop(batch);
+                        if decoded_tx.send(part).is_err() {
+                            break;
+                        }
+                    }
+                });
             }
-            Ok(sessions)
-        })
+            drop(decoded_tx);
+            let mut batch = Vec::with_capacity(BATCH);
+            for record in self.sessions.iter().values() {
+                match record {
+                    Ok(v) => batch.push(v),
+                    Err(e) => {
+                        take(Err(e.into()));
+                        break;
+                    }
+                }
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if batches.send(full).is_err() {
+                        break;
+                    }
+                    decoded.try_iter().for_each(&mut take);
+                }
+            }
+            if !batch.is_empty() {
+                let _ = batches.send(batch);
+            }
+            drop(batches);
+            decoded.iter().for_each(&mut take);
+        });
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(table),
+        }
     }
 
     pub fn session_count(&self) -> usize {
