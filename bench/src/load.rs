@@ -33,6 +33,8 @@ pub struct LoadPlan {
 pub struct LoadFigures {
     pub sessions: usize,
     pub setup: Duration,
+    /// The hub's RSS with every session waiting but no poll held yet.
+    pub rss_sessions: u64,
     pub rss_waiting: u64,
     pub rss_after: u64,
     pub idle: IdleCost,
@@ -121,6 +123,9 @@ pub async fn run(
     let started = Instant::now();
     let waits = setup(addr, secret, plan.sessions).await?;
     let setup_time = started.elapsed();
+    // The setup's connections are closed; what is left is the sessions' cost.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_sessions = crate::procs::rss(pid).unwrap_or(0);
     let total_replies = (plan.rate as f64 * plan.duration.as_secs_f64()).ceil() as usize + 1;
     let shared = Arc::new(Shared {
         slots: waits
@@ -184,6 +189,7 @@ pub async fn run(
     Ok(LoadFigures {
         sessions: plan.sessions,
         setup: setup_time,
+        rss_sessions,
         rss_waiting,
         rss_after,
         idle,

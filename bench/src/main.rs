@@ -357,8 +357,9 @@ async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyh
     report.row(
         format!("hub RSS, {n} sessions waiting"),
         format!(
-            "{} (after the load: {})",
+            "{} (the sessions alone, before any poll is held: {}; after the load: {})",
             mib(f.rss_waiting),
+            mib(f.rss_sessions),
             mib(f.rss_after)
         ),
         "≤ 64 MiB",
@@ -385,7 +386,7 @@ async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyh
                "duplicated": f.duplicated, "errors": f.errors,
                "p50_ms": l.median().as_secs_f64()*1e3, "p99_ms": l.pct(99.0).as_secs_f64()*1e3,
                "max_ms": l.max().as_secs_f64()*1e3,
-               "rss_waiting": f.rss_waiting, "rss_after": f.rss_after,
+               "rss_sessions": f.rss_sessions, "rss_waiting": f.rss_waiting, "rss_after": f.rss_after,
                "idle_window_s": f.idle.window.as_secs_f64(), "idle_requests": f.idle.requests,
                "idle_bytes": f.idle.bytes, "poll_hold_s": hold.as_secs_f64(),
                "idle_requests_per_session_per_hold": per_hold,

@@ -29,6 +29,7 @@ pub mod hub;
 pub mod interchange;
 pub mod net;
 pub mod panel;
+pub mod server;
 pub mod session;
 pub mod store;
 pub mod sync;
@@ -36,7 +37,6 @@ pub mod waits;
 
 use std::future::Future;
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -98,19 +98,16 @@ pub async fn run(
         secret: Arc::new(api::guard::Secret::new(secret)),
         logins: Arc::default(),
     };
-    let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let signal = stop.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            signal.cancel();
-        })
-        .await;
+    tokio::spawn(async move {
+        shutdown.await;
+        signal.cancel();
+    });
+    server::serve(listener, api::router(state), stop.clone()).await;
     stop.cancel();
     let flushed = hub.flush().await;
     let _ = std::fs::remove_file(home.addr_file());
     tracing::info!("holdline-hub stopped");
-    served.map_err(RunError::Serve)?;
     flushed.map_err(|e| match e {
         hub::HubError::Store(s) => RunError::Store(s),
         other => RunError::Serve(std::io::Error::other(other.to_string())),

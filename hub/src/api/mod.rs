@@ -94,7 +94,9 @@ impl AppState {
     pub async fn adopt_if_remote(&self, token: &crate::session::Token) {
         if let Some(sync) = &self.sync
             && self.hub.owns(token) != Some(true)
-            && let Err(e) = sync.adopt(token).await
+            // Boxed: a MongoDB round trip's state is kilobytes, and every
+            // agent call (a held long poll too) would otherwise carry room for it.
+            && let Err(e) = Box::pin(sync.adopt(token)).await
         {
             tracing::warn!(token = %token, error = %e, "could not adopt the session from MongoDB");
         }

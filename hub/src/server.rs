@@ -1,0 +1,369 @@
+//! The hub's connections: plain HTTP/1.1 requests (every call a bridge makes,
+//! and the panel's API calls) are parsed with `httparse` and answered by the
+//! router here, so a connection whose long poll waits holds only its socket
+//! and the request's own state; anything else (event streams, chunked or large
+//! bodies, `Expect`, upgrades, `HEAD`, HTTP/1.0 and 2, anything malformed) is
+//! handed to hyper together with the bytes already read.
+//!
+//! Why not hyper for everything: hyper keeps an 8 KiB read and an 8 KiB write
+//! buffer per connection, ~24 KiB per held long poll in all; 10,000 waiting
+//! agents made that 236 MiB (docs/benchmarks.md).
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING, UPGRADE};
+use http::{HeaderName, HeaderValue, Method, Request, StatusCode, Version};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+/// A request head still incomplete at this size goes to hyper, which has its
+/// own (larger) limit and answers 431 past it.
+const MAX_HEAD: usize = 16 * 1024;
+/// Bodies up to this size are read here; larger ones (replies with images,
+/// imports) stream through hyper, which applies the routes' limits as it reads.
+const MAX_BODY: usize = 64 * 1024;
+const MAX_HEADERS: usize = 48;
+/// How much is read at a time while a head or body arrives.
+const READ_CHUNK: usize = 2048;
+/// Answers that stream (server-sent events) are hyper's.
+const STREAMED_PATHS: &[&str] = &["/api/events"];
+/// Answers up to this size go out in one write with their head.
+const ONE_WRITE: usize = 16 * 1024;
+
+/// Accepts connections until `stop` is cancelled, then waits for the open
+/// ones to finish their requests (long polls answer at once on shutdown).
+pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToken) {
+    let connections = TaskTracker::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors or a connection reset before it
+                    // was taken: keep serving the others.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.cancelled() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        connections.spawn(connection(stream, peer, router.clone(), stop.clone()));
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// One client connection: its requests in order, until it closes, sends
+/// something for hyper, or the hub stops.
+async fn connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    stop: CancellationToken,
+) {
+    let mut buf = BytesMut::new();
+    loop {
+        let head = loop {
+            match parse_head(&buf) {
+                Parsed::Plain(head) => break head,
+                Parsed::Partial if buf.len() < MAX_HEAD => {}
+                Parsed::Partial | Parsed::Other => {
+                    // Boxed: hyper's connection state is kilobytes, and every
+                    // connection served here would otherwise carry room for it.
+                    let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, router, stop));
+                    return hyper.await;
+                }
+            }
+            buf.reserve(READ_CHUNK);
+            tokio::select! {
+                read = stream.read_buf(&mut buf) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+                // Between requests a stopping hub closes the connection.
+                _ = stop.cancelled(), if buf.is_empty() => return,
+            }
+        };
+        let whole = head.len + head.content_length;
+        while buf.len() < whole {
+            buf.reserve((whole - buf.len()).min(READ_CHUNK.max(head.content_length)));
+            match stream.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+        let body = buf.split_to(whole).split_off(head.len).freeze();
+        if buf.is_empty() {
+            // Give the read buffer back while the request is answered: a long
+            // poll may wait for minutes.
+            buf = BytesMut::new();
+        }
+        let close = head.close;
+        let (parts, ()) = head.request.into_parts();
+        let mut request = Request::from_parts(parts, Body::from(body));
+        request.extensions_mut().insert(ConnectInfo(peer));
+
+        let answer = router.clone().oneshot(request);
+        tokio::pin!(answer);
+        let response = loop {
+            tokio::select! {
+                response = &mut answer => break response.unwrap_or_else(|never| match never {}),
+                // A client that closes its connection ends its request, as hyper
+                // does; bytes of its next request are kept for later.
+                ready = stream.readable(), if buf.len() < MAX_HEAD + MAX_BODY => {
+                    if ready.is_err() {
+                        return;
+                    }
+                    let mut chunk = [0u8; 1024];
+                    match stream.try_read(&mut chunk) {
+                        Ok(0) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(_) => return,
+                    }
+                }
+            }
+        };
+        let close = close || stop.is_cancelled();
+        if write_response(&mut stream, response, close).await.is_err() || close {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// A request head read here, with what framing it needs.
+struct Head {
+    request: Request<()>,
+    /// Bytes of the head, CRLFs included.
+    len: usize,
+    content_length: usize,
+    /// The client asked to close after this answer.
+    close: bool,
+}
+
+enum Parsed {
+    Plain(Box<Head>),
+    /// More bytes are needed.
+    Partial,
+    /// Not a plain request: hyper's.
+    Other,
+}
+
+fn parse_head(buf: &[u8]) -> Parsed {
+    if buf.is_empty() {
+        return Parsed::Partial;
+    }
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let len = match parsed.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(_) => return Parsed::Other,
+    };
+    plain_request(&parsed)
+        .map(|(request, content_length, close)| {
+            Parsed::Plain(Box::new(Head {
+                request,
+                len,
+                content_length,
+                close,
+            }))
+        })
+        .unwrap_or(Parsed::Other)
+}
+
+/// The request when it is one this loop serves: HTTP/1.1, origin-form path,
+/// no streamed answer, a body of known small length, nothing to negotiate.
+fn plain_request(parsed: &httparse::Request<'_, '_>) -> Option<(Request<()>, usize, bool)> {
+    if parsed.version != Some(1) {
+        return None;
+    }
+    let method = Method::from_bytes(parsed.method?.as_bytes()).ok()?;
+    if method == Method::HEAD || method == Method::CONNECT {
+        return None;
+    }
+    let path = parsed.path?;
+    let route = path.split('?').next().unwrap_or(path);
+    if !path.starts_with('/') || STREAMED_PATHS.contains(&route) {
+        return None;
+    }
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .version(Version::HTTP_11)
+        .body(())
+        .ok()?;
+    let mut content_length = None;
+    let mut close = false;
+    for h in parsed.headers.iter() {
+        let name = HeaderName::from_bytes(h.name.as_bytes()).ok()?;
+        let value = HeaderValue::from_bytes(h.value).ok()?;
+        if name == TRANSFER_ENCODING || name == EXPECT || name == UPGRADE {
+            return None;
+        }
+        if name == CONTENT_LENGTH {
+            let n: usize = value.to_str().ok()?.parse().ok()?;
+            if content_length.replace(n).is_some() || n > MAX_BODY {
+                return None;
+            }
+        }
+        if name == CONNECTION {
+            for option in value.to_str().ok()?.split(',').map(str::trim) {
+                if option.eq_ignore_ascii_case("upgrade") {
+                    return None;
+                }
+                close |= option.eq_ignore_ascii_case("close");
+            }
+        }
+        request.headers_mut().append(name, value);
+    }
+    Some((request, content_length.unwrap_or(0), close))
+}
+
+/// Writes the router's answer with its length; its body is whole in memory
+/// (streamed answers never come here).
+async fn write_response(
+    stream: &mut TcpStream,
+    response: axum::response::Response,
+    close: bool,
+) -> io::Result<()> {
+    let (parts, body) = response.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(io::Error::other)?;
+    let bodiless = parts.status.is_informational()
+        || parts.status == StatusCode::NO_CONTENT
+        || parts.status == StatusCode::NOT_MODIFIED;
+    let mut out = Vec::with_capacity(
+        256 + if body.len() <= ONE_WRITE {
+            body.len()
+        } else {
+            0
+        },
+    );
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(parts.status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(parts.status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in &parts.headers {
+        if name == CONTENT_LENGTH || name == TRANSFER_ENCODING || name == CONNECTION {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !bodiless {
+        out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    }
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    if bodiless {
+        return stream.write_all(&out).await;
+    }
+    if body.len() <= ONE_WRITE {
+        out.extend_from_slice(&body);
+        return stream.write_all(&out).await;
+    }
+    stream.write_all(&out).await?;
+    stream.write_all(&body).await
+}
+
+/// Serves the rest of the connection with hyper (HTTP/1 or 2, upgrades),
+/// replaying the bytes already read.
+async fn hand_over(
+    stream: TcpStream,
+    read: Bytes,
+    peer: SocketAddr,
+    router: Router,
+    stop: CancellationToken,
+) {
+    let io = TokioIo::new(Rewind { read, stream });
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(ConnectInfo(peer));
+        router.clone().oneshot(request)
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let served = builder.serve_connection_with_upgrades(io, service);
+    tokio::pin!(served);
+    tokio::select! {
+        _ = served.as_mut() => {}
+        _ = stop.cancelled() => {
+            served.as_mut().graceful_shutdown();
+            let _ = served.await;
+        }
+    }
+}
+
+/// A socket whose first reads return bytes read from it before.
+struct Rewind {
+    read: Bytes,
+    stream: TcpStream,
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.read.has_remaining() {
+            let n = self.read.len().min(buf.remaining());
+            buf.put_slice(&self.read[..n]);
+            self.read.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
