@@ -1,5 +1,6 @@
-//! The only code that knows HTTP and JSON: the router of SPEC §5, its guards
-//! and body limits. Handlers translate to [`crate::hub::Hub`] calls.
+//! The only code that knows routes and JSON: the router of SPEC §5, its guards
+//! and body limits (connections and framing are `server`'s). Handlers
+//! translate to [`crate::hub::Hub`] calls.
 
 mod agent;
 pub mod dto;
