@@ -92,15 +92,6 @@ impl LoginLimiter {
     }
 }
 
-/// Checks `Host` and `Origin` on every request.
-pub async fn check_origin(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    if let Err(e) = origin_allowed(&app, req.headers()) {
-        tracing::info!(path = req.uri().path(), "refused: {}", e.message);
-        return e.into_response();
-    }
-    next.run(req).await
-}
-
 fn origin_allowed(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let host = headers
         .get(header::HOST)
@@ -184,12 +175,20 @@ pub fn client_ip(conn: Option<&ConnectInfo<SocketAddr>>) -> IpAddr {
         .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
 }
 
-/// Logs each request's metadata (never bodies) and counts it.
-pub async fn log_request(State(app): State<AppState>, req: Request, next: Next) -> Response {
+/// Every request's front door, in one layer (each layer costs every request,
+/// held long polls included, its own boxed state): refuses a wrong `Host` or
+/// `Origin`, then logs the request's metadata (never bodies) and counts it.
+pub async fn front_door(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let started = Instant::now();
-    let res = next.run(req).await;
+    let res = match origin_allowed(&app, req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(e) => {
+            tracing::info!(path, "refused: {}", e.message);
+            e.into_response()
+        }
+    };
     app.hub
         .counters()
         .http_requests

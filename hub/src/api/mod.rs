@@ -76,8 +76,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/{*rest}", axum::routing::any(person::no_such_route))
         .merge(crate::panel::routes())
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
-        .layer(from_fn_with_state(state.clone(), guard::check_origin))
-        .layer(from_fn_with_state(state.clone(), guard::log_request))
+        .layer(from_fn_with_state(state.clone(), guard::front_door))
         .with_state(state)
 }
 
