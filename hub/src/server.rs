@@ -16,9 +16,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::ConnectInfo;
 use bytes::{Buf, Bytes, BytesMut};
+use futures::StreamExt;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING, UPGRADE};
 use http::{HeaderName, HeaderValue, Method, Request, StatusCode, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -37,9 +38,11 @@ const MAX_BODY: usize = 64 * 1024;
 const MAX_HEADERS: usize = 48;
 /// How much is read at a time while a head or body arrives.
 const READ_CHUNK: usize = 2048;
-/// Answers that stream (server-sent events) are hyper's.
+/// Answers known to stream (server-sent events) are hyper's, which also
+/// notices a closed connection between events; any other answer of unknown
+/// length is sent chunked here.
 const STREAMED_PATHS: &[&str] = &["/api/events"];
-/// Answers up to this size go out in one write with their head.
+/// Answers of known size up to this go out in one write with their head.
 const ONE_WRITE: usize = 16 * 1024;
 
 /// Accepts connections until `stop` is cancelled, then waits for the open
@@ -236,57 +239,72 @@ fn plain_request(parsed: &httparse::Request<'_, '_>) -> Option<(Request<()>, usi
     Some((request, content_length.unwrap_or(0), close))
 }
 
-/// Writes the router's answer with its length; its body is whole in memory
-/// (streamed answers never come here).
+/// Writes the router's answer: with its length when the body's size is known
+/// (every answer but a stream), else chunked as the body yields.
 async fn write_response(
     stream: &mut TcpStream,
     response: axum::response::Response,
     close: bool,
 ) -> io::Result<()> {
     let (parts, body) = response.into_parts();
-    let body = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .map_err(io::Error::other)?;
     let bodiless = parts.status.is_informational()
         || parts.status == StatusCode::NO_CONTENT
         || parts.status == StatusCode::NOT_MODIFIED;
-    let mut out = Vec::with_capacity(
-        256 + if body.len() <= ONE_WRITE {
-            body.len()
-        } else {
-            0
-        },
-    );
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(parts.status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(parts.status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let length = HttpBody::size_hint(&body).exact();
+    let mut head = Vec::with_capacity(256);
+    head.extend_from_slice(b"HTTP/1.1 ");
+    head.extend_from_slice(parts.status.as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(parts.status.canonical_reason().unwrap_or("").as_bytes());
+    head.extend_from_slice(b"\r\n");
     for (name, value) in &parts.headers {
         if name == CONTENT_LENGTH || name == TRANSFER_ENCODING || name == CONNECTION {
             continue;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
     }
-    if !bodiless {
-        out.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    match (bodiless, length) {
+        (true, _) => {}
+        (false, Some(n)) => head.extend_from_slice(format!("content-length: {n}\r\n").as_bytes()),
+        (false, None) => head.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     if close {
-        out.extend_from_slice(b"connection: close\r\n");
+        head.extend_from_slice(b"connection: close\r\n");
     }
-    out.extend_from_slice(b"\r\n");
+    head.extend_from_slice(b"\r\n");
     if bodiless {
-        return stream.write_all(&out).await;
+        return stream.write_all(&head).await;
     }
-    if body.len() <= ONE_WRITE {
-        out.extend_from_slice(&body);
-        return stream.write_all(&out).await;
+    if let Some(n) = length
+        && n as usize <= ONE_WRITE
+    {
+        let body = axum::body::to_bytes(body, ONE_WRITE)
+            .await
+            .map_err(io::Error::other)?;
+        head.extend_from_slice(&body);
+        return stream.write_all(&head).await;
     }
-    stream.write_all(&out).await?;
-    stream.write_all(&body).await
+    stream.write_all(&head).await?;
+    let mut data = body.into_data_stream();
+    while let Some(chunk) = data.next().await {
+        let chunk = chunk.map_err(io::Error::other)?;
+        if length.is_some() {
+            stream.write_all(&chunk).await?;
+        } else if !chunk.is_empty() {
+            stream
+                .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+                .await?;
+            stream.write_all(&chunk).await?;
+            stream.write_all(b"\r\n").await?;
+        }
+    }
+    if length.is_none() {
+        stream.write_all(b"0\r\n\r\n").await?;
+    }
+    Ok(())
 }
 
 /// Serves the rest of the connection with hyper (HTTP/1 or 2, upgrades),
@@ -365,5 +383,89 @@ impl AsyncWrite for Rewind {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+
+    /// Serves `router` on an ephemeral port; the stop token ends it.
+    async fn start(router: Router) -> (SocketAddr, CancellationToken) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(listener, router, stop.clone()));
+        (addr, stop)
+    }
+
+    /// Sends one request and reads until the server closes.
+    async fn exchange(addr: SocketAddr, path: &str) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out))
+            .await
+            .expect("the server answers and closes")
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn router() -> Router {
+        Router::new()
+            .route(
+                "/stream",
+                get(|| async {
+                    let parts = ["ab", "", "cde"].map(|p| Ok::<_, io::Error>(Bytes::from(p)));
+                    Body::from_stream(futures::stream::iter(parts))
+                }),
+            )
+            .route("/big", get(|| async { "x".repeat(100_000) }))
+            .route("/none", get(|| async { StatusCode::NO_CONTENT }))
+    }
+
+    #[tokio::test]
+    async fn a_body_of_unknown_length_is_sent_chunked() {
+        let (addr, stop) = start(router()).await;
+        let answer = exchange(addr, "/stream").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert!(
+            answer.contains("transfer-encoding: chunked\r\n"),
+            "{answer}"
+        );
+        assert!(!answer.contains("content-length"), "{answer}");
+        assert!(
+            answer.ends_with("\r\n\r\n2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n"),
+            "{answer:?}"
+        );
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_large_body_is_sent_whole_with_its_length() {
+        let (addr, stop) = start(router()).await;
+        let answer = exchange(addr, "/big").await;
+        assert!(
+            answer.contains("content-length: 100000\r\n"),
+            "{answer:.200}"
+        );
+        let body = answer.split("\r\n\r\n").nth(1).unwrap();
+        assert_eq!(body.len(), 100_000);
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn no_content_has_no_body_and_no_length() {
+        let (addr, stop) = start(router()).await;
+        let answer = exchange(addr, "/none").await;
+        assert!(
+            answer.starts_with("HTTP/1.1 204 No Content\r\n"),
+            "{answer}"
+        );
+        assert!(!answer.contains("content-length"), "{answer}");
+        assert!(answer.ends_with("\r\n\r\n"), "{answer:?}");
+        stop.cancel();
     }
 }
