@@ -92,6 +92,13 @@ async fn connection(
                     return hyper.await;
                 }
             }
+            if buf.is_empty() {
+                // Idle between requests: no buffer until the next bytes arrive.
+                tokio::select! {
+                    ready = stream.readable() => if ready.is_err() { return },
+                    _ = stop.cancelled() => return,
+                }
+            }
             buf.reserve(READ_CHUNK);
             tokio::select! {
                 read = stream.read_buf(&mut buf) => match read {
