@@ -626,6 +626,8 @@ async fn list_puts_waiting_first_and_searches_content() {
     let b = hub.init("Beta").await;
     let c = hub.init("Gamma").await;
     hub.register(&c, "Gamma", "the needle is here", "q1").await;
+    // Waits are timed in milliseconds: make "c waited longer" true on a fast machine.
+    tokio::time::sleep(Duration::from_millis(5)).await;
     hub.register(&a, "Alpha", "nothing", "q1").await;
     let (_, list) = hub.get("/api/sessions").await;
     let order: Vec<&str> = list["sessions"]

@@ -146,7 +146,9 @@ test('typing a reply and pressing Enter ends the wait with that text; Shift+Ente
   const reply = await agent.reply();
   assert.equal(reply.text, 'Use Postgres\nand add an index');
   assert.equal(reply.auto, false);
-  assert.equal(await box.inputValue(), '', 'the box empties after sending');
+  // The agent may have the reply before the page has the hub's answer; the box
+  // empties on that answer.
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-input"]').value === '');
   await page.getByTestId('message').filter({ hasText: 'and add an index' }).waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'delivered');
 });
@@ -162,6 +164,9 @@ test('a reply sent while no agent waits is shown as queued, then delivered', asy
   await page.getByTestId('reply-input').fill('answer one');
   await page.getByTestId('reply-input').press('Enter');
   assert.equal((await first).text, 'answer one');
+  // The page empties the box when the hub answers it, which may come after the
+  // agent has the reply: wait for that before typing the next one.
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-input"]').value === '');
 
   await page.getByTestId('reply-input').fill('answer two, sent early');
   await page.getByTestId('reply-input').press('Enter');
@@ -380,7 +385,12 @@ test('rename and keep-alive settings reach the hub', async () => {
   await page.getByTestId('set-streak').fill('5');
   await page.getByTestId('settings-save').click();
   await page.getByTestId('toast').filter({ hasText: 'Saved' }).waitFor();
-  const s = await hub.api('GET', `/api/sessions/${agent.token}`);
+  // The rename's own "Saved" may still be showing: wait for the hub to have the settings.
+  let s;
+  for (const deadline = Date.now() + 10_000; ; await sleep(50)) {
+    s = await hub.api('GET', `/api/sessions/${agent.token}`);
+    if (s.timedReplyEnabled || Date.now() > deadline) break;
+  }
   assert.equal(s.displayTitle, 'Renamed by the person');
   assert.equal(s.timedReplyEnabled, true);
   assert.equal(s.sessionAutoContinue, false);
