@@ -123,6 +123,15 @@ fn get(hub: &TestHub, path: &str, version: &str, extra: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A raw connection whose long poll for `wait` the hub now holds.
+async fn held_poll(hub: &TestHub, token: &str, wait: &str, ms: u64) -> Raw {
+    let mut raw = Raw::connect(hub).await;
+    let body = json!({"token": token, "waitId": wait, "timeoutMs": ms}).to_string();
+    raw.send(&post(hub, "/api/wait/poll", &body, "")).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    raw
+}
+
 fn init_body(title: &str) -> String {
     json!({"cursorTitle": title, "workspace": "/w", "hostIp": "127.0.0.1"}).to_string()
 }
@@ -285,15 +294,7 @@ async fn a_held_poll_is_answered_on_its_own_connection_when_the_reply_comes() {
     let hub = TestHub::start().await;
     let token = hub.init("held").await;
     let wait = hub.register(&token, "held", "done?", "r1").await;
-    let mut raw = Raw::connect(&hub).await;
-    raw.send(&post(
-        &hub,
-        "/api/wait/poll",
-        &json!({"token": token, "waitId": wait, "timeoutMs": 20000}).to_string(),
-        "",
-    ))
-    .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut raw = held_poll(&hub, &token, &wait, 20_000).await;
     hub.ok("/api/reply", json!({"token": token, "text": "go on"}))
         .await;
     let a = raw.answer().await;
@@ -309,15 +310,7 @@ async fn a_stopping_hub_answers_held_polls_and_closes_idle_connections() {
     let mut idle = Raw::connect(&hub).await;
     idle.send(&get(&hub, "/healthz", "1.1", "")).await;
     assert_eq!(idle.answer().await.status, 200);
-    let mut held = Raw::connect(&hub).await;
-    held.send(&post(
-        &hub,
-        "/api/wait/poll",
-        &json!({"token": token, "waitId": wait, "timeoutMs": 60000}).to_string(),
-        "",
-    ))
-    .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut held = held_poll(&hub, &token, &wait, 60_000).await;
     let stopped = tokio::spawn(hub.stop());
     let a = held.answer().await;
     assert_eq!(a.status, 200, "{a:?}");
