@@ -111,7 +111,7 @@ async fn connection(
         };
         let whole = head.len + head.content_length;
         while buf.len() < whole {
-            buf.reserve((whole - buf.len()).min(READ_CHUNK.max(head.content_length)));
+            buf.reserve(whole - buf.len());
             match stream.read_buf(&mut buf).await {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
