@@ -108,7 +108,12 @@ fn init_logging(home: &Home) -> anyhow::Result<tracing_appender::non_blocking::W
         .mode(0o600)
         .open(&path)
         .with_context(|| format!("cannot open the log file {}", path.display()))?;
-    let (writer, guard) = tracing_appender::non_blocking(file);
+    // A bounded queue of lines for the writer thread: the default, 128,000
+    // lines, is a 4 MiB array filled at start (most of an idle hub's memory).
+    // When it is full, lines are dropped rather than requests slowed.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(1024)
+        .finish(file);
     let filter =
         || EnvFilter::try_from_env("HOLDLINE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::registry()
