@@ -577,15 +577,17 @@ impl Hub {
     ) -> Result<PollOutcome> {
         self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut wake = self.inner.waiters.subscribe(token);
+        let bell = self.inner.waiters.bell(token);
         loop {
-            // Subscribed before looking, so a change in between still wakes us.
-            wake.borrow_and_update();
+            // Armed before looking, so a change in between still wakes us.
+            let woken = bell.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             if let Some(outcome) = self.poll_now(token, wait_id)? {
                 return Ok(outcome);
             }
             tokio::select! {
-                _ = wake.changed() => {}
+                _ = woken => {}
                 _ = tokio::time::sleep_until(deadline) => return Ok(PollOutcome::Renewal),
                 _ = self.inner.shutdown.cancelled() => return Ok(PollOutcome::Renewal),
             }

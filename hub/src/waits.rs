@@ -1,38 +1,42 @@
-//! Wake-ups for long polls: one watch channel per session whose counter moves
-//! on every change, so a poll that subscribed before looking never misses one.
-//! No HTTP, no storage: what a poll answers is decided in `hub`.
+//! Wake-ups for long polls: one bell (a `Notify`) per session that has a poll
+//! waiting, rung on every change; a poll arms its wake-up before it looks, so
+//! no change in between is missed. No HTTP, no storage: what a poll answers is
+//! decided in `hub`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::session::Token;
 
+/// A session's bell. Smaller than a watch channel (a held poll per session
+/// waiting, 10,000 of them at once, is the hub's main memory cost).
+pub type Bell = Arc<Notify>;
+
 #[derive(Default)]
 pub struct Waiters {
-    /// One sender per session that has had a poll. A std mutex: lookups and
+    /// One bell per session that has had a poll. A std mutex: lookups and
     /// inserts only, never held across an `.await`.
-    channels: Mutex<HashMap<Token, watch::Sender<u64>>>,
+    bells: Mutex<HashMap<Token, Bell>>,
 }
 
 impl Waiters {
-    /// A receiver that sees every change to the session after this call.
-    pub fn subscribe(&self, token: &Token) -> watch::Receiver<u64> {
-        let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(token.clone())
-            .or_insert_with(|| watch::channel(0).0)
-            .subscribe()
+    /// The session's bell. Arm `bell.notified()` (`Notified::enable`) before
+    /// looking at the session, then wait on it.
+    pub fn bell(&self, token: &Token) -> Bell {
+        let mut map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(token.clone()).or_default().clone()
     }
 
-    /// Wakes every poll of the session. Channels nobody listens to are dropped.
+    /// Wakes every poll of the session. Bells nobody holds are dropped.
     pub fn wake(&self, token: &Token) {
-        let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = map.get(token) {
-            if tx.receiver_count() == 0 {
+        let mut map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(bell) = map.get(token) {
+            if Arc::strong_count(bell) == 1 {
                 map.remove(token);
             } else {
-                tx.send_modify(|n| *n = n.wrapping_add(1));
+                bell.notify_waiters();
             }
         }
     }
@@ -43,24 +47,25 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_wake_after_subscribe_is_seen() {
+    async fn a_wake_after_arming_is_seen() {
         let w = Waiters::default();
         let t = Token::generate();
-        let mut rx = w.subscribe(&t);
-        rx.borrow_and_update();
+        let bell = w.bell(&t);
+        let woken = bell.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
         w.wake(&t);
-        tokio::time::timeout(std::time::Duration::from_secs(1), rx.changed())
+        tokio::time::timeout(std::time::Duration::from_secs(1), woken)
             .await
-            .expect("woken")
-            .unwrap();
+            .expect("woken");
     }
 
     #[test]
-    fn channels_without_listeners_are_dropped() {
+    fn bells_nobody_holds_are_dropped() {
         let w = Waiters::default();
         let t = Token::generate();
-        drop(w.subscribe(&t));
+        drop(w.bell(&t));
         w.wake(&t);
-        assert!(w.channels.lock().unwrap().is_empty());
+        assert!(w.bells.lock().unwrap().is_empty());
     }
 }
