@@ -481,6 +481,9 @@ pub fn preview_of(content: &str) -> String {
     if content.chars().nth(160).is_some() {
         out.push('…');
     }
+    // Collected char by char, the string has up to twice the room it needs,
+    // and every session in memory keeps one.
+    out.shrink_to_fit();
     out
 }
 
