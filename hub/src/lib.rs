@@ -103,7 +103,7 @@ pub async fn run(
         shutdown.await;
         signal.cancel();
     });
-    server::serve(listener, api::router(state), stop.clone()).await;
+    server::serve(listener, api::Api::new(state), stop.clone()).await;
     stop.cancel();
     let flushed = hub.flush().await;
     let _ = std::fs::remove_file(home.addr_file());

@@ -1,6 +1,6 @@
 //! The hub's connections: plain HTTP/1.1 requests (every call a bridge makes,
 //! and the panel's API calls) are parsed with `httparse` and answered by the
-//! router here, so a connection whose long poll waits holds only its socket
+//! API here, so a connection whose long poll waits holds only its socket
 //! and the request's own state; anything else (event streams, chunked or large
 //! bodies, `Expect`, upgrades, `HEAD`, HTTP/1.0 and 2, anything malformed) is
 //! handed to hyper together with the bytes already read.
@@ -9,13 +9,13 @@
 //! buffer per connection, ~24 KiB per held long poll in all; 10,000 waiting
 //! agents made that 236 MiB (docs/benchmarks.md).
 
+use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, HttpBody};
 use axum::extract::ConnectInfo;
 use bytes::{Buf, Bytes, BytesMut};
@@ -27,7 +27,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower::ServiceExt;
+
+use crate::api::Answering;
 
 /// A request head still incomplete at this size goes to hyper, which has its
 /// own (larger) limit and answers 431 past it.
@@ -45,9 +46,14 @@ const STREAMED_PATHS: &[&str] = &["/api/events"];
 /// Answers of known size up to this go out in one write with their head.
 const ONE_WRITE: usize = 16 * 1024;
 
+/// What answers the requests: the hub's [`crate::api::Api`].
+pub trait Answer: Clone + Send + Sync + 'static {
+    fn answer(&self, request: Request<Body>) -> Answering;
+}
+
 /// Accepts connections until `stop` is cancelled, then waits for the open
 /// ones to finish their requests (long polls answer at once on shutdown).
-pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToken) {
+pub async fn serve(listener: TcpListener, api: impl Answer, stop: CancellationToken) {
     let connections = TaskTracker::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -64,7 +70,7 @@ pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToke
             _ = stop.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        connections.spawn(connection(stream, peer, router.clone(), stop.clone()));
+        connections.spawn(connection(stream, peer, api.clone(), stop.clone()));
     }
     drop(listener);
     connections.close();
@@ -76,66 +82,30 @@ pub async fn serve(listener: TcpListener, router: Router, stop: CancellationToke
 async fn connection(
     mut stream: TcpStream,
     peer: SocketAddr,
-    router: Router,
+    api: impl Answer,
     stop: CancellationToken,
 ) {
     let mut buf = BytesMut::new();
+    // Everything held across an await here is part of every connection's
+    // memory for as long as it lives (a held long poll: minutes); so the
+    // request is handed off at once, and reading and writing are boxed apart.
     loop {
-        let head = loop {
-            match parse_head(&buf) {
-                Parsed::Plain(head) => break head,
-                Parsed::Partial if buf.len() < MAX_HEAD => {}
-                Parsed::Partial | Parsed::Other => {
-                    // Boxed: hyper's connection state is kilobytes, and every
-                    // connection served here would otherwise carry room for it.
-                    let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, router, stop));
-                    return hyper.await;
-                }
-            }
-            if buf.is_empty() {
-                // Idle between requests: no buffer until the next bytes arrive.
-                tokio::select! {
-                    ready = stream.readable() => if ready.is_err() { return },
-                    _ = stop.cancelled() => return,
-                }
-            }
-            buf.reserve(READ_CHUNK);
-            tokio::select! {
-                read = stream.read_buf(&mut buf) => match read {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                },
-                // Between requests a stopping hub closes the connection.
-                _ = stop.cancelled(), if buf.is_empty() => return,
-            }
-        };
-        let whole = head.len + head.content_length;
-        while buf.len() < whole {
-            buf.reserve(whole - buf.len());
-            match stream.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-        let body = buf.split_to(whole).split_off(head.len).freeze();
-        if buf.is_empty() {
-            // Give the read buffer back while the request is answered: a long
-            // poll may wait for minutes.
-            buf = BytesMut::new();
-        }
-        let close = head.close;
-        let (parts, ()) = head.request.into_parts();
-        let mut request = Request::from_parts(parts, Body::from(body));
-        request.extensions_mut().insert(ConnectInfo(peer));
-
-        let answer = router.clone().oneshot(request);
-        tokio::pin!(answer);
+        // Boxed: reading a request needs more state than holding one.
+        let (mut answer, close) =
+            match Box::pin(read_request(&mut stream, &mut buf, &stop, &api, peer)).await {
+                Incoming::Plain(answer, close) => (answer, close),
+                Incoming::Other => break,
+                Incoming::Closed => return,
+            };
         let response = loop {
             tokio::select! {
-                response = &mut answer => break response.unwrap_or_else(|never| match never {}),
+                response = &mut answer => break response,
                 // A client that closes its connection ends its request, as hyper
-                // does; bytes of its next request are kept for later.
-                ready = stream.readable(), if buf.len() < MAX_HEAD + MAX_BODY => {
+                // does; bytes of its next request are kept for later. (Polled
+                // readiness, not `readable()`: no future of its own to hold.)
+                ready = std::future::poll_fn(|cx| stream.poll_read_ready(cx)),
+                    if buf.len() < MAX_HEAD + MAX_BODY =>
+                {
                     if ready.is_err() {
                         return;
                     }
@@ -149,12 +119,81 @@ async fn connection(
                 }
             }
         };
+        drop(answer);
         let close = close || stop.is_cancelled();
-        if write_response(&mut stream, response, close).await.is_err() || close {
+        // Boxed: only while writing, not for the connection's whole life.
+        let written = Box::pin(write_response(&mut stream, response, close)).await;
+        if written.is_err() || close {
             let _ = stream.shutdown().await;
             return;
         }
     }
+    // Something for hyper. Boxed: hyper's connection state is kilobytes.
+    let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, api, stop));
+    hyper.await
+}
+
+/// What arrived on a connection.
+enum Incoming {
+    /// A plain request read whole, its answer started, and whether the client
+    /// asked to close after it.
+    Plain(Answering, bool),
+    /// Something for hyper; the bytes read so far are in the buffer.
+    Other,
+    /// The client closed, the read failed, or the hub is stopping.
+    Closed,
+}
+
+/// Reads the next request into `buf` (idle between requests, no buffer is
+/// held) and starts its answer.
+async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    stop: &CancellationToken,
+    api: &impl Answer,
+    peer: SocketAddr,
+) -> Incoming {
+    let head = loop {
+        match parse_head(buf) {
+            Parsed::Plain(head) => break head,
+            Parsed::Partial if buf.len() < MAX_HEAD => {}
+            Parsed::Partial | Parsed::Other => return Incoming::Other,
+        }
+        if buf.is_empty() {
+            // Idle between requests: no buffer until the next bytes arrive.
+            tokio::select! {
+                ready = stream.readable() => if ready.is_err() { return Incoming::Closed },
+                _ = stop.cancelled() => return Incoming::Closed,
+            }
+        }
+        buf.reserve(READ_CHUNK);
+        tokio::select! {
+            read = stream.read_buf(buf) => match read {
+                Ok(0) | Err(_) => return Incoming::Closed,
+                Ok(_) => {}
+            },
+            // Between requests a stopping hub closes the connection.
+            _ = stop.cancelled(), if buf.is_empty() => return Incoming::Closed,
+        }
+    };
+    let whole = head.len + head.content_length;
+    while buf.len() < whole {
+        buf.reserve(whole - buf.len());
+        match stream.read_buf(buf).await {
+            Ok(0) | Err(_) => return Incoming::Closed,
+            Ok(_) => {}
+        }
+    }
+    let body = buf.split_to(whole).split_off(head.len).freeze();
+    if buf.is_empty() {
+        // Give the read buffer back while the request is answered: a long
+        // poll may wait for minutes.
+        *buf = BytesMut::new();
+    }
+    let (parts, ()) = head.request.into_parts();
+    let mut request = Request::from_parts(parts, Body::from(body));
+    request.extensions_mut().insert(ConnectInfo(peer));
+    Incoming::Plain(api.answer(request), head.close)
 }
 
 /// A request head read here, with what framing it needs.
@@ -246,7 +285,7 @@ fn plain_request(parsed: &httparse::Request<'_, '_>) -> Option<(Request<()>, usi
     Some((request, content_length.unwrap_or(0), close))
 }
 
-/// Writes the router's answer: with its length when the body's size is known
+/// Writes the API's answer: with its length when the body's size is known
 /// (every answer but a stream), else chunked as the body yields.
 async fn write_response(
     stream: &mut TcpStream,
@@ -320,14 +359,15 @@ async fn hand_over(
     stream: TcpStream,
     read: Bytes,
     peer: SocketAddr,
-    router: Router,
+    api: impl Answer,
     stop: CancellationToken,
 ) {
     let io = TokioIo::new(Rewind { read, stream });
     let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
         let mut request = request.map(Body::new);
         request.extensions_mut().insert(ConnectInfo(peer));
-        router.clone().oneshot(request)
+        let answering = api.answer(request);
+        async move { Ok::<_, Infallible>(answering.await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let served = builder.serve_connection_with_upgrades(io, service);
@@ -396,14 +436,26 @@ impl AsyncWrite for Rewind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::Router;
     use axum::routing::get;
+    use tower::ServiceExt;
+
+    #[derive(Clone)]
+    struct Routed(Router);
+
+    impl Answer for Routed {
+        fn answer(&self, request: Request<Body>) -> Answering {
+            let routed = self.0.clone().oneshot(request);
+            Box::pin(async move { routed.await.unwrap_or_else(|never| match never {}) })
+        }
+    }
 
     /// Serves `router` on an ephemeral port; the stop token ends it.
     async fn start(router: Router) -> (SocketAddr, CancellationToken) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = CancellationToken::new();
-        tokio::spawn(serve(listener, router, stop.clone()));
+        tokio::spawn(serve(listener, Routed(router), stop.clone()));
         (addr, stop)
     }
 

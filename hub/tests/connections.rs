@@ -321,3 +321,120 @@ async fn a_stopping_hub_answers_held_polls_and_closes_idle_connections() {
         .expect("the hub stopped")
         .unwrap();
 }
+
+/// The long poll is answered beside the router (`api::agent::held_poll`), so
+/// every check the router's layers make is made there too: each bad input,
+/// read by the hub itself and by hyper, gets the same clear error.
+#[tokio::test]
+async fn the_long_poll_makes_every_check_the_other_routes_make() {
+    let hub = TestHub::start().await;
+    let token = hub.init("checked").await;
+    let wait = hub.register(&token, "checked", "done?", "r1").await;
+    let host = hub.url.trim_start_matches("http://").to_owned();
+    let good = json!({"token": token, "waitId": wait, "timeoutMs": 0}).to_string();
+    let mut raw = Raw::connect(&hub).await;
+    let mut expect = async |request: Vec<u8>, status: u16, code: &str| {
+        raw.send(&request).await;
+        let a = raw.answer().await;
+        assert_eq!(a.status, status, "{a:?}");
+        assert_eq!(a.json()["error"]["code"], code, "{a:?}");
+        assert!(
+            a.json()["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    };
+    let poll = |body: &str, extra: &str| post(&hub, "/api/wait/poll", body, extra);
+
+    // No secret, a wrong one.
+    let unauthed = format!(
+        "POST /api/wait/poll HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\n\r\n{good}",
+        good.len()
+    );
+    expect(unauthed.into_bytes(), 401, "UNAUTHORIZED").await;
+    let wrong = String::from_utf8(poll(&good, ""))
+        .unwrap()
+        .replace(&hub.secret, "wrong-secret-wrong-secret-wrong-s");
+    expect(wrong.into_bytes(), 401, "UNAUTHORIZED").await;
+    // A foreign Host (DNS rebinding) and a foreign Origin.
+    let foreign = String::from_utf8(poll(&good, ""))
+        .unwrap()
+        .replace(&format!("Host: {host}"), "Host: evil.example");
+    expect(foreign.into_bytes(), 403, "FORBIDDEN").await;
+    expect(
+        poll(&good, "Origin: http://evil.example\r\n"),
+        403,
+        "FORBIDDEN",
+    )
+    .await;
+    // Not POST.
+    let get_poll = format!(
+        "GET /api/wait/poll HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\r\n",
+        hub.secret
+    );
+    expect(get_poll.into_bytes(), 405, "METHOD_NOT_ALLOWED").await;
+    // Bodies: not UTF-8, empty, not JSON, wrong types, missing fields.
+    let mut not_utf8 = poll("{\"token\": \"..\"}", "");
+    let at = not_utf8.len() - 4;
+    not_utf8.splice(at..at + 2, [0xff, 0xfe]);
+    expect(not_utf8, 400, "BAD_REQUEST").await;
+    for body in [
+        "".to_owned(),
+        "{not json".to_owned(),
+        json!({"token": token, "waitId": 5}).to_string(),
+        json!({"waitId": wait}).to_string(),
+        json!([1, 2]).to_string(),
+    ] {
+        expect(poll(&body, ""), 400, "BAD_REQUEST").await;
+    }
+    // A malformed token, an unknown one, a time limit out of range.
+    let malformed = json!({"token": "../x", "waitId": wait}).to_string();
+    expect(poll(&malformed, ""), 400, "BAD_REQUEST").await;
+    let unknown =
+        json!({"token": "ct_00000000000000000000000000000000", "waitId": wait}).to_string();
+    expect(poll(&unknown, ""), 404, "SESSION_NOT_FOUND").await;
+    for ms in [json!(-1), json!(1_000_000_000_000u64), json!("10")] {
+        let body = json!({"token": token, "waitId": wait, "timeoutMs": ms}).to_string();
+        expect(poll(&body, ""), 400, "BAD_REQUEST").await;
+    }
+    // Over the 1 MiB JSON limit: this one hyper reads (it is over 64 KiB).
+    let huge = json!({"token": token, "waitId": "x".repeat(2 << 20)}).to_string();
+    let mut big = Raw::connect(&hub).await;
+    big.send(&poll(&huge, "")).await;
+    let a = big.answer().await;
+    assert_eq!(
+        (a.status, &a.json()["error"]["code"]),
+        (413, &json!("TOO_LARGE"))
+    );
+
+    // After all of them the same connection polls, and so does hyper's path
+    // (a chunked body): the wait is untouched, the poll renews.
+    raw.send(&poll(&good, "")).await;
+    let a = raw.answer().await;
+    assert_eq!(
+        (a.status, &a.json()["status"]),
+        (200, &json!("renewal")),
+        "{a:?}"
+    );
+    let mut chunked = Raw::connect(&hub).await;
+    chunked
+        .send(
+            format!(
+                "POST /api/wait/poll HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\
+                 Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+                 {:x}\r\n{good}\r\n0\r\n\r\n",
+                hub.secret,
+                good.len()
+            )
+            .as_bytes(),
+        )
+        .await;
+    let a = chunked.answer().await;
+    assert_eq!(
+        (a.status, &a.json()["status"]),
+        (200, &json!("renewal")),
+        "{a:?}"
+    );
+    let session = hub.session(&token).await;
+    assert_eq!(session["status"], "waiting", "{session}");
+}

@@ -4,13 +4,17 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::response::IntoResponse;
+use http_body_util::Limited;
 
-use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body, token};
+use super::{Answering, AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
 use crate::hub::{InitRequest, MAX_POLL_MS, PollOutcome, RegisterRequest};
+use crate::session::Token;
 
 type Answer<T> = Result<Json<T>, ApiError>;
 
@@ -71,31 +75,89 @@ pub async fn register(
     }))
 }
 
-pub async fn poll(State(app): State<AppState>, Body(b): Body<PollBody>) -> Answer<PollAnswer> {
-    let t = token(&b.token)?;
-    app.adopt_if_remote(&t).await;
+/// `POST /api/wait/poll`, the one request that waits for minutes: answered
+/// beside the router ([`super::Api::answer`]) with the router's checks as plain
+/// calls — the front door, the method, the secret, the JSON body limit — made
+/// before the answer's future is built, so a held poll keeps only what it
+/// needs (the request's head and these checks were most of its memory;
+/// docs/benchmarks.md).
+pub fn held_poll(app: AppState, req: Request) -> Answering {
+    let visit = match guard::Visit::begin(&app, &req) {
+        Ok(visit) => visit,
+        Err(refused) => return Box::pin(std::future::ready(*refused)),
+    };
+    let (parts, body) = req.into_parts();
+    let admitted = if parts.method != Method::POST {
+        Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            "the long poll is POST /api/wait/poll",
+        ))
+    } else {
+        guard::check_secret(&app.secret, &parts.headers)
+    };
+    drop(parts);
+    // Boxed apart and done before the hold: what it needs (the body, the
+    // checks' outcome, JSON decoding, adoption) is gone while the poll waits.
+    let admit = Box::pin(admit_poll(app.clone(), admitted, body));
+    Box::pin(async move {
+        let answer = match admit.await {
+            Ok(poll) => match app.hub.poll(&poll.token, &poll.wait_id, poll.timeout).await {
+                Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
+                Err(e) => ApiError::from(e).into_response(),
+            },
+            Err(e) => e.into_response(),
+        };
+        visit.end(&app, answer)
+    })
+}
+
+/// A poll that passed every check, ready to wait.
+struct Admitted {
+    token: Token,
+    wait_id: String,
+    timeout: Duration,
+}
+
+/// The poll's body (under the JSON limit, with the errors every route gives),
+/// its token and time limit; a session another hub owned is adopted first.
+async fn admit_poll(
+    app: AppState,
+    admitted: Result<(), ApiError>,
+    body: axum::body::Body,
+) -> Result<Admitted, ApiError> {
+    admitted?;
+    let limited = Request::new(axum::body::Body::new(Limited::new(body, JSON_LIMIT)));
+    let Body(b) = Body::<PollBody>::from_request(limited, &()).await?;
+    let token = token(&b.token)?;
     let ms = b.timeout_ms.unwrap_or(app.hub.config().poll_timeout_ms);
     if ms > MAX_POLL_MS {
         return Err(ApiError::bad_request(format!(
             "timeoutMs must be 0 to {MAX_POLL_MS}"
         )));
     }
-    let answer = match app
-        .hub
-        .poll(&t, &b.wait_id, Duration::from_millis(ms))
-        .await?
-    {
-        PollOutcome::Replied(r) => PollAnswer::Replied { reply: r.into() },
-        PollOutcome::Renewal => PollAnswer::Renewal,
-        PollOutcome::Gone {
-            reason,
-            merged_into,
-        } => PollAnswer::Gone {
-            reason,
-            merged_into: merged_into.map(|t| t.to_string()),
-        },
-    };
-    Ok(Json(answer))
+    app.adopt_if_remote(&token).await;
+    Ok(Admitted {
+        token,
+        wait_id: b.wait_id,
+        timeout: Duration::from_millis(ms),
+    })
+}
+
+impl From<PollOutcome> for PollAnswer {
+    fn from(outcome: PollOutcome) -> Self {
+        match outcome {
+            PollOutcome::Replied(r) => PollAnswer::Replied { reply: r.into() },
+            PollOutcome::Renewal => PollAnswer::Renewal,
+            PollOutcome::Gone {
+                reason,
+                merged_into,
+            } => PollAnswer::Gone {
+                reason,
+                merged_into: merged_into.map(|t| t.to_string()),
+            },
+        }
+    }
 }
 
 pub async fn ack(State(app): State<AppState>, Body(b): Body<AckBody>) -> Answer<Ok> {

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
@@ -143,13 +143,21 @@ fn host_name(host: &str) -> &str {
 
 /// Requires the secret (Bearer) or the panel's cookie.
 pub async fn require_secret(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    if is_authorized(&app.secret, req.headers()) {
-        next.run(req).await
+    match check_secret(&app.secret, req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The secret check of every `/api` route, as a plain call (the long poll is
+/// answered beside the router and calls it itself).
+pub fn check_secret(secret: &Secret, headers: &HeaderMap) -> Result<(), ApiError> {
+    if is_authorized(secret, headers) {
+        Ok(())
     } else {
-        ApiError::unauthorized(
+        Err(ApiError::unauthorized(
             "missing or wrong secret: send Authorization: Bearer <the hub's secret> or log in to the panel",
-        )
-        .into_response()
+        ))
     }
 }
 
@@ -176,33 +184,64 @@ pub fn client_ip(conn: Option<&ConnectInfo<SocketAddr>>) -> IpAddr {
 }
 
 /// Every request's front door, in one layer (each layer costs every request,
-/// held long polls included, its own boxed state): refuses a wrong `Host` or
-/// `Origin`, then logs the request's metadata (never bodies) and counts it.
+/// held long polls included, its own boxed state): see [`Visit`].
 pub async fn front_door(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let started = Instant::now();
-    let res = match origin_allowed(&app, req.headers()) {
-        Ok(()) => next.run(req).await,
-        Err(e) => {
-            tracing::info!(path, "refused: {}", e.message);
-            e.into_response()
+    match Visit::begin(&app, &req) {
+        Ok(visit) => {
+            let res = next.run(req).await;
+            visit.end(&app, res)
         }
-    };
-    app.hub
-        .counters()
-        .http_requests
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let status = res.status().as_u16();
-    let ms = started.elapsed().as_millis() as u64;
-    if status >= 500 {
-        tracing::warn!(%method, path, status, ms, "request");
-    } else if status >= 400 {
-        tracing::info!(%method, path, status, ms, "request");
-    } else {
-        tracing::debug!(%method, path, status, ms, "request");
+        Err(refused) => *refused,
     }
-    res
+}
+
+/// One request seen at the front door: begun by checking `Host` and `Origin`,
+/// ended by counting it and logging its metadata (never bodies).
+pub struct Visit {
+    method: Method,
+    path: String,
+    started: Instant,
+}
+
+impl Visit {
+    /// Starts the visit, or answers the refusal (already logged and counted).
+    pub fn begin(app: &AppState, req: &Request) -> Result<Visit, Box<Response>> {
+        let visit = Visit {
+            method: req.method().clone(),
+            path: req.uri().path().to_owned(),
+            started: Instant::now(),
+        };
+        match origin_allowed(app, req.headers()) {
+            Ok(()) => Ok(visit),
+            Err(e) => {
+                tracing::info!(path = visit.path, "refused: {}", e.message);
+                Err(Box::new(visit.end(app, e.into_response())))
+            }
+        }
+    }
+
+    /// Counts and logs the answer, and passes it on.
+    pub fn end(self, app: &AppState, res: Response) -> Response {
+        app.hub
+            .counters()
+            .http_requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Visit {
+            method,
+            path,
+            started,
+        } = self;
+        let status = res.status().as_u16();
+        let ms = started.elapsed().as_millis() as u64;
+        if status >= 500 {
+            tracing::warn!(%method, path, status, ms, "request");
+        } else if status >= 400 {
+            tracing::info!(%method, path, status, ms, "request");
+        } else {
+            tracing::debug!(%method, path, status, ms, "request");
+        }
+        res
+    }
 }
 
 #[cfg(test)]

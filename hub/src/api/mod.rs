@@ -9,12 +9,16 @@ mod events;
 pub mod guard;
 mod person;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::from_fn_with_state;
+use axum::response::Response;
 use axum::routing::{get, post};
+use tower::ServiceExt;
 
 use crate::hub::Hub;
 
@@ -34,13 +38,45 @@ pub struct AppState {
     pub sync: Option<crate::sync::Sync>,
 }
 
-/// The whole HTTP surface: API, health, metrics, panel.
-pub fn router(state: AppState) -> Router {
+/// The whole HTTP surface: API, health, metrics, panel. The connections
+/// (`server`) hand every request to [`Api::answer`].
+#[derive(Clone)]
+pub struct Api {
+    router: Router,
+    state: AppState,
+}
+
+/// An answer being made; boxed, so a connection's own state stays small.
+pub type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+impl Api {
+    pub fn new(state: AppState) -> Api {
+        Api {
+            router: router(state.clone()),
+            state,
+        }
+    }
+}
+
+impl crate::server::Answer for Api {
+    /// Answers one request: the long poll beside the router (see
+    /// [`agent::held_poll`]), everything else through it.
+    fn answer(&self, request: Request) -> Answering {
+        if request.uri().path() == "/api/wait/poll" {
+            agent::held_poll(self.state.clone(), request)
+        } else {
+            let routed = self.router.clone().oneshot(request);
+            Box::pin(async move { routed.await.unwrap_or_else(|never| match never {}) })
+        }
+    }
+}
+
+/// Every route but the long poll's.
+fn router(state: AppState) -> Router {
     let authed = Router::new()
         .route("/api/init", post(agent::init))
         .route("/api/select", post(agent::select))
         .route("/api/wait/register", post(agent::register))
-        .route("/api/wait/poll", post(agent::poll))
         .route("/api/wait/ack", post(agent::ack))
         .route("/api/wait/cancel", post(agent::cancel))
         .route("/api/merge", post(agent::merge))
