@@ -7,7 +7,7 @@ taken with one client: the official MCP Python SDK over stdio, runs alternated.
   reply is POSTed to the hub; for the peer it is sent as its own web page sends it
   (`submit_feedback` over the page's WebSocket, found on the port the peer listens on).
 
-Usage: bench_peer.py --bridge PATH --peer PATH [--runs 10] [--replies 50] [--json FILE]
+Usage: bench_peer.py --bridge PATH --peer PATH [--runs 10] [--replies 200] [--json FILE]
 Env:   HOLDLINE_HUB, HOLDLINE_SECRET, HOLDLINE_HOME (a hub already running: the bridge's cold
        start never includes starting the hub). The peer runs headless with
        BROWSER=true MCP_WEB_HOST=127.0.0.1 MCP_WEB_PORT=0 FASTMCP_CHECK_FOR_UPDATES=off.
@@ -259,7 +259,7 @@ async def main() -> int:
     ap.add_argument("--bridge", required=True)
     ap.add_argument("--peer", required=True, help="the peer's command (its console script)")
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--replies", type=int, default=50)
+    ap.add_argument("--replies", type=int, default=200)
     ap.add_argument("--peer-replies", type=int, default=20)
     ap.add_argument("--idle", type=float, default=2.0)
     ap.add_argument("--json")

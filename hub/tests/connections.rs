@@ -373,6 +373,12 @@ async fn the_long_poll_makes_every_check_the_other_routes_make() {
         hub.secret
     );
     expect(get_poll.into_bytes(), 405, "METHOD_NOT_ALLOWED").await;
+    // As any route called with the wrong method is.
+    let get_reply = format!(
+        "GET /api/reply HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\r\n",
+        hub.secret
+    );
+    expect(get_reply.into_bytes(), 405, "METHOD_NOT_ALLOWED").await;
     // Bodies: not UTF-8, empty, not JSON, wrong types, missing fields.
     let mut not_utf8 = poll("{\"token\": \"..\"}", "");
     let at = not_utf8.len() - 4;

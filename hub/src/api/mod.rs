@@ -110,6 +110,7 @@ fn router(state: AppState) -> Router {
         .route("/api/login", post(person::login))
         .route("/healthz", get(events::health))
         .route("/api/{*rest}", axum::routing::any(person::no_such_route))
+        .method_not_allowed_fallback(person::wrong_method)
         .merge(crate::panel::routes())
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
         .layer(from_fn_with_state(state.clone(), guard::front_door))

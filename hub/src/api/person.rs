@@ -57,6 +57,14 @@ pub async fn no_such_route() -> ApiError {
     )
 }
 
+pub async fn wrong_method() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        "this route takes another method; see docs/api.md",
+    )
+}
+
 pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Answer<ReplyAnswer> {
     let t = token(&b.token)?;
     let (reply_id, queued) = app.hub.reply(&t, b.text, b.images)?;
