@@ -115,6 +115,19 @@ fn post(hub: &TestHub, path: &str, body: &str, extra: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The same POST with its body in one chunk: hyper reads this one.
+fn post_chunked(hub: &TestHub, path: &str, body: &str) -> Vec<u8> {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {secret}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {len:x}\r\n{body}\r\n0\r\n\r\n",
+        host = hub.url.trim_start_matches("http://"),
+        secret = hub.secret,
+        len = body.len(),
+    )
+    .into_bytes()
+}
+
 fn get(hub: &TestHub, path: &str, version: &str, extra: &str) -> Vec<u8> {
     format!(
         "GET {path} HTTP/{version}\r\nHost: {host}\r\n{extra}\r\n",
@@ -230,17 +243,7 @@ async fn requests_left_to_hyper_are_answered() {
     // A chunked body.
     let mut raw = Raw::connect(&hub).await;
     let body = init_body("chunked");
-    raw.send(
-        format!(
-            "POST /api/init HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\
-             Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
-             {:x}\r\n{body}\r\n0\r\n\r\n",
-            hub.secret,
-            body.len()
-        )
-        .as_bytes(),
-    )
-    .await;
+    raw.send(&post_chunked(&hub, "/api/init", &body)).await;
     let a = raw.answer().await;
     assert_eq!(a.status, 200, "{a:?}");
     assert!(a.json()["token"].as_str().unwrap().starts_with("ct_"));
@@ -424,16 +427,7 @@ async fn the_long_poll_makes_every_check_the_other_routes_make() {
     );
     let mut chunked = Raw::connect(&hub).await;
     chunked
-        .send(
-            format!(
-                "POST /api/wait/poll HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\
-                 Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
-                 {:x}\r\n{good}\r\n0\r\n\r\n",
-                hub.secret,
-                good.len()
-            )
-            .as_bytes(),
-        )
+        .send(&post_chunked(&hub, "/api/wait/poll", &good))
         .await;
     let a = chunked.answer().await;
     assert_eq!(
