@@ -10,6 +10,7 @@
 //! agents made that 236 MiB (docs/benchmarks.md).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -28,8 +29,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::api::Answering;
-
 /// A request head still incomplete at this size goes to hyper, which has its
 /// own (larger) limit and answers 431 past it.
 const MAX_HEAD: usize = 16 * 1024;
@@ -45,6 +44,9 @@ const READ_CHUNK: usize = 2048;
 const STREAMED_PATHS: &[&str] = &["/api/events"];
 /// Answers of known size up to this go out in one write with their head.
 const ONE_WRITE: usize = 16 * 1024;
+
+/// An answer being made; boxed, so a connection's own state stays small.
+pub type Answering = Pin<Box<dyn Future<Output = axum::response::Response> + Send>>;
 
 /// What answers the requests: the hub's [`crate::api::Api`].
 pub trait Answer: Clone + Send + Sync + 'static {

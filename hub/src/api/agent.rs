@@ -5,15 +5,16 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{FromRequest, Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::response::IntoResponse;
 use http_body_util::Limited;
 
 use super::dto::*;
 use super::error::{ApiError, Body, token};
-use super::{Answering, AppState, JSON_LIMIT, guard};
+use super::{AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
 use crate::hub::{InitRequest, MAX_POLL_MS, PollOutcome, RegisterRequest};
+use crate::server::Answering;
 use crate::session::Token;
 
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -88,9 +89,7 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
     };
     let (parts, body) = req.into_parts();
     let admitted = if parts.method != Method::POST {
-        Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "METHOD_NOT_ALLOWED",
+        Err(ApiError::method_not_allowed(
             "the long poll is POST /api/wait/poll",
         ))
     } else {

@@ -9,18 +9,16 @@ mod events;
 pub mod guard;
 mod person;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::from_fn_with_state;
-use axum::response::Response;
 use axum::routing::{get, post};
 use tower::ServiceExt;
 
 use crate::hub::Hub;
+use crate::server::Answering;
 
 /// JSON bodies are capped at 1 MiB; replies with images at 10 MiB (SPEC §8).
 pub const JSON_LIMIT: usize = 1024 * 1024;
@@ -45,9 +43,6 @@ pub struct Api {
     router: Router,
     state: AppState,
 }
-
-/// An answer being made; boxed, so a connection's own state stays small.
-pub type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
 
 impl Api {
     pub fn new(state: AppState) -> Api {

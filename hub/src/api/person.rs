@@ -58,11 +58,7 @@ pub async fn no_such_route() -> ApiError {
 }
 
 pub async fn wrong_method() -> ApiError {
-    ApiError::new(
-        axum::http::StatusCode::METHOD_NOT_ALLOWED,
-        "METHOD_NOT_ALLOWED",
-        "this route takes another method; see docs/api.md",
-    )
+    ApiError::method_not_allowed("this route takes another method; see docs/api.md")
 }
 
 pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Answer<ReplyAnswer> {
