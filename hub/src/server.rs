@@ -121,6 +121,7 @@ async fn connection(
                 }
             }
         };
+        // A finished future's box is freed before writing, not after.
         drop(answer);
         let close = close || stop.is_cancelled();
         // Boxed: only while writing, not for the connection's whole life.
