@@ -5,6 +5,7 @@
 //! applied to sled as one atomic write, then swapped into memory — so memory
 //! never holds a state the store lacks. Callers flush before answering.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,9 +18,11 @@ use crate::binding::{self, Caller, WaitBinding};
 use crate::config::{Config, Template};
 use crate::interchange;
 use crate::session::{
-    Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Token, WaitEnd, now_ms,
+    Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Summary, Token, WaitEnd,
+    now_ms,
 };
 use crate::store::{BindingKind, Store, StoreError, Write};
+use crate::table::SessionTable;
 use crate::waits::Waiters;
 
 /// Why an operation was refused; `api::error` maps each to a status and code.
@@ -126,13 +129,10 @@ pub struct Hub {
     inner: Arc<Inner>,
 }
 
-/// Every session in memory. Boxed: the table keeps spare slots (a quarter or
-/// more), and a spare slot then costs a pointer, not a whole session.
-type SessionTable = HashMap<Token, Box<Session>>;
-
 struct Inner {
-    /// Session metadata by token. A std mutex: each critical section is map
-    /// work plus one atomic store write (no disk sync), never an `.await`.
+    /// Every session (summaries; whole sessions once read). A std mutex: each
+    /// critical section is map work plus store reads and one atomic store
+    /// write (no disk sync), never an `.await`.
     sessions: Mutex<SessionTable>,
     store: Store,
     waiters: Waiters,
@@ -150,7 +150,8 @@ struct Inner {
 }
 
 impl Hub {
-    /// Opens the store and loads every session's metadata (not messages).
+    /// Opens the store and reads every session's summary (whole sessions and
+    /// messages stay on disk until needed).
     pub fn open(
         config: Config,
         name: String,
@@ -160,7 +161,7 @@ impl Hub {
         let opening = Instant::now();
         let store = Store::open(&home.db_dir(), config.cache_bytes)?;
         let loading = Instant::now();
-        let sessions = store.load_sessions()?;
+        let sessions = SessionTable::load(&store)?;
         tracing::info!(
             open_ms = (loading - opening).as_millis() as u64,
             load_ms = loading.elapsed().as_millis() as u64,
@@ -172,11 +173,16 @@ impl Hub {
             None => None,
             Some(_) => {
                 // What changed while MongoDB was away (or before a crash) goes out first.
+                // This reads every owned session whole: a start with MongoDB
+                // configured is slower than one without.
                 let mut behind = HashMap::new();
-                for s in sessions.values().filter(|s| !s.mirror) {
-                    let (rev, msgs) = store.synced(&s.token)?;
+                for (token, _) in sessions.entries().filter(|(_, s)| !s.mirror) {
+                    let Some(s) = sessions.peek(&token)? else {
+                        continue;
+                    };
+                    let (rev, msgs) = store.synced(&token)?;
                     if rev < s.rev || msgs < s.msg_count {
-                        behind.insert(s.token.clone(), Instant::now());
+                        behind.insert(token, Instant::now());
                     }
                 }
                 Some(Mutex::new(behind))
@@ -203,7 +209,7 @@ impl Hub {
     pub fn resume_waits(&self) {
         let open: Vec<(Token, String)> = self
             .lock()
-            .values()
+            .waiting()
             .filter(|s| !s.mirror)
             .filter_map(|s| {
                 s.wait
@@ -256,10 +262,7 @@ impl Hub {
     /// `(sessions, waiting)` counts.
     pub fn counts(&self) -> (usize, usize) {
         let map = self.lock();
-        let waiting = map
-            .values()
-            .filter(|s| s.wait.is_some() && !s.mirror)
-            .count();
+        let waiting = map.waiting().filter(|s| !s.mirror).count();
         (map.len(), waiting)
     }
 
@@ -275,7 +278,7 @@ impl Hub {
         let (r, after) = {
             let mut map = self.lock();
             let current = map
-                .get(token)
+                .get(token)?
                 .ok_or_else(|| HubError::NotFound(token.clone()))?;
             if current.mirror {
                 return Err(mirror_error(current));
@@ -286,10 +289,10 @@ impl Hub {
             next.rev += 1;
             w.session(&next);
             self.inner.store.apply(&w)?;
-            map.insert(token.clone(), next.clone());
+            map.insert(next.clone());
             (r, next)
         };
-        self.changed(*after);
+        self.changed(after);
         Ok(r)
     }
 
@@ -337,9 +340,9 @@ impl Hub {
         let open = |t: Option<Token>| -> Option<Token> {
             let t = t?;
             self.lock()
-                .get(&t)
-                .filter(|s| !s.status.is_closed())
-                .map(|s| s.token.clone())
+                .summary(&t)
+                .is_some_and(|s| !s.status.is_closed())
+                .then_some(t)
         };
         let found = if req.new_plan {
             None
@@ -401,7 +404,7 @@ impl Hub {
         {
             let mut map = self.lock();
             self.inner.store.apply(&w)?;
-            map.insert(s.token.clone(), Box::new(s.clone()));
+            map.insert(s.clone());
         }
         let out = InitOutcome {
             token: s.token.clone(),
@@ -529,7 +532,7 @@ impl Hub {
     /// continue prompt to this wait (once).
     fn arm_timed_reply(&self, token: Token, wait_id: String) {
         let interval = match self.lock().get(&token) {
-            Some(s)
+            Ok(Some(s))
                 if s.keep_alive.timed_reply_enabled && s.keep_alive.timed_reply_interval_ms > 0 =>
             {
                 Duration::from_millis(s.keep_alive.timed_reply_interval_ms)
@@ -595,9 +598,9 @@ impl Hub {
     }
 
     fn poll_now(&self, token: &Token, wait_id: &str) -> Result<Option<PollOutcome>> {
-        let map = self.lock();
+        let mut map = self.lock();
         let s = map
-            .get(token)
+            .get(token)?
             .ok_or_else(|| HubError::NotFound(token.clone()))?;
         if s.has_open_wait(wait_id) {
             return Ok(self
@@ -613,7 +616,7 @@ impl Hub {
             }));
         }
         if map
-            .values()
+            .waiting()
             .any(|o| o.token != *token && o.has_open_wait(wait_id))
         {
             return Err(HubError::Forbidden(
@@ -663,7 +666,7 @@ impl Hub {
     pub fn cancel(&self, token: &Token, wait_id: &str) -> Result<()> {
         let other = self
             .lock()
-            .values()
+            .waiting()
             .any(|o| o.token != *token && o.has_open_wait(wait_id));
         if other {
             return Err(HubError::Forbidden(
@@ -696,28 +699,31 @@ impl Hub {
         let store = &self.inner.store;
         let (src_after, dst_after) = {
             let mut map = self.lock();
-            let src = map
-                .get(from)
-                .ok_or_else(|| HubError::NotFound(from.clone()))?;
-            let dst = map.get(to).ok_or_else(|| HubError::NotFound(to.clone()))?;
-            for s in [src, dst] {
+            let mut src = map
+                .get(from)?
+                .ok_or_else(|| HubError::NotFound(from.clone()))?
+                .clone();
+            let mut dst = map
+                .get(to)?
+                .ok_or_else(|| HubError::NotFound(to.clone()))?
+                .clone();
+            for s in [&src, &dst] {
                 if s.mirror {
                     return Err(mirror_error(s));
                 }
             }
-            ensure_open(dst)?;
-            ensure_open(src)?;
+            ensure_open(&dst)?;
+            ensure_open(&src)?;
             if let Some(caller) = caller {
-                if !caller.owns(dst) {
-                    return Err(rejected(dst, caller));
+                if !caller.owns(&dst) {
+                    return Err(rejected(&dst, caller));
                 }
-                if !caller.shares_machine_and_workspace(src) {
+                if !caller.shares_machine_and_workspace(&src) {
                     return Err(HubError::BindingRejected(
                         "the source session belongs to another workspace or machine".into(),
                     ));
                 }
             }
-            let (mut src, mut dst) = (src.clone(), dst.clone());
             let mut w = Write::new();
             let history = store.messages(from, None, usize::MAX)?;
             for (_, m) in history {
@@ -741,12 +747,12 @@ impl Hub {
             dst.rev += 1;
             w.session(&src).session(&dst);
             store.apply(&w)?;
-            map.insert(from.clone(), src.clone());
-            map.insert(to.clone(), dst.clone());
+            map.insert(src.clone());
+            map.insert(dst.clone());
             (src, dst)
         };
-        self.changed(*src_after);
-        self.changed(*dst_after);
+        self.changed(src_after);
+        self.changed(dst_after);
         Ok(())
     }
 
@@ -903,12 +909,12 @@ impl Hub {
     pub fn info(&self, token: &Token) -> Result<SessionInfo> {
         let session = self
             .lock()
-            .get(token)
+            .get(token)?
             .cloned()
             .ok_or_else(|| HubError::NotFound(token.clone()))?;
         Ok(SessionInfo {
             queued_replies: self.queued_count(token),
-            session: *session,
+            session,
         })
     }
 
@@ -932,51 +938,54 @@ impl Hub {
                 })?))
             }
         };
-        let mut picked: Vec<Session> = self
+        let mut picked: Vec<(Token, Summary)> = self
             .lock()
-            .values()
-            .filter(|s| match filter {
+            .entries()
+            .filter(|(_, s)| match filter {
                 None => !s.status.is_closed(),
                 Some(None) => true,
                 Some(Some(st)) => s.status == st,
             })
-            .map(|s| Session::clone(s))
+            .map(|(t, s)| (t, *s))
             .collect();
         if let Some(q) = q.map(str::trim).filter(|q| !q.is_empty()) {
             let needle = q.to_lowercase();
-            let mut kept = Vec::with_capacity(picked.len());
-            for s in picked {
-                if s.title.to_lowercase().contains(&needle)
-                    || s.display_title.to_lowercase().contains(&needle)
-                    || s.token.as_str() == q
-                    || self.inner.store.messages_contain(&s.token, &needle)?
+            let mut kept = Vec::new();
+            for (token, summary) in picked {
+                // One session at a time, not kept: a search must not fill memory.
+                let titled = self.lock().peek(&token)?.is_some_and(|s| {
+                    s.title.to_lowercase().contains(&needle)
+                        || s.display_title.to_lowercase().contains(&needle)
+                });
+                if titled
+                    || token.as_str() == q
+                    || self.inner.store.messages_contain(&token, &needle)?
                 {
-                    kept.push(s);
+                    kept.push((token, summary));
                 }
             }
             picked = kept;
         }
-        picked.sort_by(|a, b| {
-            let wa = a.wait.as_ref().map(|w| w.since);
-            let wb = b.wait.as_ref().map(|w| w.since);
-            match (wa, wb) {
+        picked.sort_by(|(ta, a), (tb, b)| {
+            match (a.wait_since(), b.wait_since()) {
                 (Some(x), Some(y)) => x.cmp(&y),
                 (Some(_), None) => std::cmp::Ordering::Less,
                 (None, Some(_)) => std::cmp::Ordering::Greater,
                 (None, None) => b.last_active_at.cmp(&a.last_active_at),
             }
-            .then_with(|| a.token.cmp(&b.token))
+            .then_with(|| ta.cmp(tb))
         });
         let more = picked.len() > offset.saturating_add(limit);
-        let page = picked
-            .into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(|s| SessionInfo {
-                queued_replies: self.queued_count(&s.token),
-                session: s,
-            })
-            .collect();
+        let mut page = Vec::with_capacity(limit.min(picked.len()));
+        for (token, _) in picked.into_iter().skip(offset).take(limit) {
+            let Some(session) = self.lock().get(&token)?.cloned() else {
+                continue;
+            };
+            page.push(SessionInfo {
+                queued_replies: self.queued_count(&token),
+                session,
+            });
+        }
         Ok((page, more))
     }
 
@@ -1026,15 +1035,17 @@ impl Hub {
     }
 
     fn export_one(&self, token: &Token) -> Result<interchange::ExportFile> {
-        let info = self.info(token)?;
+        // Not kept in memory: an export passes over every session.
+        let session = self
+            .lock()
+            .peek(token)?
+            .ok_or_else(|| HubError::NotFound(token.clone()))?
+            .into_owned();
         let messages = self.inner.store.messages(token, None, usize::MAX)?;
         let mut file = interchange::ExportFile::new();
         file.insert(
             token.to_string(),
-            interchange::ExportSession::from_session(
-                &info.session,
-                messages.into_iter().map(|m| m.1),
-            ),
+            interchange::ExportSession::from_session(&session, messages.into_iter().map(|m| m.1)),
         );
         Ok(file)
     }
@@ -1042,7 +1053,7 @@ impl Hub {
     /// Every session with its messages, in the `sessions.json` format.
     pub fn export(&self) -> Result<interchange::ExportFile> {
         let tokens: Vec<Token> = {
-            let mut t: Vec<Token> = self.lock().keys().cloned().collect();
+            let mut t: Vec<Token> = self.lock().entries().map(|(t, _)| t).collect();
             t.sort();
             t
         };
@@ -1099,7 +1110,7 @@ impl Hub {
             w.session(&session);
             self.inner.store.apply(&w)?;
             let token = session.token.clone();
-            map.insert(token.clone(), Box::new(session));
+            map.insert(session);
             drop(map);
             self.mark_unsynced(&token);
             imported += 1;
@@ -1260,7 +1271,7 @@ impl Hub {
     /// The session, the messages MongoDB lacks and the reply queue, if this
     /// hub owns the session.
     pub fn sync_snapshot(&self, token: &Token) -> Result<Option<SyncSnapshot>> {
-        let Some(session) = self.lock().get(token).cloned() else {
+        let Some(session) = self.lock().peek(token)?.map(Cow::into_owned) else {
             return Ok(None);
         };
         if session.mirror {
@@ -1270,7 +1281,7 @@ impl Hub {
         let messages = self.inner.store.messages_from(token, synced_msgs)?;
         let replies = self.inner.store.queued_replies(token)?;
         Ok(Some(SyncSnapshot {
-            session: *session,
+            session,
             messages,
             replies,
         }))
@@ -1291,7 +1302,7 @@ impl Hub {
         let mut w = Write::new();
         {
             let mut map = self.lock();
-            let local = map.get(&token);
+            let local = map.get(&token)?;
             if local.is_some_and(|l| l.mirror && l.rev >= session.rev) {
                 return Ok(());
             }
@@ -1309,7 +1320,7 @@ impl Hub {
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
-            map.insert(token.clone(), Box::new(session.clone()));
+            map.insert(session.clone());
         }
         if let Some(set) = &self.inner.unsynced {
             set.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
@@ -1320,12 +1331,16 @@ impl Hub {
 
     /// The revision of this hub's read-only copy of a session, if it has one.
     pub fn mirror_rev(&self, token: &Token) -> Option<u64> {
-        self.lock().get(token).filter(|s| s.mirror).map(|s| s.rev)
+        let mut map = self.lock();
+        if !map.summary(token).is_some_and(|s| s.mirror) {
+            return None;
+        }
+        map.get(token).ok().flatten().map(|s| s.rev)
     }
 
     /// Whether this hub owns the session (`None`: does not know it).
     pub fn owns(&self, token: &Token) -> Option<bool> {
-        self.lock().get(token).map(|s| !s.mirror)
+        self.lock().summary(token).map(|s| !s.mirror)
     }
 
     /// Takes over a session from MongoDB: its history, its open wait and its
@@ -1349,10 +1364,10 @@ impl Hub {
         let mut w = Write::new();
         {
             let mut map = self.lock();
-            if map.get(&token).is_some_and(|l| !l.mirror) {
+            if map.summary(&token).is_some_and(|l| !l.mirror) {
                 return Ok(());
             }
-            let have = map.get(&token).map_or(0, |l| l.msg_count);
+            let have = map.get(&token)?.map_or(0, |l| l.msg_count);
             for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
                 w.message(&token, seq, m);
             }
@@ -1367,7 +1382,7 @@ impl Hub {
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
-            map.insert(token.clone(), Box::new(session.clone()));
+            map.insert(session.clone());
         }
         tracing::info!(token = %token, from = %previous, "adopted a session from MongoDB");
         let wait = session.wait.as_ref().map(|w| w.wait_id.clone());

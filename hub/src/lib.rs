@@ -8,6 +8,7 @@
 //! - [`binding`]     binding keys and the three check levels; no IO
 //! - [`waits`]       wake-ups for long polls
 //! - [`hub`]         every operation over sessions, store and waits; no HTTP
+//! - [`table`]       every session's summary in memory, whole sessions on demand
 //! - [`store`]       the only code that knows sled
 //! - [`sync`]        the only code that knows MongoDB (optional)
 //! - [`interchange`] the `sessions.json` export/import format
@@ -33,6 +34,7 @@ pub mod server;
 pub mod session;
 pub mod store;
 pub mod sync;
+pub mod table;
 pub mod waits;
 
 use std::future::Future;

@@ -52,6 +52,20 @@ impl Token {
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).expect("a token is ASCII, checked by parse")
     }
+
+    /// The 16 bytes its 32 hex digits spell: the compact form the session
+    /// table and the store's summaries key on.
+    pub fn to_raw(&self) -> [u8; 16] {
+        let mut raw = [0; 16];
+        hex::decode_to_slice(&self.0[3..], &mut raw)
+            .expect("a token's digits are hex, checked by parse");
+        raw
+    }
+
+    pub fn from_raw(raw: [u8; 16]) -> Token {
+        Token::parse(&format!("ct_{}", hex::encode(raw)))
+            .expect("hex::encode writes 32 lowercase digits")
+    }
 }
 
 impl std::fmt::Debug for Token {
@@ -129,6 +143,49 @@ impl Status {
 }
 
 /// Who wrote a message.
+/// What the hub keeps in memory of every session, stored or not: what lists
+/// filter and sort by. 24 bytes; the whole session is read when needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    pub last_active_at: Millis,
+    /// When the open wait began; [`Summary::NO_WAIT`] when none is open.
+    wait_since: Millis,
+    pub status: Status,
+    pub mirror: bool,
+}
+
+impl Summary {
+    const NO_WAIT: Millis = Millis::MIN;
+
+    pub fn new(
+        status: Status,
+        mirror: bool,
+        wait_since: Option<Millis>,
+        last_active_at: Millis,
+    ) -> Summary {
+        Summary {
+            last_active_at,
+            wait_since: wait_since.unwrap_or(Self::NO_WAIT),
+            status,
+            mirror,
+        }
+    }
+
+    pub fn of(s: &Session) -> Summary {
+        Summary::new(
+            s.status,
+            s.mirror,
+            s.wait.as_ref().map(|w| w.since),
+            s.last_active_at,
+        )
+    }
+
+    /// When the open wait began, if one is open.
+    pub fn wait_since(&self) -> Option<Millis> {
+        (self.wait_since != Self::NO_WAIT).then_some(self.wait_since)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -507,6 +564,9 @@ mod tests {
         ] {
             assert!(Token::parse(bad).is_none(), "{bad:?} accepted");
         }
+        let raw = t.to_raw();
+        assert_eq!(Token::from_raw(raw), t);
+        assert_eq!(hex::encode(raw), t.as_str()[3..]);
     }
 
     #[test]

@@ -1116,6 +1116,67 @@ async fn a_clean_restart_keeps_waits_replies_and_bindings() {
     assert_eq!(hub.init("t").await, token);
 }
 
+/// After a restart the hub holds only summaries; whole sessions are read when
+/// needed. Lists, search, waits and changes must not tell the difference.
+#[tokio::test]
+async fn after_a_restart_sessions_read_on_demand_answer_as_before() {
+    let hub = TestHub::start().await;
+    let waiting = hub.init("Waiting").await;
+    let wait = hub.register(&waiting, "Waiting", "still here", "q1").await;
+    let quiet = hub.init("Quiet").await;
+    hub.register(&quiet, "Quiet", "the haystack holds a needle", "q1")
+        .await;
+    hub.ok("/api/reply", json!({"token": quiet, "text": "ok"}))
+        .await;
+    let archived = hub.init("Archived").await;
+    hub.ok(&format!("/api/sessions/{archived}/archive"), json!({}))
+        .await;
+    let (from, to) = (hub.init("From").await, hub.init("To").await);
+    let list_all = "/api/sessions?status=all";
+    let (_, before) = hub.get(list_all).await;
+    let (_, open_before) = hub.get("/api/sessions").await;
+
+    let dir = hub.stop().await.unwrap();
+    let hub = TestHub::start_at(dir.path(), Options::default()).await;
+    // First, before anything reads it: the open wait came back with its session: another session cannot use it.
+    let (status, v) = hub
+        .post("/api/wait/cancel", json!({"token": quiet, "waitId": wait}))
+        .await;
+    assert_eq!(
+        (status, error_code(&v)),
+        (StatusCode::FORBIDDEN, "FORBIDDEN")
+    );
+    // Search reads sessions it does not keep: by title and by message text.
+    let (_, found) = hub.get("/api/sessions?q=quiet").await;
+    assert_eq!(found["sessions"][0]["token"], quiet);
+    let (_, found) = hub.get("/api/sessions?q=NEEDLE").await;
+    assert_eq!(found["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(found["sessions"][0]["token"], quiet);
+    // Same lists, same order, same fields.
+    assert_eq!(hub.get(list_all).await.1, before);
+    assert_eq!(hub.get("/api/sessions").await.1, open_before);
+    let r = hub
+        .ok(
+            "/api/reply",
+            json!({"token": waiting, "text": "after restart"}),
+        )
+        .await;
+    assert_eq!(
+        hub.poll(&waiting, &wait, 0).await["reply"]["id"],
+        r["replyId"]
+    );
+    // Two sessions never read since the start merge; an archived one restores.
+    hub.ok(
+        "/api/merge",
+        json!({"fromToken": from, "toToken": to, "cursorTitle": "To", "workspace": "/w", "hostIp": "10.0.0.2"}),
+    )
+    .await;
+    assert_eq!(hub.session(&from).await["status"], "merged");
+    hub.ok(&format!("/api/sessions/{archived}/restore"), json!({}))
+        .await;
+    assert_eq!(hub.session(&archived).await["status"], "holding");
+}
+
 fn body(v: Value, extra: Value) -> Value {
     let mut v = v;
     for (k, x) in extra.as_object().unwrap() {

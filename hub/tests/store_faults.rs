@@ -228,14 +228,14 @@ async fn other_schema_version_is_refused_with_what_to_do() {
     let home = home_with_data(dir.path()).await;
     set_schema_version(&home, &7u32.to_be_bytes());
     let stderr = serve_must_fail(&home, free_addr());
-    assert_one_clear_line(&stderr, &["schema version 7", "reads version 1", "export"]);
+    assert_one_clear_line(&stderr, &["schema version 7", "reads version 2", "export"]);
 
     // Offline admin commands open the same store and must say the same.
     let out = realhub::run_cli(&home, &["export", "--out", "/dev/null"]);
     assert!(!out.status.success());
     assert_one_clear_line(&String::from_utf8_lossy(&out.stderr), &["schema version 7"]);
 
-    // Back to this build's version: everything is there again.
+    // Back to the version before summaries: upgraded at start, everything is there again.
     set_schema_version(&home, &1u32.to_be_bytes());
     let hub = RealHub::start(&home, free_addr()).await;
     assert_eq!(hub.api.health().await.unwrap()["sessions"], 5);

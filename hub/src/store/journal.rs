@@ -20,6 +20,7 @@ pub enum TreeId {
     Plans = 3,
     Threads = 4,
     Replies = 5,
+    Summaries = 6,
 }
 
 impl TreeId {
@@ -31,6 +32,7 @@ impl TreeId {
             3 => TreeId::Plans,
             4 => TreeId::Threads,
             5 => TreeId::Replies,
+            6 => TreeId::Summaries,
             _ => return None,
         })
     }

@@ -4,11 +4,14 @@
 //!
 //! Layout (one tree each):
 //! - `sessions`: token → session metadata (JSON)
+//! - `summaries`: token as 16 raw bytes → what the session table keeps in
+//!   memory of every session (18 bytes, see `summary_bytes`); written with
+//!   every session record, so a start reads these and no session record
 //! - `messages`: token ‖ seq (u64 BE) → message (JSON); appending one never
 //!   rewrites the others, and a session's history is a prefix scan
 //! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
 //! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
-//! - `meta`: `schema_version`, `templates`
+//! - `meta`: `schema_version` (2; a version-1 store is upgraded at open), `templates`
 //! - `synced`: token → (rev, messages) already written to MongoDB
 //! - `journal`: sequence number → a write in progress (see [`journal`])
 
@@ -16,7 +19,6 @@ mod journal;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,13 +27,14 @@ use sled::{IVec, Tree};
 
 use journal::{Op, TreeId};
 
-use crate::session::{Message, QueuedReply, Session, Token};
+use crate::session::{Message, QueuedReply, Session, Status, Summary, Token};
 
 /// How long a flush may take before the write counts as failed.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The on-disk layout version this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The on-disk layout version this build reads and writes. Version 1 (no
+/// `summaries`) is upgraded at open.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -125,6 +128,7 @@ impl Write {
 pub struct Store {
     db: sled::Db,
     sessions: Tree,
+    summaries: Tree,
     messages: Tree,
     bindings: Tree,
     plans: Tree,
@@ -171,6 +175,7 @@ impl Store {
         let t = |name: &str| db.open_tree(name).map_err(|e| open_error(dir, e));
         let store = Store {
             sessions: t("sessions")?,
+            summaries: t("summaries")?,
             messages: t("messages")?,
             bindings: t("bindings")?,
             plans: t("plans")?,
@@ -183,6 +188,7 @@ impl Store {
             flushing: Default::default(),
             db,
         };
+        let mut upgrade = false;
         match store.meta.get("schema_version")? {
             None if had_data => {
                 return Err(StoreError::Corrupt {
@@ -203,7 +209,8 @@ impl Store {
                         path: dir.to_owned(),
                         detail: "unreadable schema version".into(),
                     })?;
-                if found != SCHEMA_VERSION {
+                upgrade = found == 1;
+                if found != SCHEMA_VERSION && !upgrade {
                     return Err(StoreError::Schema {
                         path: dir.to_owned(),
                         found,
@@ -212,83 +219,65 @@ impl Store {
                 }
             }
         }
-        let replayed = store.replay_journal().map_err(|e| match e {
+        let corrupt = |e| match e {
             StoreError::Decode(detail) => StoreError::Corrupt {
                 path: dir.to_owned(),
                 detail,
             },
             other => other,
-        })?;
+        };
+        let replayed = store.replay_journal().map_err(corrupt)?;
         if replayed > 0 {
             tracing::info!(writes = replayed, "finished writes a crash interrupted");
+        }
+        if upgrade {
+            let sessions = store.upgrade_from_1().map_err(corrupt)?;
+            tracing::info!(
+                sessions,
+                "upgraded the store to schema version {SCHEMA_VERSION}"
+            );
         }
         Ok(store)
     }
 
-    /// Every session's metadata by token (messages stay on disk).
-    ///
-    /// Decoding is most of a large start, so it runs on every core while this
-    /// thread reads the next records; records go out in small batches, so the
-    /// raw records of a large store never all sit in memory at once.
-    pub fn load_sessions(&self) -> Result<HashMap<Token, Box<Session>>, StoreError> {
-        const BATCH: usize = 1024;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (batches, batches_rx) = mpsc::sync_channel::<Vec<IVec>>(cores);
-        let batches_rx = std::sync::Mutex::new(batches_rx);
-        let (decoded_tx, decoded) = mpsc::channel::<Result<Vec<Box<Session>>, StoreError>>();
-        let mut table = HashMap::new();
-        let mut failure = None;
-        let mut take = |part: Result<Vec<Box<Session>>, StoreError>| match part {
-            Ok(part) => table.extend(part.into_iter().map(|s| (s.token.clone(), s))),
-            Err(e) => failure = failure.take().or(Some(e)),
-        };
-        std::thread::scope(|scope| {
-            for _ in 0..cores {
-                let (batches_rx, decoded_tx) = (&batches_rx, decoded_tx.clone());
-                scope.spawn(move || {
-                    while let Ok(batch) =
-                        batches_rx.lock().unwrap_or_else(|p| p.into_inner()).recv()
-                    {
-                        let part = batch.iter().map(|v| decode(v).map(Box::new)).collect();
-                        drop(batch);
-                        if decoded_tx.send(part).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(decoded_tx);
-            let mut batch = Vec::with_capacity(BATCH);
-            for record in self.sessions.iter().values() {
-                match record {
-                    Ok(v) => batch.push(v),
-                    Err(e) => {
-                        take(Err(e.into()));
-                        break;
-                    }
-                }
-                if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    if batches.send(full).is_err() {
-                        break;
-                    }
-                    decoded.try_iter().for_each(&mut take);
-                }
-            }
-            if !batch.is_empty() {
-                let _ = batches.send(batch);
-            }
-            drop(batches);
-            decoded.iter().for_each(&mut take);
-        });
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(table),
+    /// Version 1 had no `summaries`: writes one for every stored session, then
+    /// the new version. A crash before the version is written leaves version 1,
+    /// and the next open starts over.
+    fn upgrade_from_1(&self) -> Result<usize, StoreError> {
+        self.summaries.clear()?;
+        let mut upgraded = 0;
+        for record in self.sessions.iter().values() {
+            let session: Session = decode(&record?)?;
+            self.summaries.insert(
+                session.token.to_raw(),
+                &summary_bytes(&Summary::of(&session))[..],
+            )?;
+            upgraded += 1;
         }
+        self.meta
+            .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+        self.db.flush()?;
+        Ok(upgraded)
     }
 
-    pub fn session_count(&self) -> usize {
-        self.sessions.len()
+    /// Every session's summary, by the token's raw bytes.
+    pub fn load_summaries(&self) -> Result<HashMap<[u8; 16], Summary>, StoreError> {
+        let mut all = HashMap::new();
+        for record in self.summaries.iter() {
+            let (key, value) = record?;
+            let raw = <[u8; 16]>::try_from(key.as_ref())
+                .map_err(|_| StoreError::Decode("a session summary's key is not a token".into()))?;
+            all.insert(raw, summary_from(&value)?);
+        }
+        Ok(all)
+    }
+
+    /// One session's whole record.
+    pub fn session(&self, token: &Token) -> Result<Option<Session>, StoreError> {
+        self.sessions
+            .get(token.as_str())?
+            .map(|v| decode(&v))
+            .transpose()
     }
 
     /// Applies every change of `w` atomically. Not yet durable: call [`Store::flush`].
@@ -322,13 +311,22 @@ impl Store {
             value: Some(value),
         };
         let mut ops = Vec::with_capacity(
-            w.sessions.len() + w.messages.len() + w.bind.len() + w.enqueue.len() + w.dequeue.len(),
+            2 * w.sessions.len()
+                + w.messages.len()
+                + w.bind.len()
+                + w.enqueue.len()
+                + w.dequeue.len(),
         );
         for s in &w.sessions {
             ops.push(put(
                 TreeId::Sessions,
                 s.token.as_str().as_bytes().to_vec(),
                 encode(s),
+            ));
+            ops.push(put(
+                TreeId::Summaries,
+                s.token.to_raw().to_vec(),
+                summary_bytes(&Summary::of(s)).to_vec(),
             ));
         }
         for (token, seq, m) in &w.messages {
@@ -383,6 +381,7 @@ impl Store {
             TreeId::Plans => &self.plans,
             TreeId::Threads => &self.threads,
             TreeId::Replies => &self.replies,
+            TreeId::Summaries => &self.summaries,
         }
     }
 
@@ -584,6 +583,54 @@ impl Store {
     }
 }
 
+/// A summary as stored: status, flags (1: a mirror, 2: a wait is open), last
+/// activity and the open wait's start (i64 BE each). 18 bytes, so sled keeps
+/// it inline in its nodes. The numbers are stored: never renumber.
+fn summary_bytes(s: &Summary) -> [u8; 18] {
+    let status = match s.status {
+        Status::Init => 0,
+        Status::Holding => 1,
+        Status::Waiting => 2,
+        Status::Replied => 3,
+        Status::Running => 4,
+        Status::Merged => 5,
+        Status::Archived => 6,
+    };
+    let flags = u8::from(s.mirror) | (u8::from(s.wait_since().is_some()) << 1);
+    let mut out = [0; 18];
+    out[0] = status;
+    out[1] = flags;
+    out[2..10].copy_from_slice(&s.last_active_at.to_be_bytes());
+    out[10..].copy_from_slice(&s.wait_since().unwrap_or(0).to_be_bytes());
+    out
+}
+
+fn summary_from(v: &[u8]) -> Result<Summary, StoreError> {
+    let bad = || StoreError::Decode("a session summary is malformed".into());
+    let v = <&[u8; 18]>::try_from(v).map_err(|_| bad())?;
+    let status = match v[0] {
+        0 => Status::Init,
+        1 => Status::Holding,
+        2 => Status::Waiting,
+        3 => Status::Replied,
+        4 => Status::Running,
+        5 => Status::Merged,
+        6 => Status::Archived,
+        _ => return Err(bad()),
+    };
+    let at = |i: usize| i64::from_be_bytes(v[i..i + 8].try_into().expect("8 bytes"));
+    let flags = v[1];
+    if flags > 3 {
+        return Err(bad());
+    }
+    Ok(Summary::new(
+        status,
+        flags & 1 == 1,
+        (flags & 2 == 2).then(|| at(10)),
+        at(2),
+    ))
+}
+
 fn seq_of(k: &IVec) -> u64 {
     let n = k.len();
     let mut b = [0u8; 8];
@@ -692,7 +739,11 @@ mod tests {
         drop(store);
 
         let store = reopen(dir.path()).unwrap();
-        assert_eq!(store.load_sessions().unwrap().len(), 1);
+        assert_eq!(
+            store.load_summaries().unwrap().get(&s.token.to_raw()),
+            Some(&Summary::of(&s))
+        );
+        assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
         assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 1);
         assert_eq!(
             store.binding(BindingKind::Chat, "/w::t@h").unwrap(),
@@ -716,6 +767,93 @@ mod tests {
             Err(e) => panic!("unexpected error {e}"),
             Ok(_) => panic!("a damaged journal was accepted"),
         }
+    }
+
+    #[test]
+    fn summaries_round_trip_and_damage_is_refused() {
+        for s in [
+            Summary::new(
+                Status::Waiting,
+                false,
+                Some(1_780_000_000_123),
+                1_780_000_000_456,
+            ),
+            Summary::new(Status::Archived, true, None, -1),
+            Summary::new(Status::Init, false, Some(0), 0),
+        ] {
+            assert_eq!(summary_from(&summary_bytes(&s)).unwrap(), s);
+        }
+        let good = summary_bytes(&Summary::new(Status::Holding, false, None, 5));
+        let mut bad_status = good;
+        bad_status[0] = 7;
+        let mut bad_flags = good;
+        bad_flags[1] = 4;
+        for bad in [&good[..17], &bad_status[..], &bad_flags[..], &[]] {
+            assert!(summary_from(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    /// A version-1 store (sessions, no summaries) as an earlier build left it,
+    /// plus `raw` session records.
+    fn write_version_1(dir: &Path, sessions: &[Session], raw: &[(&str, &str)]) {
+        let db = sled::open(dir).unwrap();
+        db.open_tree("meta")
+            .unwrap()
+            .insert("schema_version", &1u32.to_be_bytes())
+            .unwrap();
+        let tree = db.open_tree("sessions").unwrap();
+        for s in sessions {
+            tree.insert(s.token.as_str(), encode(s)).unwrap();
+        }
+        for (k, v) in raw {
+            tree.insert(k, *v).unwrap();
+        }
+        db.flush().unwrap();
+    }
+
+    #[test]
+    fn a_version_1_store_gets_its_summaries_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut waiting = Session::new(Token::generate(), "a", "/w", "h", "hub");
+        waiting.status = Status::Waiting;
+        waiting.wait = Some(crate::session::OpenWait {
+            wait_id: "w1".into(),
+            request_id: "r1".into(),
+            since: 42,
+        });
+        let mut mirror = Session::new(Token::generate(), "b", "/w", "h", "other");
+        mirror.mirror = true;
+        write_version_1(dir.path(), &[waiting.clone(), mirror.clone()], &[]);
+
+        let store = reopen(dir.path()).unwrap();
+        let summaries = store.load_summaries().unwrap();
+        assert_eq!(summaries.len(), 2);
+        assert_eq!(summaries[&waiting.token.to_raw()].wait_since(), Some(42));
+        assert_eq!(summaries[&waiting.token.to_raw()], Summary::of(&waiting));
+        assert_eq!(summaries[&mirror.token.to_raw()], Summary::of(&mirror));
+        drop(store);
+        // Upgraded once: the version says so, and a second open changes nothing.
+        let store = reopen(dir.path()).unwrap();
+        let version = store.meta.get("schema_version").unwrap().unwrap();
+        assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
+        assert_eq!(store.load_summaries().unwrap(), summaries);
+    }
+
+    #[test]
+    fn a_version_1_store_with_a_damaged_session_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+        write_version_1(dir.path(), &[s], &[("ct_x", "{")]);
+        match reopen(dir.path()) {
+            Err(StoreError::Corrupt { .. }) => {}
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => panic!("a damaged session was upgraded"),
+        }
+        // Still version 1, and refused again: nothing was given up on.
+        assert!(matches!(
+            reopen(dir.path()),
+            Err(StoreError::Corrupt { .. })
+        ));
     }
 
     #[test]
