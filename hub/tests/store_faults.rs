@@ -228,17 +228,35 @@ async fn other_schema_version_is_refused_with_what_to_do() {
     let home = home_with_data(dir.path()).await;
     set_schema_version(&home, &7u32.to_be_bytes());
     let stderr = serve_must_fail(&home, free_addr());
-    assert_one_clear_line(&stderr, &["schema version 7", "reads version 2", "export"]);
+    assert_one_clear_line(&stderr, &["schema version 7", "reads version 3", "export"]);
 
     // Offline admin commands open the same store and must say the same.
     let out = realhub::run_cli(&home, &["export", "--out", "/dev/null"]);
     assert!(!out.status.success());
     assert_one_clear_line(&String::from_utf8_lossy(&out.stderr), &["schema version 7"]);
 
-    // Back to the version before summaries: upgraded at start, everything is there again.
+    // Back to the version before summaries: upgraded at start, everything is
+    // there again, messages too (this store has them in chunks already).
     set_schema_version(&home, &1u32.to_be_bytes());
     let hub = RealHub::start(&home, free_addr()).await;
     assert_eq!(hub.api.health().await.unwrap()["sessions"], 5);
+    let (_, list) = hub.api.get("/api/sessions?limit=10").await.unwrap();
+    let sessions = list["sessions"].as_array().expect("a list");
+    assert_eq!(sessions.len(), 5);
+    for s in sessions {
+        let messages = hub.api.session(s["token"].as_str().unwrap()).await["messages"].clone();
+        let texts: Vec<&str> = messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap())
+            .collect();
+        assert_eq!(texts.len(), 2, "{messages}");
+        assert!(
+            texts[0].starts_with("message ") && texts[1] == "go on",
+            "{texts:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -15,12 +15,16 @@ use super::StoreError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TreeId {
     Sessions = 0,
+    /// One message per key, as schema versions 1 and 2 stored them: only in
+    /// records a crash left in a store not yet upgraded.
     Messages = 1,
     Bindings = 2,
     Plans = 3,
     Threads = 4,
     Replies = 5,
     Summaries = 6,
+    /// Chunks of messages (see `history`).
+    History = 7,
 }
 
 impl TreeId {
@@ -33,6 +37,7 @@ impl TreeId {
             4 => TreeId::Threads,
             5 => TreeId::Replies,
             6 => TreeId::Summaries,
+            7 => TreeId::History,
             _ => return None,
         })
     }
@@ -127,7 +132,7 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), ops);
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         let mut bad_tree = bytes.clone();
-        bad_tree[1] = 9;
+        bad_tree[1] = 8;
         assert!(decode(&bad_tree).is_err());
         assert_eq!(decode(&[]).unwrap(), vec![]);
     }

@@ -7,14 +7,16 @@
 //! - `summaries`: token as 16 raw bytes → what the session table keeps in
 //!   memory of every session (18 bytes, see `summary_bytes`); written with
 //!   every session record, so a start reads these and no session record
-//! - `messages`: token ‖ seq (u64 BE) → message (JSON); appending one never
-//!   rewrites the others, and a session's history is a prefix scan
+//! - `history`: token ‖ seq of the chunk's first message (u64 BE) → up to 16
+//!   consecutive messages (JSON each, see [`history`]); a session's history is a
+//!   prefix scan, and appending rewrites at most one small chunk
 //! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
 //! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
-//! - `meta`: `schema_version` (2; a version-1 store is upgraded at open), `templates`
+//! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`
 //! - `synced`: token → (rev, messages) already written to MongoDB
 //! - `journal`: sequence number → a write in progress (see [`journal`])
 
+mod history;
 mod journal;
 
 use std::collections::HashMap;
@@ -32,9 +34,12 @@ use crate::session::{Message, QueuedReply, Session, Status, Summary, Token};
 /// How long a flush may take before the write counts as failed.
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The on-disk layout version this build reads and writes. Version 1 (no
-/// `summaries`) is upgraded at open.
-pub const SCHEMA_VERSION: u32 = 2;
+/// The on-disk layout version this build reads and writes. Versions 1 (no
+/// `summaries`) and 2 (one key per message, in `messages`) are upgraded at open.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// Where schema versions 1 and 2 kept messages, one key each.
+const LEGACY_MESSAGES: &str = "messages";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -129,7 +134,7 @@ pub struct Store {
     db: sled::Db,
     sessions: Tree,
     summaries: Tree,
-    messages: Tree,
+    history: Tree,
     bindings: Tree,
     plans: Tree,
     threads: Tree,
@@ -141,11 +146,17 @@ pub struct Store {
     journal_seq: Arc<AtomicU64>,
     /// One flush at a time (see [`Store::flush`]).
     flushing: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// One write at a time: appending a message reads and rewrites its chunk.
+    writing: Arc<std::sync::Mutex<()>>,
 }
 
 fn key(token: &Token, n: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(token.as_str().len() + 8);
-    k.extend_from_slice(token.as_str().as_bytes());
+    prefixed(token.as_str().as_bytes(), n)
+}
+
+fn prefixed(prefix: &[u8], n: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + 8);
+    k.extend_from_slice(prefix);
     k.extend_from_slice(&n.to_be_bytes());
     k
 }
@@ -176,7 +187,7 @@ impl Store {
         let store = Store {
             sessions: t("sessions")?,
             summaries: t("summaries")?,
-            messages: t("messages")?,
+            history: t("history")?,
             bindings: t("bindings")?,
             plans: t("plans")?,
             threads: t("threads")?,
@@ -186,9 +197,10 @@ impl Store {
             journal: t("journal")?,
             journal_seq: Default::default(),
             flushing: Default::default(),
+            writing: Default::default(),
             db,
         };
-        let mut upgrade = false;
+        let mut upgrade_from = None;
         match store.meta.get("schema_version")? {
             None if had_data => {
                 return Err(StoreError::Corrupt {
@@ -209,8 +221,9 @@ impl Store {
                         path: dir.to_owned(),
                         detail: "unreadable schema version".into(),
                     })?;
-                upgrade = found == 1;
-                if found != SCHEMA_VERSION && !upgrade {
+                if found == 1 || found == 2 {
+                    upgrade_from = Some(found);
+                } else if found != SCHEMA_VERSION {
                     return Err(StoreError::Schema {
                         path: dir.to_owned(),
                         found,
@@ -230,34 +243,83 @@ impl Store {
         if replayed > 0 {
             tracing::info!(writes = replayed, "finished writes a crash interrupted");
         }
-        if upgrade {
-            let sessions = store.upgrade_from_1().map_err(corrupt)?;
+        if let Some(from) = upgrade_from {
+            let started = std::time::Instant::now();
+            let (sessions, messages) = store.upgrade(from).map_err(corrupt)?;
             tracing::info!(
+                from,
                 sessions,
+                messages,
+                secs = started.elapsed().as_secs(),
                 "upgraded the store to schema version {SCHEMA_VERSION}"
             );
         }
+        // An upgrade stopped after writing the version leaves the old messages.
+        store.db.drop_tree(LEGACY_MESSAGES)?;
         Ok(store)
     }
 
-    /// Version 1 had no `summaries`: writes one for every stored session, then
-    /// the new version. A crash before the version is written leaves version 1,
-    /// and the next open starts over.
-    fn upgrade_from_1(&self) -> Result<usize, StoreError> {
-        self.summaries.clear()?;
-        let mut upgraded = 0;
-        for record in self.sessions.iter().values() {
-            let session: Session = decode(&record?)?;
-            self.summaries.insert(
-                session.token.to_raw(),
-                &summary_bytes(&Summary::of(&session))[..],
-            )?;
-            upgraded += 1;
+    /// Brings a version-1 or -2 store to this version: summaries for every
+    /// session (version 1 had none), messages regrouped into chunks (version 2
+    /// kept one per key), then the version, then the old messages dropped. A
+    /// crash before the version is written leaves the old version and the old
+    /// data, and the next open starts over. Returns (sessions, messages) done.
+    fn upgrade(&self, from: u32) -> Result<(usize, usize), StoreError> {
+        let mut sessions = 0;
+        if from < 2 {
+            self.summaries.clear()?;
+            for record in self.sessions.iter().values() {
+                let session: Session = decode(&record?)?;
+                self.summaries.insert(
+                    session.token.to_raw(),
+                    &summary_bytes(&Summary::of(&session))[..],
+                )?;
+                sessions += 1;
+            }
+        }
+        let mut messages = 0;
+        // A store whose version was set back by hand has no old messages: keep its history.
+        let legacy = self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n.as_ref() == LEGACY_MESSAGES.as_bytes());
+        if legacy {
+            self.history.clear()?;
+            let old = self.db.open_tree(LEGACY_MESSAGES)?;
+            let mut open: Option<(Vec<u8>, history::Chunk)> = None;
+            for kv in old.iter() {
+                let (k, v) = kv?;
+                let token = k
+                    .get(..k.len().saturating_sub(8))
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| {
+                        StoreError::Decode("a stored message's key is malformed".into())
+                    })?;
+                let seq = seq_of(&k);
+                let continues = open
+                    .as_ref()
+                    .is_some_and(|(t, c)| t == token && c.takes(v.len()) && c.follows(seq));
+                if !continues && let Some((t, c)) = open.take() {
+                    self.history.insert(prefixed(&t, c.first), c.value)?;
+                }
+                open.get_or_insert_with(|| (token.to_vec(), history::Chunk::starting_at(seq)))
+                    .1
+                    .push(seq, &v);
+                messages += 1;
+            }
+            if let Some((t, c)) = open {
+                self.history.insert(prefixed(&t, c.first), c.value)?;
+            }
         }
         self.meta
             .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
         self.db.flush()?;
-        Ok(upgraded)
+        if legacy {
+            self.db.drop_tree(LEGACY_MESSAGES)?;
+            self.db.flush()?;
+        }
+        Ok((sessions, messages))
     }
 
     /// Every session's summary, by the token's raw bytes.
@@ -286,6 +348,7 @@ impl Store {
     /// disk failed), its journal record stays and the next open finishes the
     /// write, so a write reported as failed may still take effect after a restart.
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
+        let _turn = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let ops = self.ops(w)?;
         if let [op] = ops.as_slice() {
             // One key: sled applies it atomically by itself.
@@ -329,9 +392,7 @@ impl Store {
                 summary_bytes(&Summary::of(s)).to_vec(),
             ));
         }
-        for (token, seq, m) in &w.messages {
-            ops.push(put(TreeId::Messages, key(token, *seq), encode(m)));
-        }
+        self.append_messages(&w.messages, &mut ops)?;
         for (kind, name, token) in &w.bind {
             let tree = match kind {
                 BindingKind::Chat => TreeId::Bindings,
@@ -364,25 +425,79 @@ impl Store {
         Ok(ops)
     }
 
-    fn apply_op(&self, op: &Op) -> Result<(), StoreError> {
-        let tree = self.tree(op.tree);
-        match &op.value {
-            Some(v) => tree.insert(op.key.as_slice(), v.as_slice())?,
-            None => tree.remove(op.key.as_slice())?,
+    /// The chunk writes that append `messages` (in order, per session) to their histories.
+    fn append_messages(
+        &self,
+        messages: &[(Token, u64, Message)],
+        ops: &mut Vec<Op>,
+    ) -> Result<(), StoreError> {
+        // The chunk each session's messages are going into, as this write leaves it.
+        let mut open: Vec<(&Token, history::Chunk)> = Vec::new();
+        let write = |token: &Token, c: history::Chunk, ops: &mut Vec<Op>| {
+            if c.changed {
+                ops.push(Op {
+                    tree: TreeId::History,
+                    key: key(token, c.first),
+                    value: Some(c.value),
+                });
+            }
         };
+        for (token, seq, m) in messages {
+            let message = encode(m);
+            let i = match open.iter().position(|(t, _)| *t == token) {
+                Some(i) => i,
+                None => {
+                    let last = match self.history.scan_prefix(token.as_str()).next_back() {
+                        Some(kv) => {
+                            let (k, v) = kv?;
+                            history::Chunk::stored(seq_of(&k), v.to_vec())?
+                        }
+                        None => history::Chunk::starting_at(*seq),
+                    };
+                    open.push((token, last));
+                    open.len() - 1
+                }
+            };
+            let chunk = &mut open[i].1;
+            if !chunk.follows(*seq) {
+                return Err(StoreError::Io(format!(
+                    "message {seq} of {} is already stored",
+                    token.as_str()
+                )));
+            }
+            if !chunk.takes(message.len()) {
+                let full = std::mem::replace(chunk, history::Chunk::starting_at(*seq));
+                write(token, full, ops);
+            }
+            open[i].1.push(*seq, &message);
+        }
+        for (token, c) in open {
+            write(token, c, ops);
+        }
         Ok(())
     }
 
-    fn tree(&self, id: TreeId) -> &Tree {
-        match id {
+    fn apply_op(&self, op: &Op) -> Result<(), StoreError> {
+        let legacy;
+        let tree = match op.tree {
             TreeId::Sessions => &self.sessions,
-            TreeId::Messages => &self.messages,
+            TreeId::History => &self.history,
             TreeId::Bindings => &self.bindings,
             TreeId::Plans => &self.plans,
             TreeId::Threads => &self.threads,
             TreeId::Replies => &self.replies,
             TreeId::Summaries => &self.summaries,
-        }
+            // Only in a record a crash left before the upgrade, which follows.
+            TreeId::Messages => {
+                legacy = self.db.open_tree(LEGACY_MESSAGES)?;
+                &legacy
+            }
+        };
+        match &op.value {
+            Some(v) => tree.insert(op.key.as_slice(), v.as_slice())?,
+            None => tree.remove(op.key.as_slice())?,
+        };
+        Ok(())
     }
 
     /// Finishes the writes a crash interrupted (their journal records), oldest first.
@@ -466,12 +581,19 @@ impl Store {
         before: Option<u64>,
         limit: usize,
     ) -> Result<Vec<(u64, Message)>, StoreError> {
-        let start = key(token, 0);
-        let end = key(token, before.unwrap_or(u64::MAX));
+        let before = before.unwrap_or(u64::MAX);
         let mut out = Vec::with_capacity(limit.min(256));
-        for kv in self.messages.range(start..end).rev().take(limit) {
-            let (k, v) = kv?;
-            out.push((seq_of(&k), decode(&v)?));
+        // Chunks that begin before `before`, newest first; the first may run past it.
+        'chunks: for kv in self.history.range(key(token, 0)..key(token, before)).rev() {
+            let (_, v) = kv?;
+            for (seq, m) in history::entries(&v)?.into_iter().rev() {
+                if out.len() == limit {
+                    break 'chunks;
+                }
+                if seq < before {
+                    out.push((seq, decode(m)?));
+                }
+            }
         }
         out.reverse();
         Ok(out)
@@ -483,24 +605,36 @@ impl Store {
         token: &Token,
         from: u64,
     ) -> Result<Vec<(u64, Message)>, StoreError> {
-        let start = key(token, from);
-        let end = key(token, u64::MAX);
-        self.messages
-            .range(start..end)
-            .map(|kv| {
-                let (k, v) = kv?;
-                Ok((seq_of(&k), decode(&v)?))
-            })
-            .collect()
+        // From the chunk holding `from`: the last one that begins at or before it.
+        let start = match self
+            .history
+            .range(key(token, 0)..=key(token, from))
+            .next_back()
+        {
+            Some(kv) => kv?.0.to_vec(),
+            None => key(token, from),
+        };
+        let mut out = Vec::new();
+        for kv in self.history.range(start..key(token, u64::MAX)) {
+            let (_, v) = kv?;
+            for (seq, m) in history::entries(&v)? {
+                if seq >= from {
+                    out.push((seq, decode(m)?));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Whether any message of the session contains `needle` (already lowercased).
     pub fn messages_contain(&self, token: &Token, needle: &str) -> Result<bool, StoreError> {
-        for kv in self.messages.scan_prefix(token.as_str().as_bytes()) {
+        for kv in self.history.scan_prefix(token.as_str().as_bytes()) {
             let (_, v) = kv?;
-            let m: Message = decode(&v)?;
-            if m.content.to_lowercase().contains(needle) {
-                return Ok(true);
+            for (_, m) in history::entries(&v)? {
+                let m: Message = decode(m)?;
+                if m.content.to_lowercase().contains(needle) {
+                    return Ok(true);
+                }
             }
         }
         Ok(false)
@@ -705,6 +839,85 @@ mod tests {
         assert_eq!(store.first_reply(&s.token).unwrap().unwrap().id, b.id);
     }
 
+    /// Every way of reading a history, against the messages as written.
+    fn assert_history(store: &Store, token: &Token, want: &[Message]) {
+        let all: Vec<(u64, Message)> = want
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, m)| (i as u64, m))
+            .collect();
+        let n = all.len() as u64;
+        assert_eq!(store.messages(token, None, usize::MAX).unwrap(), all);
+        for before in [0, 1, 5, 15, 16, 17, 31, 32, 33, n - 1, n, n + 3] {
+            for limit in [0, 1, 3, 16, 20, 100] {
+                let upto = before.min(n) as usize;
+                let want = &all[upto.saturating_sub(limit)..upto];
+                let got = store.messages(token, Some(before), limit).unwrap();
+                assert_eq!(got, want, "before {before}, limit {limit}");
+            }
+        }
+        for from in [0, 1, 15, 16, 17, 32, n - 1, n, n + 1] {
+            let want = &all[(from.min(n) as usize)..];
+            assert_eq!(
+                store.messages_from(token, from).unwrap(),
+                want,
+                "from {from}"
+            );
+        }
+        let last = &want[want.len() - 1].content;
+        assert!(store.messages_contain(token, &last.to_lowercase()).unwrap());
+        assert!(!store.messages_contain(token, "never written").unwrap());
+    }
+
+    #[test]
+    fn histories_are_stored_in_chunks_and_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let (a, b) = (Token::generate(), Token::generate());
+        let mut written: HashMap<Token, Vec<Message>> = HashMap::new();
+        let mut append = |w: &mut Write, t: &Token, m: Message| {
+            let h = written.entry(t.clone()).or_default();
+            w.message(t, h.len() as u64, m.clone());
+            h.push(m);
+        };
+        // One write of 20 for a, interleaved with b; then single appends, one
+        // too large to share a chunk, then a batch that spans chunks.
+        let mut w = Write::new();
+        for i in 0..20 {
+            append(&mut w, &a, msg(i));
+            append(&mut w, &b, msg(100 + i));
+        }
+        store.apply(&w).unwrap();
+        for i in 20..45 {
+            let mut w = Write::new();
+            let mut m = msg(i);
+            if i == 30 {
+                m.content = format!("Large {}", "x".repeat(history::CHUNK_BYTES));
+            }
+            append(&mut w, &a, m);
+            store.apply(&w).unwrap();
+        }
+        let mut w = Write::new();
+        for i in 45..70 {
+            append(&mut w, &a, msg(i));
+        }
+        store.apply(&w).unwrap();
+
+        assert_history(&store, &a, &written[&a]);
+        assert_history(&store, &b, &written[&b]);
+        let chunks = store.history.scan_prefix(a.as_str()).count();
+        assert!((5..=7).contains(&chunks), "70 messages in {chunks} chunks");
+
+        // Histories only grow: a message already stored is refused, nothing written.
+        let mut w = Write::new();
+        w.message(&a, 69, msg(0));
+        assert!(store.apply(&w).is_err());
+        assert_history(&store, &a, &written[&a]);
+        drop(store);
+        assert_history(&reopen(dir.path()).unwrap(), &a, &written[&a]);
+    }
+
     /// Opens `dir` again after a drop (sled lets go of its lock shortly after).
     fn reopen(dir: &Path) -> Result<Store, StoreError> {
         let mut reopened = Store::open(dir, 1 << 20);
@@ -793,22 +1006,135 @@ mod tests {
         }
     }
 
-    /// A version-1 store (sessions, no summaries) as an earlier build left it,
-    /// plus `raw` session records.
-    fn write_version_1(dir: &Path, sessions: &[Session], raw: &[(&str, &str)]) {
+    /// sled itself on `dir`, once a dropped store has let go of its lock.
+    fn sled_open(dir: &Path) -> sled::Db {
+        for _ in 0..50 {
+            match sled::open(dir) {
+                Err(sled::Error::Io(e)) if e.to_string().contains("lock") => {
+                    std::thread::sleep(std::time::Duration::from_millis(100))
+                }
+                other => return other.unwrap(),
+            }
+        }
+        panic!("{} stayed locked", dir.display())
+    }
+
+    /// A store as an earlier build left it: schema `version` (1: no
+    /// summaries), `sessions` plus `raw` session records, and `messages` one per
+    /// key in the old `messages` tree.
+    fn write_old_version(
+        dir: &Path,
+        version: u32,
+        sessions: &[Session],
+        raw: &[(&str, &str)],
+        messages: &[(&Token, Vec<Message>)],
+    ) {
         let db = sled::open(dir).unwrap();
         db.open_tree("meta")
             .unwrap()
-            .insert("schema_version", &1u32.to_be_bytes())
+            .insert("schema_version", &version.to_be_bytes())
             .unwrap();
         let tree = db.open_tree("sessions").unwrap();
+        let summaries = db.open_tree("summaries").unwrap();
         for s in sessions {
             tree.insert(s.token.as_str(), encode(s)).unwrap();
+            if version == 2 {
+                summaries
+                    .insert(s.token.to_raw(), &summary_bytes(&Summary::of(s))[..])
+                    .unwrap();
+            }
         }
         for (k, v) in raw {
             tree.insert(k, *v).unwrap();
         }
+        let old = db.open_tree(LEGACY_MESSAGES).unwrap();
+        for (token, history) in messages {
+            for (seq, m) in history.iter().enumerate() {
+                old.insert(key(token, seq as u64), encode(m)).unwrap();
+            }
+        }
         db.flush().unwrap();
+    }
+
+    #[test]
+    fn a_version_2_store_gets_its_messages_in_chunks_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            Session::new(Token::generate(), "a", "/w", "h", "hub"),
+            Session::new(Token::generate(), "b", "/w", "h", "hub"),
+        );
+        let mut long: Vec<Message> = (0..40).map(msg).collect();
+        long[17].content = "y".repeat(3 * history::CHUNK_BYTES);
+        let short: Vec<Message> = (0..3).map(msg).collect();
+        write_old_version(
+            dir.path(),
+            2,
+            &[a.clone(), b.clone()],
+            &[],
+            &[(&a.token, long.clone()), (&b.token, short.clone())],
+        );
+        // What an upgrade stopped half-way leaves: some chunks already written.
+        {
+            let db = sled_open(dir.path());
+            db.open_tree("history")
+                .unwrap()
+                .insert(key(&a.token, 5), &b"half"[..])
+                .unwrap();
+            db.flush().unwrap();
+        }
+
+        let store = reopen(dir.path()).unwrap();
+        assert_history(&store, &a.token, &long);
+        assert_history(&store, &b.token, &short);
+        let version = store.meta.get("schema_version").unwrap().unwrap();
+        assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
+        assert!(
+            !store
+                .db
+                .tree_names()
+                .iter()
+                .any(|n| n.as_ref() == b"messages")
+        );
+        assert_eq!(store.load_summaries().unwrap().len(), 2);
+        // The upgraded store takes new messages after the old ones.
+        let mut w = Write::new();
+        w.message(&b.token, 3, msg(3));
+        store.apply(&w).unwrap();
+        drop(store);
+        let store = reopen(dir.path()).unwrap();
+        let mut grown = short;
+        grown.push(msg(3));
+        assert_history(&store, &b.token, &grown);
+        assert_history(&store, &a.token, &long);
+    }
+
+    #[test]
+    fn a_crash_record_of_a_version_2_store_is_finished_then_upgraded() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+        write_old_version(
+            dir.path(),
+            2,
+            std::slice::from_ref(&s),
+            &[],
+            &[(&s.token, vec![msg(0)])],
+        );
+        {
+            // Version 2 journalled a message as one key of the old tree.
+            let db = sled_open(dir.path());
+            let op = Op {
+                tree: TreeId::Messages,
+                key: key(&s.token, 1),
+                value: Some(encode(&msg(1))),
+            };
+            db.open_tree("journal")
+                .unwrap()
+                .insert(3u64.to_be_bytes(), journal::encode(&[op]))
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let store = reopen(dir.path()).unwrap();
+        assert_history(&store, &s.token, &[msg(0), msg(1)]);
     }
 
     #[test]
@@ -823,7 +1149,14 @@ mod tests {
         });
         let mut mirror = Session::new(Token::generate(), "b", "/w", "h", "other");
         mirror.mirror = true;
-        write_version_1(dir.path(), &[waiting.clone(), mirror.clone()], &[]);
+        let history: Vec<Message> = (0..20).map(msg).collect();
+        write_old_version(
+            dir.path(),
+            1,
+            &[waiting.clone(), mirror.clone()],
+            &[],
+            &[(&waiting.token, history.clone())],
+        );
 
         let store = reopen(dir.path()).unwrap();
         let summaries = store.load_summaries().unwrap();
@@ -831,19 +1164,21 @@ mod tests {
         assert_eq!(summaries[&waiting.token.to_raw()].wait_since(), Some(42));
         assert_eq!(summaries[&waiting.token.to_raw()], Summary::of(&waiting));
         assert_eq!(summaries[&mirror.token.to_raw()], Summary::of(&mirror));
+        assert_history(&store, &waiting.token, &history);
         drop(store);
         // Upgraded once: the version says so, and a second open changes nothing.
         let store = reopen(dir.path()).unwrap();
         let version = store.meta.get("schema_version").unwrap().unwrap();
         assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
         assert_eq!(store.load_summaries().unwrap(), summaries);
+        assert_history(&store, &waiting.token, &history);
     }
 
     #[test]
     fn a_version_1_store_with_a_damaged_session_is_refused_and_kept() {
         let dir = tempfile::tempdir().unwrap();
         let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
-        write_version_1(dir.path(), &[s], &[("ct_x", "{")]);
+        write_old_version(dir.path(), 1, &[s], &[("ct_x", "{")], &[]);
         match reopen(dir.path()) {
             Err(StoreError::Corrupt { .. }) => {}
             Err(e) => panic!("unexpected error {e}"),
