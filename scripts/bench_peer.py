@@ -6,6 +6,8 @@ taken with one client: the official MCP Python SDK over stdio, runs alternated.
 - reply latency, the person's reply sent -> tool result at this client: for holdline the
   reply is POSTed to the hub; for the peer it is sent as its own web page sends it
   (`submit_feedback` over the page's WebSocket, found on the port the peer listens on).
+  Both ways alike: the connection is open before the clock starts, and the reply is
+  written from this client's event loop, so the clock holds no connection set-up.
 
 Usage: bench_peer.py --bridge PATH --peer PATH [--runs 10] [--replies 200] [--json FILE]
 Env:   HOLDLINE_HUB, HOLDLINE_SECRET, HOLDLINE_HOME (a hub already running: the bridge's cold
@@ -21,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 from mcp import ClientSession, StdioServerParameters
@@ -111,6 +114,26 @@ def hub_call(method: str, path: str, body: dict | None = None) -> dict:
         return json.loads(r.read())
 
 
+async def reply_request(body: dict):
+    """A connection to the hub and the bytes of a POST /api/reply on it, not yet sent."""
+    hub = urllib.parse.urlsplit(os.environ["HOLDLINE_HUB"])
+    reader, writer = await asyncio.open_connection(hub.hostname, hub.port)
+    payload = json.dumps(body).encode()
+    head = (f"POST /api/reply HTTP/1.1\r\nHost: {hub.netloc}\r\n"
+            f"Authorization: Bearer {os.environ['HOLDLINE_SECRET']}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+            "Connection: close\r\n\r\n")
+    return reader, writer, head.encode() + payload
+
+
+async def reply_answered(reader, writer) -> None:
+    """Reads the hub's answer to a reply request: it must be a 200."""
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    if not answer.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"the hub refused the reply: {answer[:200]!r}")
+
+
 async def until_status(token: str, wanted) -> None:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -139,12 +162,14 @@ async def holdline_replies(bridge: str, home: str, replies: int) -> list[float]:
                     await until_status(token, lambda s: s["status"] == "waiting")
                     await asyncio.sleep(0.005)  # let the bridge's long poll reach the hub
                     text = f"reply #{i}."
-                    body = {"token": token, "text": text}
+                    # As with the peer's WebSocket, the connection is open before the
+                    # clock starts, and the request is written from this loop.
+                    reader, writer, request = await reply_request({"token": token, "text": text})
                     t0 = time.perf_counter()
-                    post = asyncio.create_task(asyncio.to_thread(hub_call, "POST", "/api/reply", body))
+                    writer.write(request)
                     result = await call
                     took = time.perf_counter() - t0
-                    await post
+                    await reply_answered(reader, writer)
                     got = "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
                     if text not in got:
                         raise RuntimeError(f"wait {i} ended without the reply: {got}")
