@@ -2,7 +2,8 @@
 # The peer comparison: holdline-mcp and mcp-feedback-enhanced 2.8.5 (the most used tool
 # of this kind) measured with one client, the official MCP Python SDK over stdio, runs
 # alternated: cold start to tools/list, idle RSS of the process tree, and holdline's reply
-# latency through that client. A hub with a temporary home is started first, so the
+# latency through that client (beside that client's own share, measured against
+# `holdline-bench floor-server` when it is in DIR). A hub with a temporary home is started first, so the
 # bridge's cold start never includes starting the hub.
 #
 #   scripts/bench-peer.sh [--bin-dir DIR] [--runs N] [--replies N] [--json FILE]
@@ -59,4 +60,7 @@ done
 export HOLDLINE_HUB="http://$(cat "$HOME_DIR/hub/hub.addr")"
 export HOLDLINE_SECRET="$(cat "$HOME_DIR/hub/secret")"
 export HOLDLINE_HOME="$HOME_DIR/hub"
-"$VENV/bin/python" "$ROOT/scripts/bench_peer.py" --bridge "$BIN_DIR/holdline-mcp" --peer "$PEER" ${ARGS[@]+"${ARGS[@]}"}
+FLOOR=()
+[ -x "$BIN_DIR/holdline-bench" ] && FLOOR=(--floor "$BIN_DIR/holdline-bench")
+"$VENV/bin/python" "$ROOT/scripts/bench_peer.py" --bridge "$BIN_DIR/holdline-mcp" --peer "$PEER" \
+  ${FLOOR[@]+"${FLOOR[@]}"} ${ARGS[@]+"${ARGS[@]}"}

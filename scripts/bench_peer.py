@@ -7,9 +7,13 @@ taken with one client: the official MCP Python SDK over stdio, runs alternated.
   reply is POSTed to the hub; for the peer it is sent as its own web page sends it
   (`submit_feedback` over the page's WebSocket, found on the port the peer listens on).
   Both ways alike: the connection is open before the clock starts, and the reply is
-  written from this client's event loop, so the clock holds no connection set-up.
+  written from this client's event loop, so the clock holds no connection set-up;
+- the client's own share of that latency (with --floor): the same clock against the smallest
+  server there is (`holdline-bench floor-server`, answering the tool call when a datagram
+  sent from this loop arrives), the floor under any server's figure with this client.
 
-Usage: bench_peer.py --bridge PATH --peer PATH [--runs 10] [--replies 200] [--json FILE]
+Usage: bench_peer.py --bridge PATH --peer PATH [--floor HOLDLINE_BENCH] [--runs 10] [--replies 200]
+                    [--json FILE]
 Env:   HOLDLINE_HUB, HOLDLINE_SECRET, HOLDLINE_HOME (a hub already running: the bridge's cold
        start never includes starting the hub). The peer runs headless with
        BROWSER=true MCP_WEB_HOST=127.0.0.1 MCP_WEB_PORT=0 FASTMCP_CHECK_FOR_UPDATES=off.
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -180,6 +185,32 @@ async def holdline_replies(bridge: str, home: str, replies: int) -> list[float]:
     return out
 
 
+async def floor_replies(bench: str, replies: int) -> list[float]:
+    """This client's own share: a datagram sent -> tool result from `holdline-bench floor-server`."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    port = udp.getsockname()[1]
+    udp.close()  # the server binds it; a race with another process is harmless here
+    params = StdioServerParameters(command=bench, args=["floor-server", "--port", str(port)])
+    out = []
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for i in range(replies):
+                call = asyncio.create_task(session.call_tool("wait", {}))
+                await asyncio.sleep(0.005)  # as for holdline: the call is at the server
+                text = f"reply #{i}."
+                t0 = time.perf_counter()
+                sender.sendto(text.encode(), ("127.0.0.1", port))
+                result = await call
+                took = time.perf_counter() - t0
+                if text not in result.content[0].text:
+                    raise RuntimeError(f"the floor server answered {result.content[0].text!r}")
+                out.append(took)
+    return out
+
+
 def listening_ports(pids: list[int]) -> list[int]:
     """TCP ports in LISTEN state owned by these processes or their children."""
     inodes, todo, seen = set(), list(pids), set()
@@ -286,6 +317,7 @@ async def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--replies", type=int, default=200)
     ap.add_argument("--peer-replies", type=int, default=20)
+    ap.add_argument("--floor", help="holdline-bench, for the client's own share of the reply latency")
     ap.add_argument("--idle", type=float, default=2.0)
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -310,6 +342,7 @@ async def main() -> int:
                 print(f"  run {run + 1} {kind}: cold start {took * 1e3:.1f} ms"
                       + (f", idle RSS {r / 2**20:.1f} MiB" if r is not None else ""),
                       file=sys.stderr)
+        floor_lat = await floor_replies(a.floor, a.replies) if a.floor and a.replies else []
         lat = await holdline_replies(a.bridge, home, a.replies) if a.replies else []
         try:
             peer_lat = await peer_replies(a.peer, home, a.peer_replies) if a.peer_replies else []
@@ -321,7 +354,8 @@ async def main() -> int:
            "cold_start_s": {k: summary(v) for k, v in starts.items()},
            "idle_rss_bytes": {k: (max(v) if v else None) for k, v in rss.items()},
            "idle_rss_samples": rss,
-           "holdline_reply_s": summary(lat), "peer_reply_s": summary(peer_lat)}
+           "holdline_reply_s": summary(lat), "peer_reply_s": summary(peer_lat),
+           "client_floor_reply_s": summary(floor_lat)}
     h, p = res["cold_start_s"]["holdline"], res["cold_start_s"]["peer"]
     hr, pr = res["idle_rss_bytes"]["holdline"], res["idle_rss_bytes"]["peer"]
     speedup = p["median"] / h["median"]
@@ -343,6 +377,11 @@ async def main() -> int:
         print(f"| reply latency, reply sent → tool result, p50 / p99 | "
               f"{s['median'] * 1e3:.2f} / {s['p99'] * 1e3:.2f} ms ({s['n']} replies) | {peer_cell} "
               f"| p50 ≤ 1 ms, p99 ≤ 3 ms | {ok(s['median'] <= 0.001 and s['p99'] <= 0.003)} |")
+    if floor_lat:
+        f = res["client_floor_reply_s"]
+        print(f"| the client's own share: the same against the smallest server "
+              f"(holdline-bench floor-server), p50 / p99 | {f['median'] * 1e3:.2f} / {f['p99'] * 1e3:.2f} ms "
+              f"({f['n']} replies) | | for reference | |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=2)

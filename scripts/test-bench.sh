@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Keeps the benchmark harness working: runs `holdline-bench hub --quick` and
 # `holdline-bench bridge --quick` on the debug binaries and checks that they ran
-# and printed every figure. Timings are not judged here (debug build, small
-# numbers); real figures come from scripts/bench.sh on release builds.
+# and printed every figure, and that the peer comparison's `floor-server` answers
+# a tool call. Timings are not judged here (debug build, small numbers); real
+# figures come from scripts/bench.sh on release builds.
 # Ends with `bench: N passed, M failed`; exits non-zero on failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +71,39 @@ if run "bridge --quick" "$out/bridge" bridge --quick; then
   check "bridge --quick" "$out/bridge" \
     '^| bridge cold start: spawn → tools/list answered' \
     '^| bridge idle RSS (process tree'
+fi
+# The peer comparison's floor server: initialize, the tool list, and a call
+# answered by a datagram, over its stdio.
+if timeout 60 python3 - "$bench" >"$out/floor" 2>&1 <<'PY'
+import json, socket, subprocess, sys
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+udp.bind(("127.0.0.1", 0))
+port = udp.getsockname()[1]
+udp.close()
+server = subprocess.Popen([sys.argv[1], "floor-server", "--port", str(port)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def ask(i, method, params):
+    server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                   "params": params}).encode() + b"\n")
+    server.stdin.flush()
+    if method == "tools/call":
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"hello", ("127.0.0.1", port))
+    answer = json.loads(server.stdout.readline())
+    assert answer["id"] == i, answer
+    return answer["result"]
+assert ask(1, "initialize", {"protocolVersion": "2025-06-18"})["protocolVersion"] == "2025-06-18"
+assert [t["name"] for t in ask(2, "tools/list", {})["tools"]] == ["wait"]
+assert ask(3, "tools/call", {"name": "wait", "arguments": {}})["content"][0]["text"] == "hello"
+server.stdin.close()
+assert server.wait(10) == 0
+print("floor server answered")
+PY
+then
+  check "floor-server" "$out/floor" '^floor server answered'
+else
+  echo "FAIL floor-server:"
+  sed 's/^/    /' "$out/floor"
+  failed=$((failed + 1))
 fi
 echo "bench: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

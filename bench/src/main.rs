@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod floor;
 mod http;
 mod load;
 mod mcp;
@@ -42,6 +43,13 @@ enum Cmd {
     Hub(HubArgs),
     /// Bridge figures: cold start (spawn → tools/list answered) and idle memory.
     Bridge(Common),
+    /// A minimal stdio MCP server whose tool call is answered by a UDP datagram
+    /// on PORT: what a client measures against it is the client's own share of
+    /// the reply latency (scripts/bench-peer.sh).
+    FloorServer {
+        #[arg(long)]
+        port: u16,
+    },
 }
 
 #[derive(clap::Args)]
@@ -185,6 +193,16 @@ impl Report {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if let Cmd::FloorServer { port } = cli.command {
+        // Plain blocking I/O on one thread: nothing of its own in the figure.
+        return match floor::serve(port) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("holdline-bench floor-server: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -220,6 +238,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     let common = match &cli.command {
         Cmd::Hub(a) => &a.common,
         Cmd::Bridge(c) => c,
+        Cmd::FloorServer { .. } => unreachable!("served in main, without a runtime"),
     };
     let bins = Binaries::locate(common.hub_bin.clone(), common.mcp_bin.clone())?;
     let mut scale = Scale::new(common.quick);
@@ -261,6 +280,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Cmd::Bridge(_) => bench_bridge(&bins, &scale, &mut report).await?,
+        Cmd::FloorServer { .. } => unreachable!("served in main, without a runtime"),
     }
     report.print();
     if let Some(path) = &common.json {
