@@ -1109,6 +1109,41 @@ mod tests {
     }
 
     #[test]
+    fn a_version_2_store_with_a_malformed_message_key_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+        write_old_version(
+            dir.path(),
+            2,
+            std::slice::from_ref(&s),
+            &[],
+            &[(&s.token, vec![msg(0)])],
+        );
+        {
+            let db = sled_open(dir.path());
+            db.open_tree(LEGACY_MESSAGES)
+                .unwrap()
+                .insert(&b"short"[..], encode(&msg(1)))
+                .unwrap();
+            db.flush().unwrap();
+        }
+        for _ in 0..2 {
+            match reopen(dir.path()) {
+                Err(StoreError::Corrupt { detail, .. }) => {
+                    assert!(detail.contains("key is malformed"), "{detail}")
+                }
+                Err(e) => panic!("unexpected error {e}"),
+                Ok(_) => panic!("a malformed message key was upgraded"),
+            }
+        }
+        // Still version 2 with its messages: nothing was given up on.
+        let db = sled_open(dir.path());
+        let version = db.open_tree("meta").unwrap().get("schema_version").unwrap();
+        assert_eq!(version.unwrap().as_ref(), &2u32.to_be_bytes());
+        assert_eq!(db.open_tree(LEGACY_MESSAGES).unwrap().len(), 2);
+    }
+
+    #[test]
     fn a_crash_record_of_a_version_2_store_is_finished_then_upgraded() {
         let dir = tempfile::tempdir().unwrap();
         let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
