@@ -1108,8 +1108,9 @@ mod tests {
         assert_history(&store, &a.token, &long);
     }
 
-    #[test]
-    fn a_version_2_store_with_a_malformed_message_key_is_refused_and_kept() {
+    /// A version-2 store with one session of one message, then `damage` done to
+    /// it with sled itself, as a damaged or interrupted store would have it.
+    fn version_2_with(damage: impl FnOnce(&sled::Db, &Session)) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
         write_old_version(
@@ -1119,14 +1120,18 @@ mod tests {
             &[],
             &[(&s.token, vec![msg(0)])],
         );
-        {
-            let db = sled_open(dir.path());
-            db.open_tree(LEGACY_MESSAGES)
-                .unwrap()
-                .insert(&b"short"[..], encode(&msg(1)))
-                .unwrap();
-            db.flush().unwrap();
-        }
+        let db = sled_open(dir.path());
+        damage(&db, &s);
+        db.flush().unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_version_2_store_with_a_malformed_message_key_is_refused_and_kept() {
+        let dir = version_2_with(|db, _| {
+            let old = db.open_tree(LEGACY_MESSAGES).unwrap();
+            old.insert(&b"short"[..], encode(&msg(1))).unwrap();
+        });
         for _ in 0..2 {
             match reopen(dir.path()) {
                 Err(StoreError::Corrupt { detail, .. }) => {
@@ -1145,18 +1150,9 @@ mod tests {
 
     #[test]
     fn a_crash_record_of_a_version_2_store_is_finished_then_upgraded() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
-        write_old_version(
-            dir.path(),
-            2,
-            std::slice::from_ref(&s),
-            &[],
-            &[(&s.token, vec![msg(0)])],
-        );
-        {
+        let mut token = None;
+        let dir = version_2_with(|db, s| {
             // Version 2 journalled a message as one key of the old tree.
-            let db = sled_open(dir.path());
             let op = Op {
                 tree: TreeId::Messages,
                 key: key(&s.token, 1),
@@ -1166,10 +1162,10 @@ mod tests {
                 .unwrap()
                 .insert(3u64.to_be_bytes(), journal::encode(&[op]))
                 .unwrap();
-            db.flush().unwrap();
-        }
+            token = Some(s.token.clone());
+        });
         let store = reopen(dir.path()).unwrap();
-        assert_history(&store, &s.token, &[msg(0), msg(1)]);
+        assert_history(&store, &token.unwrap(), &[msg(0), msg(1)]);
     }
 
     #[test]
