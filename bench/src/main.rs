@@ -192,17 +192,20 @@ impl Report {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    if let Cmd::FloorServer { port } = cli.command {
+    let measured = match Cli::parse().command {
+        Cmd::Hub(a) => Measured::Hub(a),
+        Cmd::Bridge(c) => Measured::Bridge(c),
         // Plain blocking I/O on one thread: nothing of its own in the figure.
-        return match floor::serve(port) {
-            Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("holdline-bench floor-server: {e:#}");
-                std::process::ExitCode::FAILURE
-            }
-        };
-    }
+        Cmd::FloorServer { port } => {
+            return match floor::serve(port) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("holdline-bench floor-server: {e:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -221,7 +224,7 @@ fn main() -> std::process::ExitCode {
     };
     let run = async {
         tokio::select! {
-            r = dispatch(cli) => r,
+            r = dispatch(measured) => r,
             _ = interrupted => Err(anyhow::anyhow!("interrupted; the processes under test were stopped")),
         }
     };
@@ -234,15 +237,20 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn dispatch(cli: Cli) -> anyhow::Result<()> {
-    let common = match &cli.command {
-        Cmd::Hub(a) => &a.common,
-        Cmd::Bridge(c) => c,
-        Cmd::FloorServer { .. } => unreachable!("served in main, without a runtime"),
+/// The subcommands that measure the hub and bridge binaries (on the async runtime).
+enum Measured {
+    Hub(HubArgs),
+    Bridge(Common),
+}
+
+async fn dispatch(measured: Measured) -> anyhow::Result<()> {
+    let common = match &measured {
+        Measured::Hub(a) => &a.common,
+        Measured::Bridge(c) => c,
     };
     let bins = Binaries::locate(common.hub_bin.clone(), common.mcp_bin.clone())?;
     let mut scale = Scale::new(common.quick);
-    if let Cmd::Hub(a) = &cli.command {
+    if let Measured::Hub(a) = &measured {
         scale.load.sessions = a.sessions.unwrap_or(scale.load.sessions).max(1);
         scale.load.rate = a.rate.unwrap_or(scale.load.rate).max(1);
         scale.load.duration = a.seconds.map_or(scale.load.duration, Duration::from_secs);
@@ -259,8 +267,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         bins.mcp.display(),
         if common.quick { " (quick)" } else { "" }
     );
-    match &cli.command {
-        Cmd::Hub(a) => {
+    match &measured {
+        Measured::Hub(a) => {
             let all = a.only.is_empty();
             if all || a.only.contains(&Part::Reply) {
                 bench_reply(&bins, &scale, &mut report).await?;
@@ -279,8 +287,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
                 bench_stored(&bins, &scale, &cache, &mut report).await?;
             }
         }
-        Cmd::Bridge(_) => bench_bridge(&bins, &scale, &mut report).await?,
-        Cmd::FloorServer { .. } => unreachable!("served in main, without a runtime"),
+        Measured::Bridge(_) => bench_bridge(&bins, &scale, &mut report).await?,
     }
     report.print();
     if let Some(path) = &common.json {
