@@ -6,8 +6,9 @@
 # machine, run it as `nice -n -10 scripts/bench.sh` (root) to keep other work's
 # scheduling out of the latency tails.
 #
-#   scripts/bench.sh            everything (~10 minutes; the first run also imports
-#                               100,000 stored sessions, kept in target/release/holdline-bench-cache)
+#   scripts/bench.sh            everything (~3 minutes after the build; a new hub binary
+#                               also imports 100,000 stored sessions first, ~30 s, kept in
+#                               target/release/holdline-bench-cache)
 #   scripts/bench.sh --no-peer  leave out the peer comparison (no Python venv needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
