@@ -64,6 +64,7 @@ if run "hub --quick" "$out/hub" hub --quick; then
     '^| idle cost per waiting session' \
     '^| hub start, 2000 stored sessions' \
     '^| hub RSS, 2000 stored sessions, idle | [0-9.]* MiB' \
+    '^| hub RSS, 2000 stored sessions, after the panel.s list paged through all | [0-9.]* MiB' \
     '^| hub idle, nothing waiting'
   check "hub --quick --json" "$out/hub.json" '"reply"' '"load"' '"stored"'
 fi

@@ -1,7 +1,8 @@
 //! A hub with a large stored history: the store is prepared once (generated
 //! `sessions.json` files, imported with `holdline-hub import` while no hub
 //! runs) and kept for later runs; then the hub's start (exec → first 200
-//! from `/healthz`) and its idle memory and wake-ups are measured.
+//! from `/healthz`) and its idle memory and wake-ups are measured, and its
+//! memory again after the panel's list has paged through every session.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -151,6 +152,9 @@ fn write_file(path: &Path, first: usize, n: usize, messages: usize) -> anyhow::R
 pub struct StoredFigures {
     pub start: Samples,
     pub rss_idle: u64,
+    /// RSS after every session was listed, a page at a time, as the panel does.
+    pub rss_listed: u64,
+    pub sessions_listed: u64,
     pub sessions_reported: u64,
     pub idle_window: Duration,
     pub idle: CpuCounters,
@@ -180,16 +184,41 @@ pub async fn measure(
         let c0 = cpu_counters(hub.pid());
         tokio::time::sleep(idle_window).await;
         let idle = cpu_counters(hub.pid()) - c0;
+        let sessions_listed = list_all(&mut c).await?;
+        tokio::time::sleep(settle).await;
+        let rss_listed = rss(hub.pid()).unwrap_or(0);
         hub.stop()?;
         return Ok(StoredFigures {
             start: Samples::new(starts),
             rss_idle,
+            rss_listed,
+            sessions_listed,
             sessions_reported: health["sessions"].as_u64().unwrap_or(0),
             idle_window,
             idle,
         });
     }
     bail!("no runs")
+}
+
+/// Pages through every session (`status=all`, 200 a page, the API's largest)
+/// and returns how many were listed.
+async fn list_all(c: &mut crate::http::Conn) -> anyhow::Result<u64> {
+    let mut listed = 0;
+    let mut cursor = String::new();
+    loop {
+        let page = c
+            .get(&format!(
+                "/api/sessions?status=all&limit=200&cursor={cursor}"
+            ))
+            .await?
+            .ok_json()?;
+        listed += page["sessions"].as_array().map_or(0, Vec::len) as u64;
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = next.to_owned(),
+            None => return Ok(listed),
+        }
+    }
 }
 
 #[cfg(test)]
