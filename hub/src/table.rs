@@ -57,7 +57,8 @@ impl SessionTable {
             resident: HashMap::new(),
             uses: 0,
             idle_kept: idle_kept.max(1),
-            trim_at: 0,
+            // Nothing to drop while the waiting sessions are read.
+            trim_at: usize::MAX,
         };
         let waiting: Vec<Token> = table
             .summaries
@@ -88,9 +89,9 @@ impl SessionTable {
         self.summaries.get(&token.to_raw())
     }
 
-    /// Every session's token as raw bytes (in the tokens' order when sorted)
+    /// Every session's token as its 16 raw bytes (which sort as the tokens do)
     /// and its summary, in no order: for passes that make a `Token` only for
-    /// the few they keep.
+    /// the few sessions they keep.
     pub fn raw_entries(&self) -> impl Iterator<Item = ([u8; 16], &Summary)> {
         self.summaries.iter().map(|(raw, s)| (*raw, s))
     }
