@@ -13,6 +13,8 @@
 //! - [`sync`]        the only code that knows MongoDB (optional)
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`api`]         the only code that knows HTTP and JSON
+//! - [`server`]      connections, framing and their time limits
+//! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
 //!
@@ -22,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod admission;
 pub mod api;
 pub mod binding;
 pub mod config;

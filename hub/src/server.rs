@@ -8,6 +8,13 @@
 //! Why not hyper for everything: hyper keeps an 8 KiB read and an 8 KiB write
 //! buffer per connection, ~24 KiB per held long poll in all; 10,000 waiting
 //! agents made that 236 MiB (docs/benchmarks.md).
+//!
+//! Invariant: no client holds the hub's resources for free. Every connection
+//! is admitted by [`crate::admission`] (capped while it has not shown the
+//! secret); a request head must arrive within [`HEAD_TIME`] and a body keep
+//! coming ([`BODY_TIME`]) on both paths; a connection that has not shown the
+//! secret may idle only [`UNTRUSTED_IDLE`], send only [`UNTRUSTED_BODY`] bytes
+//! on this path, and lives at most [`UNTRUSTED_LIFETIME`] on hyper's.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,25 +24,51 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use axum::body::{Body, HttpBody};
 use axum::extract::ConnectInfo;
 use bytes::{Buf, Bytes, BytesMut};
 use futures::StreamExt;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING, UPGRADE};
-use http::{HeaderName, HeaderValue, Method, Request, StatusCode, Version};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Version};
+use hyper::body::Frame;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// A request head still incomplete at this size goes to hyper, which has its
-/// own (larger) limit and answers 431 past it.
+use crate::admission::{Admission, Caps, Ticket};
+
+/// The one limit on a request head, on both paths: a head still incomplete at
+/// this size goes to hyper, whose read buffer is this size too, so it
+/// answers 431 past it.
 const MAX_HEAD: usize = 16 * 1024;
 /// Bodies up to this size are read here; larger ones (replies with images,
 /// imports) stream through hyper, which applies the routes' limits as it reads.
 const MAX_BODY: usize = 64 * 1024;
+/// The one limit on the number of header fields, on both paths.
 const MAX_HEADERS: usize = 48;
+/// A request head must arrive whole within this, from its first byte.
+pub const HEAD_TIME: Duration = Duration::from_secs(10);
+/// A request body must arrive within this on this path (it is at most
+/// [`MAX_BODY`]); on hyper's, each part of it must come within this.
+pub const BODY_TIME: Duration = Duration::from_secs(30);
+/// A connection that has not shown the secret is closed after this idle.
+pub const UNTRUSTED_IDLE: Duration = Duration::from_secs(10);
+/// Bodies larger than this from a connection that has not shown the secret
+/// go to hyper, where the route's own limit applies as it reads (login's
+/// is a few KiB), so unauthenticated bodies are never held here.
+pub const UNTRUSTED_BODY: usize = 4 * 1024;
+/// On hyper's path a connection that has not shown the secret closes this
+/// long after it opened (whatever it is doing: a body, an answer it does not read).
+pub const UNTRUSTED_LIFETIME: Duration = Duration::from_secs(60);
+/// Writing one answer to a connection that has not shown the secret.
+const UNTRUSTED_WRITE: Duration = Duration::from_secs(30);
+/// After the stop signal, open requests get this long before the hub stops
+/// waiting for them (and flushes).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How much is read at a time while a head or body arrives.
 const READ_CHUNK: usize = 2048;
 /// Answers known to stream (server-sent events) are hyper's, which also
@@ -51,11 +84,32 @@ pub type Answering = Pin<Box<dyn Future<Output = axum::response::Response> + Sen
 /// What answers the requests: the hub's [`crate::api::Api`].
 pub trait Answer: Clone + Send + Sync + 'static {
     fn answer(&self, request: Request<Body>) -> Answering;
+    /// Whether a request carries the secret (or a live panel session): its
+    /// connection is then trusted.
+    fn trusts(&self, headers: &HeaderMap) -> bool;
 }
 
 /// Accepts connections until `stop` is cancelled, then waits for the open
-/// ones to finish their requests (long polls answer at once on shutdown).
+/// ones to finish their requests (long polls answer at once on shutdown), at
+/// most [`SHUTDOWN_GRACE`].
 pub async fn serve(listener: TcpListener, api: impl Answer, stop: CancellationToken) {
+    serve_with(listener, api, stop, Caps::for_this_process()).await
+}
+
+/// [`serve`] with the given connection caps.
+pub async fn serve_with(
+    listener: TcpListener,
+    api: impl Answer,
+    stop: CancellationToken,
+    caps: Caps,
+) {
+    let admission = Admission::new(caps);
+    tracing::info!(
+        total = caps.total,
+        untrusted = caps.untrusted,
+        per_peer = caps.per_peer,
+        "connection caps"
+    );
     let connections = TaskTracker::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -72,11 +126,28 @@ pub async fn serve(listener: TcpListener, api: impl Answer, stop: CancellationTo
             _ = stop.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        connections.spawn(connection(stream, peer, api.clone(), stop.clone()));
+        let ticket = admission.admit(peer.ip());
+        connections.spawn(connection(stream, peer, ticket, api.clone(), stop.clone()));
     }
     drop(listener);
     connections.close();
-    connections.wait().await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = connections.len(),
+            "stopping with requests still open after {SHUTDOWN_GRACE:?}"
+        );
+    }
+}
+
+/// Completes at `deadline`, never without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// One client connection: its requests in order, until it closes, sends
@@ -84,6 +155,7 @@ pub async fn serve(listener: TcpListener, api: impl Answer, stop: CancellationTo
 async fn connection(
     mut stream: TcpStream,
     peer: SocketAddr,
+    ticket: Ticket,
     api: impl Answer,
     stop: CancellationToken,
 ) {
@@ -93,12 +165,20 @@ async fn connection(
     // request is handed off at once, and reading and writing are boxed apart.
     loop {
         // Boxed: reading a request needs more state than holding one.
-        let (mut answer, close) =
-            match Box::pin(read_request(&mut stream, &mut buf, &stop, &api, peer)).await {
-                Incoming::Plain(answer, close) => (answer, close),
-                Incoming::Other => break,
-                Incoming::Closed => return,
-            };
+        let (mut answer, close) = match Box::pin(read_request(
+            &mut stream,
+            &mut buf,
+            &stop,
+            &api,
+            peer,
+            &ticket,
+        ))
+        .await
+        {
+            Incoming::Plain(answer, close) => (answer, close),
+            Incoming::Other => break,
+            Incoming::Closed => return,
+        };
         let response = loop {
             tokio::select! {
                 response = &mut answer => break response,
@@ -125,21 +205,28 @@ async fn connection(
         drop(answer);
         let close = close || stop.is_cancelled();
         // Boxed: only while writing, not for the connection's whole life.
-        let written = Box::pin(write_response(&mut stream, response, close)).await;
+        let writing = Box::pin(write_response(&mut stream, response, close));
+        let written = if ticket.is_trusted() {
+            writing.await
+        } else {
+            tokio::time::timeout(UNTRUSTED_WRITE, writing)
+                .await
+                .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+        };
         if written.is_err() || close {
             let _ = stream.shutdown().await;
             return;
         }
     }
     // Something for hyper. Boxed: hyper's connection state is kilobytes.
-    let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, api, stop));
+    let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, ticket, api, stop));
     hyper.await
 }
 
 /// What arrived on a connection.
 enum Incoming {
-    /// A plain request read whole, its answer started, and whether the client
-    /// asked to close after it.
+    /// A plain request read whole, its answer started, and whether the
+    /// connection closes after it (the client asked, or no room to trust it).
     Plain(Answering, bool),
     /// Something for hyper; the bytes read so far are in the buffer.
     Other,
@@ -155,8 +242,13 @@ async fn read_request(
     stop: &CancellationToken,
     api: &impl Answer,
     peer: SocketAddr,
+    ticket: &Ticket,
 ) -> Incoming {
-    let head = loop {
+    // Idle is free for a trusted connection only; a head has its time limit
+    // from its first byte.
+    let idle_until = (!ticket.is_trusted()).then(|| Instant::now() + UNTRUSTED_IDLE);
+    let mut head_until = (!buf.is_empty()).then(|| Instant::now() + HEAD_TIME);
+    let mut head = loop {
         match parse_head(buf) {
             Parsed::Plain(head) => break head,
             Parsed::Partial if buf.len() < MAX_HEAD => {}
@@ -167,8 +259,11 @@ async fn read_request(
             tokio::select! {
                 ready = stream.readable() => if ready.is_err() { return Incoming::Closed },
                 _ = stop.cancelled() => return Incoming::Closed,
+                _ = ticket.evicted() => return Incoming::Closed,
+                _ = until(idle_until) => return Incoming::Closed,
             }
         }
+        let deadline = *head_until.get_or_insert_with(|| Instant::now() + HEAD_TIME);
         buf.reserve(READ_CHUNK);
         tokio::select! {
             read = stream.read_buf(buf) => match read {
@@ -177,14 +272,35 @@ async fn read_request(
             },
             // Between requests a stopping hub closes the connection.
             _ = stop.cancelled(), if buf.is_empty() => return Incoming::Closed,
+            _ = ticket.evicted() => return Incoming::Closed,
+            _ = tokio::time::sleep_until(deadline) => {
+                tracing::info!(peer = %peer.ip(), "closed a connection whose request head was too slow");
+                return Incoming::Closed;
+            }
         }
     };
+    if !ticket.is_trusted() && api.trusts(head.request.headers()) && !ticket.trust() {
+        // No room left for one more trusted connection: answer, then close.
+        head.close = true;
+    }
+    if !ticket.is_trusted() && head.content_length > UNTRUSTED_BODY {
+        return Incoming::Other;
+    }
     let whole = head.len + head.content_length;
+    let body_until = Instant::now() + BODY_TIME;
     while buf.len() < whole {
         buf.reserve(whole - buf.len());
-        match stream.read_buf(buf).await {
-            Ok(0) | Err(_) => return Incoming::Closed,
-            Ok(_) => {}
+        tokio::select! {
+            read = stream.read_buf(buf) => match read {
+                Ok(0) | Err(_) => return Incoming::Closed,
+                Ok(_) => {}
+            },
+            _ = stop.cancelled() => return Incoming::Closed,
+            _ = ticket.evicted() => return Incoming::Closed,
+            _ = tokio::time::sleep_until(body_until) => {
+                tracing::info!(peer = %peer.ip(), "closed a connection whose request body was too slow");
+                return Incoming::Closed;
+            }
         }
     }
     let body = buf.split_to(whole).split_off(head.len).freeze();
@@ -357,30 +473,108 @@ async fn write_response(
 }
 
 /// Serves the rest of the connection with hyper (HTTP/1 or 2, upgrades),
-/// replaying the bytes already read.
+/// replaying the bytes already read, with the same limits as this path.
 async fn hand_over(
     stream: TcpStream,
     read: Bytes,
     peer: SocketAddr,
+    ticket: Ticket,
     api: impl Answer,
     stop: CancellationToken,
 ) {
+    let opened = Instant::now();
     let io = TokioIo::new(Rewind { read, stream });
+    let ticket = std::sync::Arc::new(ticket);
+    let trust = ticket.clone();
     let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-        let mut request = request.map(Body::new);
+        if !trust.is_trusted() && api.trusts(request.headers()) {
+            // No room for one more trusted connection: it stays untrusted
+            // and its lifetime ends it.
+            trust.trust();
+        }
+        let deadline = (!trust.is_trusted()).then(|| opened + UNTRUSTED_LIFETIME);
+        let mut request = request.map(|body| Body::new(TimedBody::new(body, deadline)));
         request.extensions_mut().insert(ConnectInfo(peer));
         let answering = api.answer(request);
         async move { Ok::<_, Infallible>(answering.await) }
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIME)
+        .max_buf_size(MAX_HEAD)
+        .max_headers(MAX_HEADERS);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEAD as u32);
     let served = builder.serve_connection_with_upgrades(io, service);
     tokio::pin!(served);
-    tokio::select! {
-        _ = served.as_mut() => {}
-        _ = stop.cancelled() => {
-            served.as_mut().graceful_shutdown();
-            let _ = served.await;
+    let mut lifetime = Some(opened + UNTRUSTED_LIFETIME);
+    loop {
+        tokio::select! {
+            _ = served.as_mut() => return,
+            _ = ticket.evicted() => return,
+            _ = until(lifetime) => {
+                if !ticket.is_trusted() {
+                    return;
+                }
+                lifetime = None;
+            }
+            _ = stop.cancelled() => break,
         }
+    }
+    served.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, served).await;
+}
+
+/// A request body on hyper's path that must keep coming: each part within
+/// [`BODY_TIME`] of the last, and the whole by `deadline` when there is one.
+struct TimedBody {
+    inner: hyper::body::Incoming,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    deadline: Option<Instant>,
+}
+
+impl TimedBody {
+    fn new(inner: hyper::body::Incoming, deadline: Option<Instant>) -> TimedBody {
+        let next = Instant::now() + BODY_TIME;
+        let first = deadline.map_or(next, |d| d.min(next));
+        TimedBody {
+            inner,
+            timer: Box::pin(tokio::time::sleep_until(first)),
+            deadline,
+        }
+    }
+}
+
+impl HttpBody for TimedBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            let next = Instant::now() + BODY_TIME;
+            let next = self.deadline.map_or(next, |d| d.min(next));
+            self.timer.as_mut().reset(next);
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        match self.timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err("the request body stopped arriving".into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -450,6 +644,9 @@ mod tests {
         fn answer(&self, request: Request<Body>) -> Answering {
             let routed = self.0.clone().oneshot(request);
             Box::pin(async move { routed.await.unwrap_or_else(|never| match never {}) })
+        }
+        fn trusts(&self, headers: &HeaderMap) -> bool {
+            headers.contains_key(http::header::AUTHORIZATION)
         }
     }
 

@@ -25,6 +25,8 @@ pub const JSON_LIMIT: usize = 1024 * 1024;
 pub const REPLY_LIMIT: usize = 10 * 1024 * 1024;
 /// `import` over HTTP takes whole exports.
 pub const IMPORT_LIMIT: usize = 256 * 1024 * 1024;
+/// `login` is unauthenticated: its body (`{"key":"…"}`) gets only a few KiB.
+pub const LOGIN_LIMIT: usize = 4 * 1024;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -64,6 +66,10 @@ impl crate::server::Answer for Api {
             Box::pin(async move { routed.await.unwrap_or_else(|never| match never {}) })
         }
     }
+
+    fn trusts(&self, headers: &axum::http::HeaderMap) -> bool {
+        guard::is_authorized(&self.state.secret, headers)
+    }
 }
 
 /// Every route but the long poll's.
@@ -102,7 +108,10 @@ fn router(state: AppState) -> Router {
 
     Router::new()
         .merge(authed)
-        .route("/api/login", post(person::login))
+        .route(
+            "/api/login",
+            post(person::login).layer(DefaultBodyLimit::max(LOGIN_LIMIT)),
+        )
         .route("/healthz", get(events::health))
         .route("/api/{*rest}", axum::routing::any(person::no_such_route))
         .method_not_allowed_fallback(person::wrong_method)

@@ -52,6 +52,8 @@ pub struct RealHub {
     log: PathBuf,
     /// `HOLDLINE_LOG` for the hub (quiet by default).
     log_level: &'static str,
+    /// The open-files limit (soft and hard) to start the hub under.
+    nofile: Option<u32>,
 }
 
 impl RealHub {
@@ -65,15 +67,29 @@ impl RealHub {
         Self::start_with(home, addr, "warn").await
     }
 
-    async fn start_with(home: &Path, addr: SocketAddr, log_level: &'static str) -> RealHub {
-        let mut hub = RealHub {
+    /// Starts the hub under an open-files limit of `nofile` (as a service
+    /// manager's `LimitNOFILE` would), logging at `info`.
+    pub async fn start_with_nofile(home: &Path, addr: SocketAddr, nofile: u32) -> RealHub {
+        let mut hub = Self::unstarted(home, addr, "info");
+        hub.nofile = Some(nofile);
+        hub.launch().await;
+        hub
+    }
+
+    fn unstarted(home: &Path, addr: SocketAddr, log_level: &'static str) -> RealHub {
+        RealHub {
             home: home.to_owned(),
             addr,
             api: Api::new(addr, String::new()),
             child: None,
             log: home.with_extension("stderr.log"),
             log_level,
-        };
+            nofile: None,
+        }
+    }
+
+    async fn start_with(home: &Path, addr: SocketAddr, log_level: &'static str) -> RealHub {
+        let mut hub = Self::unstarted(home, addr, log_level);
         hub.launch().await;
         hub
     }
@@ -87,7 +103,28 @@ impl RealHub {
             .append(true)
             .open(&self.log)
             .expect("open the hub's stderr log");
-        let child = hub_command(&self.home)
+        let mut command = hub_command(&self.home);
+        if let Some(n) = self.nofile {
+            let envs: Vec<_> = command
+                .get_envs()
+                .map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned())))
+                .collect();
+            command = Command::new("sh");
+            command
+                .args([
+                    "-c",
+                    &format!("ulimit -n {n} && exec \"$0\" \"$@\""),
+                    HUB_BIN,
+                ])
+                .stdin(Stdio::null());
+            for (k, v) in envs {
+                match v {
+                    Some(v) => command.env(k, v),
+                    None => command.env_remove(k),
+                };
+            }
+        }
+        let child = command
             .env("HOLDLINE_LOG", self.log_level)
             .args(["serve", "--listen", &self.addr.to_string()])
             .stdout(Stdio::null())
@@ -171,6 +208,39 @@ impl RealHub {
                 self.stderr()
             );
         }
+    }
+
+    /// The running hub's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the hub runs").id()
+    }
+
+    /// The running hub's resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("read the hub's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc status")
+    }
+
+    /// Sends SIGTERM and answers the exit status if the hub exits within `limit`.
+    pub fn terminate_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
     }
 
     pub async fn restart(&mut self) {

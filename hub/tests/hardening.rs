@@ -1,0 +1,281 @@
+//! The real hub under the resource attacks of issue 17, spoken to with raw
+//! sockets: idle and slow connections are closed and capped, unauthenticated
+//! bodies stay small, the reply round trip and `/healthz` keep answering, and
+//! SIGTERM ends the hub in bounded time whatever its clients do. Every test
+//! is bounded in connections and time and stops by itself.
+
+mod realhub;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use realhub::{Api, RealHub, free_addr};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Opens `n` raw connections (each retried briefly: the hub may be busy).
+async fn connect_many(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        if let Ok(Ok(s)) =
+            tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr)).await
+        {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Whether the peer has closed `s` (EOF or reset) within `limit`.
+async fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
+    let mut chunk = [0u8; 4096];
+    let until = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(until, s.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A whole agent/person exchange: the agent registers and waits, the person
+/// replies, the agent's poll gets it.
+async fn reply_round_trip(api: &Api, n: u32) {
+    let who = json!({"cursorTitle": format!("chat {n}"), "workspace": "/w", "hostIp": "10.9.9.9"});
+    let token = api.ok("/api/init", &who).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut reg = who.clone();
+    reg["token"] = json!(token);
+    reg["message"] = json!("done, next?");
+    reg["requestId"] = json!(format!("r{n}"));
+    let wait = api.ok("/api/wait/register", &reg).await["waitId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let poller = api.clone();
+    let poll = json!({"token": token, "waitId": wait, "timeoutMs": 8000});
+    let polled = tokio::spawn(async move { poller.ok("/api/wait/poll", &poll).await });
+    api.ok("/api/reply", &json!({"token": token, "text": "go on"}))
+        .await;
+    let got = polled.await.unwrap();
+    assert_eq!(got["status"], "replied", "{got}");
+    assert_eq!(got["reply"]["text"], "go on", "{got}");
+}
+
+async fn healthy(api: &Api) -> bool {
+    api.health().await.is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slow_connections_neither_exhaust_nor_outlive_their_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    // 256 descriptors: well under what the attack opens.
+    let hub = RealHub::start_with_nofile(&dir.path().join("h"), free_addr(), 256).await;
+
+    // Slow heads from another address: a header line every 200 ms, never
+    // finishing. The head limit closes them all the same.
+    let slow_peer: SocketAddr = "127.0.0.2:0".parse().unwrap();
+    let mut slow = Vec::new();
+    for _ in 0..20 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(slow_peer).unwrap();
+        let mut s = socket.connect(hub.addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    let trickle_started = Instant::now();
+    let mut open = slow.len();
+    let mut closed = vec![false; slow.len()];
+    while open > 0 && trickle_started.elapsed() < Duration::from_secs(14) {
+        for (s, closed) in slow.iter_mut().zip(&mut closed) {
+            if !*closed
+                && (s.write_all(b"X-Slow: 1\r\n").await.is_err()
+                    || closed_within(s, Duration::from_millis(10)).await)
+            {
+                *closed = true;
+                open -= 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "{} of {} slow heads closed after {:?}",
+        slow.len() - open,
+        slow.len(),
+        trickle_started.elapsed()
+    );
+    assert_eq!(open, 0, "every slow head is closed within 14 s");
+    assert!(healthy(&hub.api).await);
+
+    // An agent already waiting when the flood starts.
+    let who = json!({"cursorTitle": "flooded", "workspace": "/w", "hostIp": "10.9.9.9"});
+    let token = hub.api.ok("/api/init", &who).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut reg = who.clone();
+    reg["token"] = json!(token);
+    reg["message"] = json!("done, next?");
+    reg["requestId"] = json!("before-flood");
+    let wait = hub.api.ok("/api/wait/register", &reg).await["waitId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = Api::new(hub.addr, hub.api.secret.clone());
+    let poll = json!({"token": token, "waitId": wait, "timeoutMs": 20000});
+    let polled = tokio::spawn(async move { agent.ok("/api/wait/poll", &poll).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // More idle connections than the hub has descriptors.
+    let flood_started = Instant::now();
+    let mut idle = connect_many(hub.addr, 400).await;
+    assert!(idle.len() >= 300, "only {} connections opened", idle.len());
+
+    // The person and the agents still get through, at once.
+    assert!(healthy(&hub.api).await, "/healthz answers under the flood");
+    hub.api
+        .ok("/api/reply", &json!({"token": token, "text": "go on"}))
+        .await;
+    let got = polled.await.unwrap();
+    assert_eq!(
+        got["reply"]["text"], "go on",
+        "the waiting agent got the reply: {got}"
+    );
+    reply_round_trip(&hub.api, 1).await;
+
+    // Idle connections that never showed the secret are closed (evicted at
+    // once past the caps, or after the idle limit).
+    let mut idle_closed = 0;
+    for s in &mut idle {
+        let left = Duration::from_secs(20).saturating_sub(flood_started.elapsed());
+        if closed_within(s, left).await {
+            idle_closed += 1;
+        }
+    }
+    eprintln!(
+        "{idle_closed} of {} idle connections closed after {:?}",
+        idle.len(),
+        flood_started.elapsed()
+    );
+    assert_eq!(
+        idle_closed,
+        idle.len(),
+        "every idle connection is closed within 20 s"
+    );
+    assert!(healthy(&hub.api).await);
+    reply_round_trip(&hub.api, 2).await;
+}
+
+/// Starts `n` unfinished unauthenticated login bodies: chunked ones of
+/// `chunked_bytes` each, or plain ones one byte short of 64 KiB.
+async fn unfinished_logins(addr: SocketAddr, n: usize, chunked: bool) -> Vec<TcpStream> {
+    let mut out = Vec::new();
+    for mut s in connect_many(addr, n).await {
+        let sent = if chunked {
+            let mut req = format!(
+                "POST /api/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Transfer-Encoding: chunked\r\n\r\n"
+            )
+            .into_bytes();
+            let chunk = vec![b' '; 64 * 1024];
+            for _ in 0..15 {
+                req.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                req.extend_from_slice(&chunk);
+                req.extend_from_slice(b"\r\n");
+            }
+            req
+        } else {
+            let mut req = format!(
+                "POST /api/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Content-Length: 65535\r\n\r\n"
+            )
+            .into_bytes();
+            req.extend(std::iter::repeat_n(b' ', 65534));
+            req
+        };
+        // The hub may refuse and close early: that is the point.
+        let _ = tokio::time::timeout(Duration::from_secs(2), s.write_all(&sent)).await;
+        out.push(s);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_bodies_do_not_grow_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = RealHub::start_logging(&dir.path().join("h"), free_addr()).await;
+    reply_round_trip(&hub.api, 0).await;
+    let before = hub.rss_kib();
+    // 60 chunked bodies of ~1 MiB (the JSON limit) that never end.
+    let chunked = unfinished_logins(hub.addr, 60, true).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after_chunked = hub.rss_kib();
+    drop(chunked);
+    // 60 plain bodies one byte short of what the plain path reads itself.
+    let plain = unfinished_logins(hub.addr, 60, false).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after_plain = hub.rss_kib();
+    assert!(healthy(&hub.api).await);
+    reply_round_trip(&hub.api, 1).await;
+    drop(plain);
+    eprintln!("RSS KiB: before {before}, after chunked {after_chunked}, after plain {after_plain}");
+    let grown = after_chunked.max(after_plain).saturating_sub(before);
+    assert!(
+        grown < 16 * 1024,
+        "120 unfinished unauthenticated bodies grew the hub by {grown} KiB"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_the_hub_in_bounded_time_with_unfinished_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("h");
+    let mut hub = RealHub::start(&home, free_addr()).await;
+    let api = hub.api.clone();
+    let who = json!({"cursorTitle": "kept", "workspace": "/w", "hostIp": "10.9.9.9"});
+    let token = api.ok("/api/init", &who).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // An authenticated plain request whose body never finishes, and one that
+    // hyper reads (chunked), likewise.
+    let mut plain = TcpStream::connect(hub.addr).await.unwrap();
+    let head = format!(
+        "POST /api/session/config HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"token\"",
+        api.secret
+    );
+    plain.write_all(head.as_bytes()).await.unwrap();
+    let mut chunked = TcpStream::connect(hub.addr).await.unwrap();
+    let head = format!(
+        "POST /api/session/config HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{{\"to\r\n",
+        api.secret
+    );
+    chunked.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let status = tokio::task::block_in_place(|| hub.terminate_within(Duration::from_secs(15)));
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "the hub did not exit within 15 s of SIGTERM; stderr:\n{}",
+            hub.stderr()
+        )
+    });
+    assert!(status.success(), "exit {status}; stderr:\n{}", hub.stderr());
+    eprintln!("exited {:?} after SIGTERM", started.elapsed());
+    drop((plain, chunked));
+    hub.restart().await;
+    let (code, session) = hub
+        .api
+        .get(&format!("/api/sessions/{token}"))
+        .await
+        .unwrap();
+    assert_eq!(code, 200, "{session}");
+}
