@@ -7,14 +7,18 @@
 //!
 //! A new connection is always taken: when its peer (or everyone) is at the
 //! untrusted cap, the oldest untrusted connection of that peer (or of anyone)
-//! is told to close instead. A legitimate client shows the secret in its
-//! first request, milliseconds after connecting, so an attacker holding
-//! connections open only ever evicts its own.
+//! older than [`GRACE`] is told to close instead. A legitimate client shows
+//! the secret in its first request, milliseconds after connecting, so an
+//! attacker holding connections open only ever evicts its own. (The grace
+//! lets a burst of agents connecting at once past the caps briefly; the
+//! descriptor budget itself is never passed: at it, the oldest untrusted
+//! connection goes whatever its age.)
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
@@ -25,6 +29,9 @@ const RESERVED_FDS: usize = 64;
 pub const PER_PEER_UNTRUSTED: usize = 64;
 /// Untrusted connections everyone together may hold (less on a small budget).
 pub const MAX_UNTRUSTED: usize = 512;
+/// An untrusted connection younger than this is evicted only to stay within
+/// the descriptor budget: time for a client to send its first request.
+pub const GRACE: Duration = Duration::from_secs(2);
 
 /// How many connections of each kind the hub keeps.
 #[derive(Debug, Clone, Copy)]
@@ -100,9 +107,9 @@ struct Shared {
 #[derive(Default)]
 struct Counts {
     trusted: usize,
-    /// Untrusted connections by age (their ids grow), with their peer and
-    /// the token that tells them to close.
-    untrusted: BTreeMap<u64, (IpAddr, CancellationToken)>,
+    /// Untrusted connections by age (their ids grow), with their peer, when
+    /// they opened and the token that tells them to close.
+    untrusted: BTreeMap<u64, (IpAddr, Instant, CancellationToken)>,
     per_peer: HashMap<IpAddr, usize>,
     next_id: u64,
 }
@@ -127,16 +134,20 @@ impl Admission {
     pub fn admit(&self, peer: IpAddr) -> Ticket {
         let caps = self.shared.caps;
         let mut counts = self.shared.lock();
+        let now = Instant::now();
         if counts.per_peer.get(&peer).copied().unwrap_or(0) >= caps.per_peer {
-            counts.evict_oldest(Some(peer));
+            counts.evict_oldest(Some(peer), now.checked_sub(GRACE));
         }
         if counts.untrusted.len() >= caps.untrusted {
-            counts.evict_oldest(None);
+            counts.evict_oldest(None, now.checked_sub(GRACE));
         }
+        while counts.trusted + counts.untrusted.len() >= caps.total
+            && counts.evict_oldest(None, Some(now))
+        {}
         let id = counts.next_id;
         counts.next_id += 1;
         let close = CancellationToken::new();
-        counts.untrusted.insert(id, (peer, close.clone()));
+        counts.untrusted.insert(id, (peer, now, close.clone()));
         *counts.per_peer.entry(peer).or_default() += 1;
         Ticket {
             shared: self.shared.clone(),
@@ -162,20 +173,23 @@ impl Shared {
 
 impl Counts {
     /// Tells the oldest untrusted connection (of `peer`, or of anyone) to
-    /// close, and stops counting it.
-    fn evict_oldest(&mut self, peer: Option<IpAddr>) {
+    /// close if it opened at or before `opened_by`, and stops counting it;
+    /// whether one was.
+    fn evict_oldest(&mut self, peer: Option<IpAddr>, opened_by: Option<Instant>) -> bool {
         let oldest = self
             .untrusted
             .iter()
-            .find(|(_, (p, _))| peer.is_none_or(|peer| *p == peer))
+            .find(|(_, (p, _, _))| peer.is_none_or(|peer| *p == peer))
+            .filter(|(_, (_, opened, _))| opened_by.is_some_and(|by| *opened <= by))
             .map(|(id, _)| *id);
         if let Some(id) = oldest {
             self.forget_untrusted(id);
         }
+        oldest.is_some()
     }
 
     fn forget_untrusted(&mut self, id: u64) {
-        if let Some((peer, close)) = self.untrusted.remove(&id) {
+        if let Some((peer, _, close)) = self.untrusted.remove(&id) {
             close.cancel();
             if let Some(n) = self.per_peer.get_mut(&peer) {
                 *n -= 1;
@@ -258,6 +272,14 @@ mod tests {
         IpAddr::from([10, 0, 0, last])
     }
 
+    /// Makes every open untrusted connection look older than the grace.
+    fn age(gate: &Admission) {
+        let mut counts = gate.shared.lock();
+        for (_, opened, _) in counts.untrusted.values_mut() {
+            *opened -= GRACE;
+        }
+    }
+
     #[test]
     fn a_peer_at_its_cap_evicts_its_own_oldest_connection() {
         let gate = Admission::new(Caps {
@@ -267,6 +289,7 @@ mod tests {
         });
         let a: Vec<_> = (0..3).map(|_| gate.admit(ip(1))).collect();
         let other = gate.admit(ip(2));
+        age(&gate);
         let fourth = gate.admit(ip(1));
         assert!(a[0].close.is_cancelled());
         assert!(!a[1].close.is_cancelled() && !other.close.is_cancelled());
@@ -278,6 +301,22 @@ mod tests {
         drop(fourth);
         drop(other);
         assert_eq!(gate.open(), (0, 0));
+    }
+
+    #[test]
+    fn a_burst_passes_the_caps_for_the_grace_but_never_the_budget() {
+        let gate = Admission::new(Caps {
+            total: 8,
+            untrusted: 4,
+            per_peer: 2,
+        });
+        let burst: Vec<_> = (0..8).map(|_| gate.admit(ip(1))).collect();
+        assert!(burst.iter().all(|t| !t.close.is_cancelled()));
+        assert_eq!(gate.open(), (0, 8));
+        let ninth = gate.admit(ip(1));
+        assert!(burst[0].close.is_cancelled(), "the budget is never passed");
+        assert_eq!(gate.open(), (0, 8));
+        drop(ninth);
     }
 
     #[test]
