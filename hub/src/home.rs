@@ -71,8 +71,9 @@ impl Home {
     }
 }
 
-/// 244 random bits (two v4 UUIDs) as 64 hex digits.
-fn new_secret() -> String {
+/// 244 random bits (two v4 UUIDs) as 64 hex digits: the secret, and the
+/// panel's login ids.
+pub fn new_secret() -> String {
     format!(
         "{}{}",
         uuid::Uuid::new_v4().simple(),

@@ -12,6 +12,7 @@
 //! - [`store`]       the only code that knows sled
 //! - [`sync`]        the only code that knows MongoDB (optional)
 //! - [`interchange`] the `sessions.json` export/import format
+//! - [`logins`]      the panel's login sessions (revocable cookie ids)
 //! - [`api`]         the only code that knows HTTP and JSON
 //! - [`server`]      connections, framing and their time limits
 //! - [`admission`]   connection caps (per peer, untrusted, total)
@@ -31,6 +32,7 @@ pub mod config;
 pub mod home;
 pub mod hub;
 pub mod interchange;
+pub mod logins;
 pub mod net;
 pub mod panel;
 pub mod server;
@@ -100,7 +102,10 @@ pub async fn run(
     let state = api::AppState {
         sync,
         hub: hub.clone(),
-        secret: Arc::new(api::guard::Secret::new(secret)),
+        secret: Arc::new(api::guard::Secret::new(
+            secret,
+            logins::Logins::open(hub.store())?,
+        )),
         logins: Arc::default(),
     };
     let signal = stop.clone();

@@ -1,40 +1,44 @@
 //! Who may talk to the hub (SPEC §8): `Host`/`Origin` checks against DNS
-//! rebinding and cross-site requests, the secret (Bearer or the panel's
-//! cookie) on every `/api` route, and the login rate limit.
+//! rebinding and cross-site requests, the secret (Bearer) or a live panel
+//! login (cookie, see [`crate::logins`]) on every `/api` route, and the login
+//! rate limit.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::AppState;
+use super::error::ApiError;
+use crate::logins::{self, Logins};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 
-use super::AppState;
-use super::error::ApiError;
-
-/// The panel's cookie name.
+/// The panel's cookie name over plain HTTP. Browsers send a host's cookies
+/// to every port of it, so the value is a revocable login id, never derived
+/// from the secret (docs/security.md).
 pub const COOKIE: &str = "holdline_session";
+/// The name a TLS mode will use: `__Host-` makes the browser require
+/// `Secure`, `Path=/` and no `Domain`, which [`login_cookie`] already sets
+/// but `Secure`. Read already, so switching needs no second login code.
+pub const TLS_COOKIE: &str = "__Host-holdline_session";
 /// Failed logins allowed per address per window.
 const LOGIN_FAILURES: usize = 10;
 const LOGIN_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses the login limiter remembers at most.
+const LIMITER_ADDRESSES: usize = 10_000;
 
-/// The secret and what is derived from it.
+/// The secret, and the panel logins made with it.
 pub struct Secret {
     value: String,
-    cookie: String,
+    logins: Logins,
 }
 
 impl Secret {
-    pub fn new(value: String) -> Self {
-        let mut mac = Hmac::<Sha256>::new_from_slice(value.as_bytes()).expect("hmac takes any key");
-        mac.update(b"holdline panel cookie v1");
-        let cookie = hex::encode(mac.finalize().into_bytes());
-        Secret { value, cookie }
+    pub fn new(value: String, logins: Logins) -> Self {
+        Secret { value, logins }
     }
 
     /// Compares in constant time, so timing does not leak the secret.
@@ -42,21 +46,33 @@ impl Secret {
         constant_time_eq(self.value.as_bytes(), candidate.as_bytes())
     }
 
-    fn cookie_matches(&self, candidate: &str) -> bool {
-        constant_time_eq(self.cookie.as_bytes(), candidate.as_bytes())
+    pub fn logins(&self) -> &Logins {
+        &self.logins
     }
+}
 
-    /// The `Set-Cookie` value for a logged-in panel.
-    pub fn login_cookie(&self) -> String {
-        format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000",
-            self.cookie
-        )
-    }
+/// The `Set-Cookie` value for a new panel login `id`.
+pub fn login_cookie(id: &str) -> String {
+    format!(
+        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        logins::LIFETIME.as_secs()
+    )
 }
 
 pub fn logout_cookie() -> String {
     format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+}
+
+/// The panel login ids a request's cookies carry.
+pub fn login_ids(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .filter(|(k, _)| *k == COOKIE || *k == TLS_COOKIE)
+        .map(|(_, v)| v)
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -77,18 +93,46 @@ impl LoginLimiter {
     pub fn is_limited(&self, ip: IpAddr) -> bool {
         let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        let recent = map.entry(ip).or_default();
+        let Some(recent) = map.get_mut(&ip) else {
+            return false;
+        };
         recent.retain(|t| now.duration_since(*t) < LOGIN_WINDOW);
         recent.len() >= LOGIN_FAILURES
     }
 
     pub fn failed(&self, ip: IpAddr) {
         let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() > 10_000 {
-            // Bounded memory under a spray of addresses: forget the oldest state.
-            map.clear();
+        let now = Instant::now();
+        if map.len() >= LIMITER_ADDRESSES && !map.contains_key(&ip) {
+            // Bounded memory under a spray of addresses: forget the addresses
+            // whose failures are past the window, else the one quietest longest
+            // (never everyone at once).
+            map.retain(|_, r| {
+                r.last()
+                    .is_some_and(|t| now.duration_since(*t) < LOGIN_WINDOW)
+            });
+            if map.len() >= LIMITER_ADDRESSES
+                && let Some(quietest) = map
+                    .iter()
+                    .min_by_key(|(_, r)| r.last().copied())
+                    .map(|(ip, _)| *ip)
+            {
+                map.remove(&quietest);
+            }
         }
-        map.entry(ip).or_default().push(Instant::now());
+        let recent = map.entry(ip).or_default();
+        recent.retain(|t| now.duration_since(*t) < LOGIN_WINDOW);
+        if recent.len() < LOGIN_FAILURES {
+            recent.push(now);
+        }
+    }
+
+    /// Addresses remembered now.
+    pub fn addresses(&self) -> usize {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 }
 
@@ -167,14 +211,7 @@ pub fn is_authorized(secret: &Secret, headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .is_some_and(|v| secret.matches(v.trim()));
-    bearer
-        || headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().split_once('='))
-            .any(|(k, v)| k == COOKIE && secret.cookie_matches(v))
+    bearer || login_ids(headers).any(|id| secret.logins.is_live(id))
 }
 
 /// The client's address, for the login limit.
@@ -256,9 +293,14 @@ mod tests {
         assert_eq!(host_name("evil.example:80"), "evil.example");
     }
 
-    #[test]
-    fn cookie_and_bearer_both_authorize() {
-        let s = Secret::new("0123456789abcdef0123456789abcdef".into());
+    #[tokio::test]
+    async fn cookie_and_bearer_both_authorize() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path(), 1 << 20).unwrap();
+        let s = Secret::new(
+            "0123456789abcdef0123456789abcdef".into(),
+            Logins::open(&store).unwrap(),
+        );
         let mut h = HeaderMap::new();
         assert!(!is_authorized(&s, &h));
         h.insert(header::AUTHORIZATION, "Bearer wrong".parse().unwrap());
@@ -269,10 +311,27 @@ mod tests {
         );
         assert!(is_authorized(&s, &h));
         let mut h = HeaderMap::new();
-        let cookie = s.login_cookie();
+        let cookie = login_cookie(&s.logins().begin().await.unwrap());
         let pair = cookie.split(';').next().unwrap();
         h.insert(header::COOKIE, format!("other=1; {pair}").parse().unwrap());
         assert!(is_authorized(&s, &h));
+        h.insert(header::COOKIE, format!("{COOKIE}=forged").parse().unwrap());
+        assert!(!is_authorized(&s, &h));
+    }
+
+    #[test]
+    fn the_limiter_forgets_one_address_at_a_time() {
+        let l = LoginLimiter::default();
+        let first: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..LOGIN_FAILURES {
+            l.failed(first);
+        }
+        for i in 0..LIMITER_ADDRESSES as u32 + 50 {
+            l.failed(IpAddr::from((0x0b00_0000 + i).to_be_bytes()));
+        }
+        assert_eq!(l.addresses(), LIMITER_ADDRESSES);
+        let last = IpAddr::from((0x0b00_0000 + LIMITER_ADDRESSES as u32 + 49).to_be_bytes());
+        assert!(l.failures.lock().unwrap().contains_key(&last));
     }
 
     #[test]

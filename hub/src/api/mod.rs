@@ -102,6 +102,7 @@ fn router(state: AppState) -> Router {
         )
         .route("/api/whoami", get(person::whoami))
         .route("/api/logout", post(person::logout))
+        .route("/api/logout/everywhere", post(person::logout_everywhere))
         .route("/api/events", get(events::stream))
         .route("/metrics", get(events::metrics))
         .route_layer(from_fn_with_state(state.clone(), guard::require_secret));

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
@@ -21,24 +21,54 @@ pub async fn login(
     Body(b): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
     let ip = addr.ip();
-    if app.logins.is_limited(ip) {
-        tracing::warn!(%ip, "login rate limited");
-        return Err(ApiError::rate_limited(
-            "too many failed logins from this address; wait a minute and try again",
-        ));
-    }
+    // The right key always gets in: whoever shares the address cannot lock
+    // the person out by failing on purpose.
     if !app.secret.matches(b.key.trim()) {
+        if app.logins.is_limited(ip) {
+            tracing::warn!(%ip, "login rate limited");
+            return Err(ApiError::rate_limited(
+                "too many failed logins from this address; wait a minute and try again",
+            ));
+        }
         app.logins.failed(ip);
         tracing::info!(%ip, "login with a wrong key");
         return Err(ApiError::unauthorized(
             "wrong key: open the URL that `holdline-hub panel-url` prints",
         ));
     }
-    Ok(([(header::SET_COOKIE, app.secret.login_cookie())], Json(OK)).into_response())
+    let id = app
+        .secret
+        .logins()
+        .begin()
+        .await
+        .map_err(crate::hub::HubError::from)?;
+    tracing::info!(%ip, "panel login");
+    Ok(([(header::SET_COOKIE, guard::login_cookie(&id))], Json(OK)).into_response())
 }
 
-pub async fn logout() -> Response {
-    ([(header::SET_COOKIE, guard::logout_cookie())], Json(OK)).into_response()
+/// Ends this panel login (its cookie stops working at once, everywhere).
+pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let ids: Vec<String> = guard::login_ids(&headers).map(str::to_owned).collect();
+    for id in ids {
+        app.secret
+            .logins()
+            .end(&id)
+            .await
+            .map_err(crate::hub::HubError::from)?;
+    }
+    Ok(([(header::SET_COOKIE, guard::logout_cookie())], Json(OK)).into_response())
+}
+
+/// Ends every panel login, on every browser (also across restarts).
+pub async fn logout_everywhere(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let ended = app
+        .secret
+        .logins()
+        .end_all()
+        .await
+        .map_err(crate::hub::HubError::from)?;
+    tracing::info!(ended, "logged out everywhere");
+    Ok(([(header::SET_COOKIE, guard::logout_cookie())], Json(OK)).into_response())
 }
 
 pub async fn whoami(State(app): State<AppState>) -> Json<WhoAmI> {
