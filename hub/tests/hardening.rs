@@ -279,3 +279,52 @@ async fn sigterm_ends_the_hub_in_bounded_time_with_unfinished_requests() {
         .unwrap();
     assert_eq!(code, 200, "{session}");
 }
+
+/// The status line of the hub's answer to `request` on a new connection.
+async fn status_of(addr: SocketAddr, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let _ = s.write_all(request).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_head_past_16_kib_or_48_fields_is_refused_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = RealHub::start(&dir.path().join("h"), free_addr()).await;
+    let big = "x".repeat(1000);
+    // 300 KiB of header lines: past this path's 16 KiB, so hyper's (chunked:
+    // hyper's from the start).
+    for first in [
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\n",
+        "POST /api/login HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n",
+    ] {
+        let mut req = first.to_owned();
+        for i in 0..300 {
+            req.push_str(&format!("X-Pad-{i}: {big}\r\n"));
+        }
+        req.push_str("\r\n");
+        let status = status_of(hub.addr, req.as_bytes()).await;
+        assert!(status.contains(" 431 "), "{first:?} with 300 KiB: {status}");
+    }
+    // 60 short fields: past 48.
+    let mut req = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n".to_owned();
+    for i in 0..60 {
+        req.push_str(&format!("X-F{i}: 1\r\n"));
+    }
+    req.push_str("\r\n");
+    let status = status_of(hub.addr, req.as_bytes()).await;
+    assert!(status.contains(" 431 "), "60 fields: {status}");
+    // Within both limits: answered.
+    let ok = status_of(
+        hub.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(ok.contains(" 200 "), "{ok}");
+}

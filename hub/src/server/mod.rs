@@ -16,30 +16,32 @@
 //! secret may idle only [`UNTRUSTED_IDLE`], send only [`UNTRUSTED_BODY`] bytes
 //! on this path, and lives at most [`UNTRUSTED_LIFETIME`] on hyper's.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use axum::body::{Body, HttpBody};
 use axum::extract::ConnectInfo;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::BytesMut;
 use futures::StreamExt;
-use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING, UPGRADE};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Version};
-use hyper::body::Frame;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, Request, StatusCode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::{Admission, Caps, Ticket};
+
+mod head;
+mod hyper_path;
+
+use head::{Parsed, parse_head};
+use hyper_path::hand_over;
 
 /// The one limit on a request head, on both paths: a head still incomplete at
 /// this size goes to hyper, whose read buffer is this size too, so it
@@ -315,95 +317,6 @@ async fn read_request(
     Incoming::Plain(api.answer(request), head.close)
 }
 
-/// A request head read here, with what framing it needs.
-struct Head {
-    request: Request<()>,
-    /// Bytes of the head, CRLFs included.
-    len: usize,
-    content_length: usize,
-    /// The client asked to close after this answer.
-    close: bool,
-}
-
-enum Parsed {
-    Plain(Box<Head>),
-    /// More bytes are needed.
-    Partial,
-    /// Not a plain request: hyper's.
-    Other,
-}
-
-fn parse_head(buf: &[u8]) -> Parsed {
-    if buf.is_empty() {
-        return Parsed::Partial;
-    }
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Request::new(&mut headers);
-    let len = match parsed.parse(buf) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(_) => return Parsed::Other,
-    };
-    plain_request(&parsed)
-        .map(|(request, content_length, close)| {
-            Parsed::Plain(Box::new(Head {
-                request,
-                len,
-                content_length,
-                close,
-            }))
-        })
-        .unwrap_or(Parsed::Other)
-}
-
-/// The request when it is one this loop serves: HTTP/1.1, origin-form path,
-/// no streamed answer, a body of known small length, nothing to negotiate.
-fn plain_request(parsed: &httparse::Request<'_, '_>) -> Option<(Request<()>, usize, bool)> {
-    if parsed.version != Some(1) {
-        return None;
-    }
-    let method = Method::from_bytes(parsed.method?.as_bytes()).ok()?;
-    if method == Method::HEAD || method == Method::CONNECT {
-        return None;
-    }
-    let path = parsed.path?;
-    let route = path.split('?').next().unwrap_or(path);
-    if !path.starts_with('/') || STREAMED_PATHS.contains(&route) {
-        return None;
-    }
-    let mut request = Request::builder()
-        .method(method)
-        .uri(path)
-        .version(Version::HTTP_11)
-        .body(())
-        .ok()?;
-    let mut content_length = None;
-    let mut close = false;
-    for h in parsed.headers.iter() {
-        let name = HeaderName::from_bytes(h.name.as_bytes()).ok()?;
-        let value = HeaderValue::from_bytes(h.value).ok()?;
-        if name == TRANSFER_ENCODING || name == EXPECT || name == UPGRADE {
-            return None;
-        }
-        if name == CONTENT_LENGTH {
-            let n: usize = value.to_str().ok()?.parse().ok()?;
-            if content_length.replace(n).is_some() || n > MAX_BODY {
-                return None;
-            }
-        }
-        if name == CONNECTION {
-            for option in value.to_str().ok()?.split(',').map(str::trim) {
-                if option.eq_ignore_ascii_case("upgrade") {
-                    return None;
-                }
-                close |= option.eq_ignore_ascii_case("close");
-            }
-        }
-        request.headers_mut().append(name, value);
-    }
-    Some((request, content_length.unwrap_or(0), close))
-}
-
 /// Writes the API's answer: with its length when the body's size is known
 /// (every answer but a stream), else chunked as the body yields.
 async fn write_response(
@@ -472,164 +385,6 @@ async fn write_response(
     Ok(())
 }
 
-/// Serves the rest of the connection with hyper (HTTP/1 or 2, upgrades),
-/// replaying the bytes already read, with the same limits as this path.
-async fn hand_over(
-    stream: TcpStream,
-    read: Bytes,
-    peer: SocketAddr,
-    ticket: Ticket,
-    api: impl Answer,
-    stop: CancellationToken,
-) {
-    let opened = Instant::now();
-    let io = TokioIo::new(Rewind { read, stream });
-    let ticket = std::sync::Arc::new(ticket);
-    let trust = ticket.clone();
-    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-        if !trust.is_trusted() && api.trusts(request.headers()) {
-            // No room for one more trusted connection: it stays untrusted
-            // and its lifetime ends it.
-            trust.trust();
-        }
-        let deadline = (!trust.is_trusted()).then(|| opened + UNTRUSTED_LIFETIME);
-        let mut request = request.map(|body| Body::new(TimedBody::new(body, deadline)));
-        request.extensions_mut().insert(ConnectInfo(peer));
-        let answering = api.answer(request);
-        async move { Ok::<_, Infallible>(answering.await) }
-    });
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIME)
-        .max_buf_size(MAX_HEAD)
-        .max_headers(MAX_HEADERS);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(MAX_HEAD as u32);
-    let served = builder.serve_connection_with_upgrades(io, service);
-    tokio::pin!(served);
-    let mut lifetime = Some(opened + UNTRUSTED_LIFETIME);
-    loop {
-        tokio::select! {
-            _ = served.as_mut() => return,
-            _ = ticket.evicted() => return,
-            _ = until(lifetime) => {
-                if !ticket.is_trusted() {
-                    return;
-                }
-                lifetime = None;
-            }
-            _ = stop.cancelled() => break,
-        }
-    }
-    served.as_mut().graceful_shutdown();
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, served).await;
-}
-
-/// A request body on hyper's path that must keep coming: each part within
-/// [`BODY_TIME`] of the last, and the whole by `deadline` when there is one.
-struct TimedBody {
-    inner: hyper::body::Incoming,
-    timer: Pin<Box<tokio::time::Sleep>>,
-    deadline: Option<Instant>,
-}
-
-impl TimedBody {
-    fn new(inner: hyper::body::Incoming, deadline: Option<Instant>) -> TimedBody {
-        let next = Instant::now() + BODY_TIME;
-        let first = deadline.map_or(next, |d| d.min(next));
-        TimedBody {
-            inner,
-            timer: Box::pin(tokio::time::sleep_until(first)),
-            deadline,
-        }
-    }
-}
-
-impl HttpBody for TimedBody {
-    type Data = Bytes;
-    type Error = axum::BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
-            let next = Instant::now() + BODY_TIME;
-            let next = self.deadline.map_or(next, |d| d.min(next));
-            self.timer.as_mut().reset(next);
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-        }
-        match self.timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err("the request body stopped arriving".into()))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// A socket whose first reads return bytes read from it before.
-struct Rewind {
-    read: Bytes,
-    stream: TcpStream,
-}
-
-impl AsyncRead for Rewind {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if self.read.has_remaining() {
-            let n = self.read.len().min(buf.remaining());
-            buf.put_slice(&self.read[..n]);
-            self.read.advance(n);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Rewind {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -677,7 +432,8 @@ mod tests {
             .route(
                 "/stream",
                 get(|| async {
-                    let parts = ["ab", "", "cde"].map(|p| Ok::<_, io::Error>(Bytes::from(p)));
+                    let parts =
+                        ["ab", "", "cde"].map(|p| Ok::<_, io::Error>(bytes::Bytes::from(p)));
                     Body::from_stream(futures::stream::iter(parts))
                 }),
             )
