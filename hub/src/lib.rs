@@ -32,6 +32,7 @@ pub mod config;
 pub mod home;
 pub mod hub;
 pub mod interchange;
+pub mod log_file;
 pub mod logins;
 pub mod net;
 pub mod panel;
@@ -107,6 +108,7 @@ pub async fn run(
             logins::Logins::open(hub.store())?,
         )),
         logins: Arc::default(),
+        refusals: Arc::default(),
     };
     let signal = stop.clone();
     tokio::spawn(async move {

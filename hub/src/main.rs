@@ -2,7 +2,6 @@
 //! over to the library (`holdline_hub::run` or an admin command).
 
 use std::io::IsTerminal;
-use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -101,14 +100,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Logs to stderr and to `logs/hub.log` (0600). Never message text or secrets.
+/// Logs to stderr and to `logs/hub.log` (0600, rotated at 10 MiB). Never
+/// message text or secrets.
 fn init_logging(home: &Home) -> anyhow::Result<tracing_appender::non_blocking::WorkerGuard> {
     let path = home.logs_dir().join("hub.log");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)
+    let file = holdline_hub::log_file::LogFile::open(path.clone())
         .with_context(|| format!("cannot open the log file {}", path.display()))?;
     // A bounded queue of lines for the writer thread: the default, 128,000
     // lines, is a 4 MiB array filled at start (most of an idle hub's memory).

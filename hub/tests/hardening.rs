@@ -328,3 +328,29 @@ async fn a_head_past_16_kib_or_48_fields_is_refused_on_both_paths() {
     .await;
     assert!(ok.contains(" 200 "), "{ok}");
 }
+
+#[tokio::test]
+async fn a_flood_of_refused_requests_does_not_fill_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("h");
+    let hub = RealHub::start_logging(&home, free_addr()).await;
+    let log = home.join("logs").join("hub.log");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = std::fs::metadata(&log).unwrap().len();
+    let http = reqwest::Client::new();
+    for i in 0..500 {
+        let res = http
+            .get(format!("http://{}/api/sessions?n={i}", hub.addr))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let grown = std::fs::metadata(&log).unwrap().len() - before;
+    eprintln!("500 refused requests grew hub.log by {grown} bytes");
+    assert!(
+        grown < 8 * 1024,
+        "500 refused requests grew hub.log by {grown} bytes"
+    );
+}

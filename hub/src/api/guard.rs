@@ -29,6 +29,10 @@ const LOGIN_FAILURES: usize = 10;
 const LOGIN_WINDOW: Duration = Duration::from_secs(60);
 /// Addresses the login limiter remembers at most.
 const LIMITER_ADDRESSES: usize = 10_000;
+/// Refusals (4xx answers) logged per window at most; the rest are counted
+/// and reported in one line, so a flood of bad requests cannot fill the log.
+const REFUSALS_PER_WINDOW: u32 = 20;
+const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
 
 /// The secret, and the panel logins made with it.
 pub struct Secret {
@@ -133,6 +137,50 @@ impl LoginLimiter {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .len()
+    }
+}
+
+/// Rate limit on logging refusals: see [`REFUSALS_PER_WINDOW`].
+#[derive(Default)]
+pub struct RefusalLog {
+    /// A std mutex: a few integer updates per refused request.
+    window: Mutex<RefusalWindow>,
+}
+
+#[derive(Default)]
+struct RefusalWindow {
+    started: Option<Instant>,
+    logged: u32,
+    unlogged: u64,
+}
+
+impl RefusalLog {
+    /// Whether to log this refusal; when a new window starts, first logs how
+    /// many the last one left out.
+    pub fn may_log(&self) -> bool {
+        let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if w.started
+            .is_none_or(|s| now.duration_since(s) >= REFUSAL_WINDOW)
+        {
+            if w.unlogged > 0 {
+                tracing::warn!(
+                    unlogged = w.unlogged,
+                    "more refused requests than the log takes; these were not logged one by one"
+                );
+            }
+            *w = RefusalWindow {
+                started: Some(now),
+                ..RefusalWindow::default()
+            };
+        }
+        if w.logged < REFUSALS_PER_WINDOW {
+            w.logged += 1;
+            true
+        } else {
+            w.unlogged += 1;
+            false
+        }
     }
 }
 
@@ -251,7 +299,9 @@ impl Visit {
         match origin_allowed(app, req.headers()) {
             Ok(()) => Ok(visit),
             Err(e) => {
-                tracing::info!(path = visit.path, "refused: {}", e.message);
+                if app.refusals.may_log() {
+                    tracing::info!(path = visit.path, "refused: {}", e.message);
+                }
                 Err(Box::new(visit.end(app, e.into_response())))
             }
         }
@@ -273,7 +323,9 @@ impl Visit {
         if status >= 500 {
             tracing::warn!(%method, path, status, ms, "request");
         } else if status >= 400 {
-            tracing::info!(%method, path, status, ms, "request");
+            if app.refusals.may_log() {
+                tracing::info!(%method, path, status, ms, "request");
+            }
         } else {
             tracing::debug!(%method, path, status, ms, "request");
         }

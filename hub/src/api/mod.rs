@@ -34,6 +34,8 @@ pub struct AppState {
     pub hub: Hub,
     pub secret: Arc<guard::Secret>,
     pub logins: Arc<guard::LoginLimiter>,
+    /// How many refusals get a log line of their own.
+    pub refusals: Arc<guard::RefusalLog>,
     /// MongoDB sync, when configured.
     pub sync: Option<crate::sync::Sync>,
 }

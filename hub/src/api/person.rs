@@ -25,13 +25,17 @@ pub async fn login(
     // the person out by failing on purpose.
     if !app.secret.matches(b.key.trim()) {
         if app.logins.is_limited(ip) {
-            tracing::warn!(%ip, "login rate limited");
+            if app.refusals.may_log() {
+                tracing::warn!(%ip, "login rate limited");
+            }
             return Err(ApiError::rate_limited(
                 "too many failed logins from this address; wait a minute and try again",
             ));
         }
         app.logins.failed(ip);
-        tracing::info!(%ip, "login with a wrong key");
+        if app.refusals.may_log() {
+            tracing::info!(%ip, "login with a wrong key");
+        }
         return Err(ApiError::unauthorized(
             "wrong key: open the URL that `holdline-hub panel-url` prints",
         ));
