@@ -1201,25 +1201,11 @@ fn check_opt_name(name: &str, v: Option<&str>) -> Result<()> {
 }
 
 fn check_images(images: &[Image]) -> Result<()> {
-    use base64::Engine as _;
     if images.len() > 10 {
         return Err(HubError::BadRequest("at most 10 images per reply".into()));
     }
     for img in images {
-        if !crate::session::IMAGE_TYPES.contains(&img.mime_type.as_str()) {
-            return Err(HubError::BadRequest(format!(
-                "image type {:?} is not supported (png, jpeg, gif, webp)",
-                img.mime_type
-            )));
-        }
-        if base64::engine::general_purpose::STANDARD
-            .decode(&img.data)
-            .is_err()
-        {
-            return Err(HubError::BadRequest(
-                "image data is not valid base64".into(),
-            ));
-        }
+        img.check().map_err(HubError::BadRequest)?;
     }
     Ok(())
 }

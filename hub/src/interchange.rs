@@ -225,6 +225,11 @@ impl ExportSession {
                 "system" => Role::System,
                 other => return Err(format!("{}: unknown message role {other:?}", s.token)),
             };
+            // Imported images obey the reply rule: nothing the panel would
+            // not show as an image (SVG or HTML could carry script).
+            for image in &m.images {
+                image.check().map_err(|e| format!("{}: {e}", s.token))?;
+            }
             messages.push(Message {
                 role,
                 content: m.content,

@@ -207,6 +207,27 @@ pub struct Image {
 /// Image types the panel may attach and MCP clients can show.
 pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
+impl Image {
+    /// The one rule for an image the hub stores (replies and imports alike):
+    /// a type MCP clients show and the panel renders as an image, valid base64.
+    pub fn check(&self) -> Result<(), String> {
+        use base64::Engine as _;
+        if !IMAGE_TYPES.contains(&self.mime_type.as_str()) {
+            return Err(format!(
+                "image type {:?} is not supported (png, jpeg, gif, webp)",
+                self.mime_type
+            ));
+        }
+        if base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .is_err()
+        {
+            return Err("image data is not valid base64".into());
+        }
+        Ok(())
+    }
+}
+
 /// One entry of a session's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -784,6 +784,7 @@ async fn every_api_route_needs_the_secret() {
         "/api/reply",
         "/api/import",
         "/api/logout",
+        "/api/logout/everywhere",
     ];
     for path in posts {
         for auth in [None, Some("Bearer wrong-secret-wrong-secret")] {

@@ -354,3 +354,91 @@ async fn a_flood_of_refused_requests_does_not_fill_the_log() {
         "500 refused requests grew hub.log by {grown} bytes"
     );
 }
+
+#[tokio::test]
+async fn healthz_shows_the_sync_error_only_with_the_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("h");
+    std::fs::create_dir_all(&home).unwrap();
+    // Nothing listens on port 1: sync stays down with a driver error.
+    std::fs::write(
+        home.join("config.toml"),
+        "mongo_uri = \"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300\"\n",
+    )
+    .unwrap();
+    let hub = RealHub::start(&home, free_addr()).await;
+    let until = Instant::now() + Duration::from_secs(20);
+    let authed = loop {
+        let (_, h) = hub.api.get("/healthz").await.unwrap();
+        if h["mongo"]["lastError"].is_string() || Instant::now() > until {
+            break h;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(authed["mongo"]["lastError"].is_string(), "{authed}");
+    let public = hub.api.health().await.expect("healthz answers");
+    assert!(public["mongo"]["state"].is_string(), "{public}");
+    assert!(public["mongo"].get("lastError").is_none(), "{public}");
+    assert!(!public.to_string().contains("127.0.0.1:1"), "{public}");
+}
+
+#[tokio::test]
+async fn host_and_origin_checks_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = RealHub::start(&dir.path().join("h"), free_addr()).await;
+    let secret = &hub.api.secret;
+    let host = hub.addr.to_string();
+    let ask = |target: String, extra: String| {
+        format!(
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {secret}\r\n{extra}Connection: close\r\n\r\n"
+        )
+    };
+    // The authority of an absolute-form target is checked like Host.
+    let rebound = ask("http://evil.example/api/whoami".into(), String::new());
+    let status = status_of(hub.addr, rebound.as_bytes()).await;
+    assert!(
+        status.contains(" 403 "),
+        "absolute-form to evil.example: {status}"
+    );
+    let own = ask(format!("http://{host}/api/whoami"), String::new());
+    let status = status_of(hub.addr, own.as_bytes()).await;
+    assert!(
+        status.contains(" 200 "),
+        "absolute-form to the hub itself: {status}"
+    );
+    // Origin must be the hub's own, scheme included.
+    for (origin, expected) in [
+        (format!("http://{host}"), " 200 "),
+        (format!("https://{host}"), " 403 "),
+        (format!("ftp://{host}"), " 403 "),
+    ] {
+        let req = ask("/api/whoami".into(), format!("Origin: {origin}\r\n"));
+        let status = status_of(hub.addr, req.as_bytes()).await;
+        assert!(status.contains(expected), "Origin {origin}: {status}");
+    }
+}
+
+#[tokio::test]
+async fn an_import_with_a_script_carrying_image_type_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = RealHub::start(&dir.path().join("h"), free_addr()).await;
+    let session = |token: &str, mime: &str| {
+        json!({
+            "token": token, "title": "imported", "status": "holding", "workspace": "/w",
+            "createdAt": 1782448693854u64, "lastActiveAt": 1782449356228u64,
+            "bindingKey": format!("/w::{token}@10.0.0.1"), "hostIp": "10.0.0.1",
+            "messages": [{"role": "user", "content": "see", "at": 1782448800000u64,
+                          "auto": false, "images": [{"mimeType": mime, "data": "PHN2Zy8+"}]}],
+        })
+    };
+    let good = "ct_00000000000000000000000000000001";
+    for mime in ["image/svg+xml", "text/html"] {
+        let bad = "ct_00000000000000000000000000000002";
+        let file = json!({ good: session(good, "image/png"), bad: session(bad, mime) });
+        let (status, body) = hub.api.post("/api/import", &file).await.unwrap();
+        assert_eq!(status, 400, "{mime}: {body}");
+        assert!(body.to_string().contains("not supported"), "{body}");
+    }
+    let (status, _) = hub.api.get(&format!("/api/sessions/{good}")).await.unwrap();
+    assert_eq!(status, 404, "a refused file imports nothing");
+}

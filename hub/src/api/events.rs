@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
@@ -41,16 +41,24 @@ pub async fn stream(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-/// `GET /healthz`: liveness and a few counts, no secret needed.
-pub async fn health(State(app): State<AppState>) -> Json<Health> {
+/// `GET /healthz`: liveness and a few counts, no secret needed. The MongoDB
+/// sync's last error (the driver's text, with the database's address) only
+/// with the secret or a panel login; without, the state alone.
+pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Health> {
     let (sessions, waiting) = app.hub.counts();
+    let mut mongo = app.sync_state();
+    if let Some(serde_json::Value::Object(m)) = &mut mongo
+        && !super::guard::is_authorized(&app.secret, &headers)
+    {
+        m.remove("lastError");
+    }
     Json(Health {
         ok: true,
         version: env!("CARGO_PKG_VERSION"),
         sessions,
         waiting,
         uptime_ms: app.hub.uptime().as_millis() as u64,
-        mongo: app.sync_state(),
+        mongo,
     })
 }
 

@@ -12,7 +12,7 @@ use super::AppState;
 use super::error::ApiError;
 use crate::logins::{self, Logins};
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, Method, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -184,31 +184,47 @@ impl RefusalLog {
     }
 }
 
-fn origin_allowed(app: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+/// The `Host` check (and the authority of an absolute-form target, which
+/// takes the place of `Host`), then the `Origin` check: exactly the hub's
+/// own origin (`http://` and the host) or one listed.
+fn origin_allowed(app: &AppState, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .ok_or_else(|| ApiError::forbidden("the request has no Host header"))?;
     let config = app.hub.config();
-    let name = host_name(host);
-    let host_ok = name.eq_ignore_ascii_case("localhost")
-        || name.parse::<IpAddr>().is_ok()
-        || config
-            .allowed_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(name));
-    if !host_ok {
+    let allowed = |host: &str| {
+        let name = host_name(host);
+        name.eq_ignore_ascii_case("localhost")
+            || name.parse::<IpAddr>().is_ok()
+            || config
+                .allowed_hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(name))
+    };
+    let target = uri.authority().map(|a| a.as_str());
+    for host in std::iter::once(host).chain(target) {
+        if !allowed(host) {
+            return Err(ApiError::forbidden(format!(
+                "Host {host:?} is not allowed; add it to allowed_hosts in config.toml to use this name"
+            )));
+        }
+    }
+    if let Some(target) = target
+        && !target.eq_ignore_ascii_case(host)
+    {
         return Err(ApiError::forbidden(format!(
-            "Host {host:?} is not allowed; add it to allowed_hosts in config.toml to use this name"
+            "the request's target names {target:?} but its Host is {host:?}"
         )));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin
             .to_str()
             .map_err(|_| ApiError::forbidden("unreadable Origin header"))?;
+        // The hub speaks plain HTTP: its own origin is `http://` + Host.
         let same = origin
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(host));
+            .strip_prefix("http://")
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(host));
         let listed = config
             .allowed_origins
             .iter()
@@ -296,7 +312,7 @@ impl Visit {
             path: req.uri().path().to_owned(),
             started: Instant::now(),
         };
-        match origin_allowed(app, req.headers()) {
+        match origin_allowed(app, req.uri(), req.headers()) {
             Ok(()) => Ok(visit),
             Err(e) => {
                 if app.refusals.may_log() {
