@@ -317,7 +317,7 @@ async fn an_oversized_message_answers_too_large_not_no_reply_yet() -> anyhow::Re
     let r = call(
         &client,
         "wait_for_user_input",
-        json!({"token": token, "message": "x".repeat(2 * 1024 * 1024)}),
+        json!({"token": token, "message": "x".repeat(8 * 1024 * 1024)}),
     )
     .await?;
     assert_eq!(r.is_error, Some(true));
