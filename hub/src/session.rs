@@ -319,6 +319,8 @@ pub enum WaitEnd {
     Cancelled,
     Merged,
     Archived,
+    /// Nobody polled it for the hub's grace period: the agent behind it is gone.
+    Expired,
 }
 
 impl WaitEnd {
@@ -329,6 +331,7 @@ impl WaitEnd {
             WaitEnd::Cancelled => "cancelled",
             WaitEnd::Merged => "merged",
             WaitEnd::Archived => "archived",
+            WaitEnd::Expired => "expired",
         }
     }
 }
