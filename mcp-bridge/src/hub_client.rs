@@ -22,6 +22,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 const AUTOSTART_READY: Duration = Duration::from_secs(15);
 /// Auto-start is tried at most this often, so a broken hub binary is not spawned in a loop.
 const AUTOSTART_COOLDOWN: Duration = Duration::from_secs(30);
+/// The largest hub answer read: a poll carrying a reply with images (the hub
+/// takes replies up to 10 MiB) fits with room; a broken or hostile hub cannot
+/// make the bridge hold more.
+pub const MAX_ANSWER: usize = 32 * 1024 * 1024;
 
 /// Why a hub call failed, in the terms the tools explain to the agent.
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +180,9 @@ impl HubClient {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
             .no_proxy()
+            // A hub never redirects: following one would send the agent's
+            // message (and the secret's power) to another host.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("reqwest client without TLS always builds");
         HubClient {
@@ -262,6 +269,9 @@ impl HubClient {
             .await
     }
 
+    /// One call, bounded by `timeout` in all: every hub tried, the auto-start
+    /// and the retry after it share it, so the call answers within it
+    /// whatever the hubs do.
     async fn send<T: DeserializeOwned>(
         &self,
         method: reqwest::Method,
@@ -269,11 +279,12 @@ impl HubClient {
         body: Option<&Value>,
         timeout: Duration,
     ) -> Result<T, HubError> {
-        match self.try_all(&method, path, body, timeout).await {
+        let deadline = Instant::now() + timeout;
+        match self.try_all(&method, path, body, deadline).await {
             // No secret yet is what a first run looks like: the hub makes it on first start.
             Err(e @ (HubError::Unreachable { .. } | HubError::NoSecret(_))) => {
-                if self.autostart_local_hub().await {
-                    self.try_all(&method, path, body, timeout).await
+                if self.autostart_local_hub(deadline).await {
+                    self.try_all(&method, path, body, deadline).await
                 } else {
                     Err(e)
                 }
@@ -287,7 +298,7 @@ impl HubClient {
         method: &reqwest::Method,
         path: &str,
         body: Option<&Value>,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Result<T, HubError> {
         let secret = self
             .inner
@@ -302,12 +313,18 @@ impl HubClient {
         let mut last_server_error = None;
         for i in order {
             let hub = &self.inner.hubs[i];
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(hub = %hub, path, "no time left for this hub");
+                tried.push(hub.clone());
+                continue;
+            }
             let mut request = self
                 .inner
                 .http
                 .request(method.clone(), format!("{hub}{path}"))
                 .bearer_auth(&secret)
-                .timeout(timeout);
+                .timeout(left);
             if let Some(body) = body {
                 request = request.json(body);
             }
@@ -320,8 +337,15 @@ impl HubClient {
                 }
             };
             let status = response.status().as_u16();
-            let bytes = match response.bytes().await {
-                Ok(b) => b,
+            let bytes = match read_capped(response).await {
+                Ok(Some(b)) => b,
+                Ok(None) => {
+                    tracing::warn!(hub = %hub, path, "hub answer larger than the cap");
+                    return Err(HubError::BadAnswer {
+                        hub: hub.clone(),
+                        detail: format!("an answer larger than {} MiB", MAX_ANSWER >> 20),
+                    });
+                }
                 Err(e) => {
                     tracing::warn!(hub = %hub, path, error = %e, "hub answer cut off");
                     tried.push(hub.clone());
@@ -350,8 +374,8 @@ impl HubClient {
     }
 
     /// Starts `holdline-hub serve` for the first loopback hub in the list and waits for its
-    /// `/healthz`. Answers whether a hub is up now.
-    async fn autostart_local_hub(&self) -> bool {
+    /// `/healthz` (until `deadline` at most). Answers whether a hub is up now.
+    async fn autostart_local_hub(&self, deadline: Instant) -> bool {
         if !self.inner.autostart {
             return false;
         }
@@ -407,7 +431,7 @@ impl HubClient {
                 return false;
             }
         }
-        let deadline = Instant::now() + AUTOSTART_READY;
+        let deadline = deadline.min(Instant::now() + AUTOSTART_READY);
         while Instant::now() < deadline {
             if self.healthy(hub).await && self.inner.secret.read().is_some() {
                 return true;
@@ -445,6 +469,25 @@ impl HubClient {
             })
         })
     }
+}
+
+/// The answer's body, or `None` when it is larger than [`MAX_ANSWER`] (by
+/// its length, or once that much has arrived).
+async fn read_capped(mut response: reqwest::Response) -> reqwest::Result<Option<Vec<u8>>> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_ANSWER as u64)
+    {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_ANSWER {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 fn api_error(hub: &str, status: u16, bytes: &[u8]) -> HubError {
