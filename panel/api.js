@@ -40,6 +40,8 @@ const enc = encodeURIComponent;
 export const api = {
   login: (key) => call('POST', '/api/login', { key }),
   logout: () => call('POST', '/api/logout', {}),
+  /** Ends every panel login (every browser, also after a restart of the hub). */
+  logoutEverywhere: () => call('POST', '/api/logout/everywhere', {}),
   whoami: () => call('GET', '/api/whoami'),
   /** `{ok, version, sessions, waiting, uptimeMs, mongo}`; `mongo` is null when sync is off. */
   healthz: () => call('GET', '/healthz'),

@@ -84,8 +84,10 @@ function showLogin(error) {
   document.title = 'holdline';
 }
 
-async function logout() {
-  try { await api.logout(); } catch { /* the cookie may already be gone */ }
+async function logout(everywhere = false) {
+  try {
+    await (everywhere ? api.logoutEverywhere() : api.logout());
+  } catch { /* the cookie may already be gone */ }
   state.current = null;
   state.detail = null;
   clearInterval(state.healthTimer);
@@ -169,7 +171,8 @@ function wireStatic() {
     e.preventDefault();
     login($('#login-key').value.trim());
   });
-  $('#logout').addEventListener('click', logout);
+  $('#logout').addEventListener('click', () => logout());
+  $('#logout-everywhere').addEventListener('click', () => logout(true));
   const switchLang = () => {
     setLang(lang === 'zh' ? 'en' : 'zh');
     applyStatic();

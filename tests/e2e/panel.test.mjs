@@ -60,24 +60,49 @@ test('login: the #key is traded for a cookie and dropped; a wrong key says so; l
   await page.reload();
   await page.locator('#app:not([hidden])').waitFor();
 
+  // Each login is its own id; logout revokes it at the hub, not just in the browser.
+  assert.ok(!session.value.includes(hub.secret));
+  const whoami = (value) => fetch(`${hub.base}/api/whoami`, { headers: { cookie: `holdline_session=${value}` } });
+  assert.equal((await whoami(session.value)).status, 200);
   await page.getByTestId('logout').click();
   await page.getByTestId('login-screen').waitFor();
+  assert.equal((await whoami(session.value)).status, 401, 'a logged-out cookie is dead at the hub');
   await page.reload();
   await page.getByTestId('login-screen').waitFor();
   assert.equal(await page.locator('#app').isHidden(), true);
 });
 
-test('too many wrong keys: the page says to wait', async () => {
+test('log out everywhere: every browser is logged out', async () => {
+  const first = await browser();
+  const second = await browser();
+  await openPanel(first.page, hub);
+  await openPanel(second.page, hub);
+  const cookie = async (ctx) => (await ctx.cookies(hub.base)).find((c) => c.name === 'holdline_session').value;
+  const [a, b] = [await cookie(first.context), await cookie(second.context)];
+  assert.notEqual(a, b, 'two logins, two ids');
+  await first.page.getByTestId('logout-everywhere').click();
+  await first.page.getByTestId('login-screen').waitFor();
+  const whoami = (value) => fetch(`${hub.base}/api/whoami`, { headers: { cookie: `holdline_session=${value}` } });
+  assert.equal((await whoami(b)).status, 401, 'the other browser is logged out too');
+  await second.page.reload();
+  await second.page.getByTestId('login-screen').waitFor();
+});
+
+test('too many wrong keys: the page says to wait, and the right key still gets in', async () => {
   const own = await startHub();
   try {
     for (let i = 0; i < 11; i++) {
       await fetch(`${own.base}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"key":"nope"}' });
     }
     const { page } = await browser();
-    await page.goto(`${own.base}/#key=${own.secret}`);
+    await page.goto(`${own.base}/#key=still-not-the-secret`);
     const error = page.getByTestId('login-error');
     await error.waitFor();
     assert.match(await error.textContent(), /too many/i);
+    // The right key still gets in: failures from a shared address cannot lock the person out.
+    await page.getByTestId('login-key').fill(own.secret);
+    await page.getByTestId('login-submit').click();
+    await page.getByTestId('session-list').waitFor();
   } finally {
     await own.stop();
   }
