@@ -55,7 +55,8 @@ const MAX_HEADERS: usize = 48;
 /// A request head must arrive whole within this, from its first byte.
 pub const HEAD_TIME: Duration = Duration::from_secs(10);
 /// A request body must arrive within this on this path (it is at most
-/// [`MAX_BODY`]); on hyper's, each part of it must come within this.
+/// [`MAX_BODY`]; without the secret, at most [`UNTRUSTED_BODY`] within
+/// [`HEAD_TIME`]); on hyper's, each part of it must come within this.
 pub const BODY_TIME: Duration = Duration::from_secs(30);
 /// A connection that has not shown the secret is closed after this idle.
 pub const UNTRUSTED_IDLE: Duration = Duration::from_secs(10);
@@ -289,7 +290,13 @@ async fn read_request(
         return Incoming::Other;
     }
     let whole = head.len + head.content_length;
-    let body_until = Instant::now() + BODY_TIME;
+    // A body from a connection without the secret gets the head's time.
+    let body_until = Instant::now()
+        + if ticket.is_trusted() {
+            BODY_TIME
+        } else {
+            HEAD_TIME
+        };
     while buf.len() < whole {
         buf.reserve(whole - buf.len());
         tokio::select! {
