@@ -874,13 +874,21 @@ async fn login_trades_the_key_for_a_strict_cookie_and_is_rate_limited() {
     }
     let res = plain
         .post(format!("{}/api/login", hub.url))
-        .json(&json!({"key": hub.secret}))
+        .json(&json!({"key": "nope"}))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
     let v: Value = res.json().await.unwrap();
     assert_eq!(error_code(&v), "RATE_LIMITED");
+    // The right key still gets in (issue 17): failures cannot lock the person out.
+    let res = plain
+        .post(format!("{}/api/login", hub.url))
+        .json(&json!({"key": hub.secret}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
 }
 
 #[tokio::test]
