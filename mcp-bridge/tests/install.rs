@@ -522,6 +522,37 @@ fn rerun_keeps_the_person_s_keys() {
 }
 
 #[test]
+fn env_flags_set_the_entry_s_environment() {
+    let sb = Sandbox::new();
+    sb.install(
+        "codex",
+        &["--env", "HOLDLINE_MAX_WAIT_SEC=8", "--env", "X=a=b"],
+    );
+    let config = sb.path(".codex/config.toml");
+    let entry = holdline(Fmt::Toml, &read(&config)).unwrap();
+    assert_eq!(entry["env"]["HOLDLINE_MAX_WAIT_SEC"], "8");
+    assert_eq!(entry["env"]["X"], "a=b");
+    // Without the flag a re-run keeps it; with it the value changes.
+    sb.install("codex", &[]);
+    assert_eq!(
+        holdline(Fmt::Toml, &read(&config)).unwrap()["env"]["HOLDLINE_MAX_WAIT_SEC"],
+        "8"
+    );
+    let out = sb.install("codex", &["--env", "HOLDLINE_MAX_WAIT_SEC=9"]);
+    assert!(out.contains("changed env.HOLDLINE_MAX_WAIT_SEC"), "{out}");
+    sb.install("opencode", &["--env", "A=1"]);
+    let oc = holdline(
+        Fmt::Json("mcp"),
+        &read(&sb.path(".config/opencode/opencode.json")),
+    )
+    .unwrap();
+    assert_eq!(oc["environment"]["A"], "1");
+    let bad = sb.run(&["install", "--client", "codex", "--env", "novalue"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("KEY=VALUE"));
+}
+
+#[test]
 fn jsonc_in_holdline_s_entry_is_refused_cleanly() {
     let sb = Sandbox::new();
     let config = sb.path(".cursor/mcp.json");

@@ -85,6 +85,17 @@ pub struct InstallArgs {
     /// Gemini CLI / Qwen Code: mark the project folder trusted, so they start holdline.
     #[arg(long)]
     pub trust: bool,
+    /// Set a variable in the entry's environment, e.g. HOLDLINE_MAX_WAIT_SEC=8 or
+    /// HOLDLINE_SECRET=… (repeatable; replaces the value already there).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+}
+
+fn parse_env_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
 }
 
 /// `holdline-mcp uninstall` arguments.
@@ -160,13 +171,20 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         }
     };
     let project = project_dir(args.project.as_deref())?;
-    let plan = plan_for(
+    let mut plan = plan_for(
         args.client,
         command,
         args.hub.clone(),
         project.clone(),
         args.config.as_deref(),
     )?;
+    for target in &mut plan.configs {
+        if let Some(env) = target.entry[target.env_key].as_object_mut() {
+            for (k, v) in &args.env {
+                env.insert(k.clone(), json!(v));
+            }
+        }
+    }
     if args.print {
         for target in &plan.configs {
             print!("{}", snippet(target));
@@ -183,11 +201,13 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         paths: vec!["command".into()],
         all: args.reset,
     };
+    let mut flagged_env: Vec<&str> = args.env.iter().map(|(k, _)| k.as_str()).collect();
     if args.hub.is_some() {
-        for target in &plan.configs {
-            overwrite
-                .paths
-                .push(format!("{}.HOLDLINE_HUB", target.env_key));
+        flagged_env.push("HOLDLINE_HUB");
+    }
+    for target in &plan.configs {
+        for key in &flagged_env {
+            overwrite.paths.push(format!("{}.{key}", target.env_key));
         }
     }
     for target in &plan.configs {
