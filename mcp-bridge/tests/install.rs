@@ -522,6 +522,41 @@ fn rerun_keeps_the_person_s_keys() {
 }
 
 #[test]
+fn print_writes_one_valid_document_and_no_file() {
+    for case in CLIENTS {
+        let sb = Sandbox::new();
+        let out = sb
+            .command(&[
+                "install",
+                "--client",
+                case.name,
+                "--command",
+                COMMAND,
+                "--print",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", case.name);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let entry =
+            holdline(case.fmt, &stdout).unwrap_or_else(|| panic!("{}: {stdout}", case.name));
+        assert_eq!(entry_command(&entry), COMMAND, "{}", case.name);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&sb.path(case.config).display().to_string()),
+            "{}: {stderr}",
+            case.name
+        );
+        assert_eq!(
+            std::fs::read_dir(&sb.home).unwrap().count(),
+            0,
+            "{}",
+            case.name
+        );
+    }
+}
+
+#[test]
 fn env_flags_set_the_entry_s_environment() {
     let sb = Sandbox::new();
     sb.install(

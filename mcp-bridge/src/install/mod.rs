@@ -186,8 +186,10 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         }
     }
     if args.print {
+        // One document on stdout, so it parses; every file it goes into on stderr (Cline's
+        // CLI and extension files take the same entry).
+        print!("{}", snippet(&plan.configs[0]));
         for target in &plan.configs {
-            print!("{}", snippet(target));
             eprintln!("# Put the entry above into {}", target.path.display());
         }
         eprintln!(
@@ -351,7 +353,7 @@ fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), In
     let (merged, changes) = entry::merge(existing.as_ref(), &target.entry, overwrite);
     let name = file.describe();
     if existing.is_some() && changes.is_empty() {
-        eprintln!("{name}: holdline's entry is up to date");
+        eprintln!("{name}: unchanged (holdline's entry is up to date)");
         return Ok(());
     }
     let new_text = text_with_entry(target, &text, &merged)?;
@@ -373,7 +375,7 @@ fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {
     let new_text = rule::with_rule(target.kind, file.text.as_deref(), &target.text);
     let name = file.describe();
     if file.text.as_deref() == Some(new_text.as_str()) {
-        eprintln!("{name}: the holdline rule is up to date");
+        eprintln!("{name}: unchanged (the holdline rule is up to date)");
         return Ok(());
     }
     let backup = file.write(&new_text)?;
