@@ -298,6 +298,12 @@ fn entry_command(entry: &Value) -> String {
     }
 }
 
+fn owner(path: &Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    (m.uid(), m.gid())
+}
+
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
@@ -420,6 +426,11 @@ fn existing_private_symlinked_files_survive_install_and_uninstall() {
         let original = with_other_server(case.fmt);
         std::fs::write(&target, &original).unwrap();
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // As root (CI), the file belongs to someone else: install must give it back to them.
+        let as_root = owner(&target).0 == 0;
+        if as_root {
+            std::os::unix::fs::chown(&target, Some(4321), Some(4321)).unwrap();
+        }
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let rule = sb.path(case.rule);
@@ -432,6 +443,9 @@ fn existing_private_symlinked_files_survive_install_and_uninstall() {
         sb.install(case.name, &[]);
         assert!(link.is_symlink(), "{}: the link was replaced", case.name);
         assert_eq!(mode(&target), 0o600, "{}: mode changed", case.name);
+        if as_root {
+            assert_eq!(owner(&target), (4321, 4321), "{}: owner changed", case.name);
+        }
         let text = read(&target);
         let mut names: Vec<String> = servers(case.fmt, &parse(case.fmt, &text))
             .into_iter()
