@@ -679,4 +679,20 @@ fn uninstall_all_removes_every_client_and_nothing_else() {
     assert_eq!(read(&mine), "# Mine\n");
     let out = sb.run(&["uninstall"]);
     assert!(!out.status.success(), "uninstall needs --client or --all");
+
+    // A broken file is reported, and the others are still cleaned.
+    for case in CLIENTS {
+        sb.install(case.name, &[]);
+    }
+    let broken = sb.path(".cursor/mcp.json");
+    std::fs::write(&broken, "{ not json").unwrap();
+    let out = sb.run(&["uninstall", "--all"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("mcp.json is not valid JSON"), "{stderr}");
+    assert_eq!(
+        holdline(Fmt::Toml, &read(&sb.path(".codex/config.toml"))),
+        None
+    );
+    assert_eq!(read(&broken), "{ not json");
 }

@@ -112,7 +112,7 @@ pub struct UninstallArgs {
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
     /// Remove holdline from this config file instead of the client's default one.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "all")]
     pub config: Option<PathBuf>,
 }
 
@@ -233,6 +233,15 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
     };
     let project = project_dir(args.project.as_deref())?;
     let mut removed = 0;
+    let mut failed = 0;
+    // One file that cannot be changed does not stop the others.
+    let mut tally = |result: Result<bool, InstallError>| match result {
+        Ok(changed) => removed += usize::from(changed),
+        Err(e) => {
+            eprintln!("{e}");
+            failed += 1;
+        }
+    };
     for client in clients {
         let plan = plan_for(
             client,
@@ -242,9 +251,14 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
             args.config.as_deref(),
         )?;
         for target in &plan.configs {
-            removed += usize::from(uninstall_config(target)?);
+            tally(uninstall_config(target));
         }
-        removed += usize::from(uninstall_rule(&plan.rule)?);
+        tally(uninstall_rule(&plan.rule));
+    }
+    if failed > 0 {
+        return Err(InstallError::Refused(format!(
+            "{failed} file(s) still have holdline in them (see above); the rest is done"
+        )));
     }
     if removed == 0 {
         eprintln!("holdline was not installed there; nothing changed.");
