@@ -217,8 +217,10 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
             vec![json_target(
                 home.join(".claude.json"),
                 "mcpServers",
-                json!({"type": "stdio", "command": command, "args": [], "env": env_long,
-                       "timeout": CLIENT_TIMEOUT_SEC * 1000}),
+                // No `timeout`: it would be a hard limit per call. Without one, Claude
+                // Code's only limit a wait meets is its idle watchdog, which the bridge's
+                // progress resets, so one call lasts until the person answers.
+                json!({"type": "stdio", "command": command, "args": [], "env": env}),
             )],
             section(home.join(".claude/CLAUDE.md")),
         ),
