@@ -80,6 +80,14 @@ def round_trip(base, secret, n):
     return time.monotonic() - started
 
 
+def timed(what, f):
+    """`f()`'s result formatted, or why it failed (the hub did not answer)."""
+    try:
+        return what(f())
+    except Exception as e:  # noqa: BLE001 - any failure is the figure
+        return f"no answer ({type(e).__name__})"
+
+
 def connect_from(addr, i):
     s = socket.socket()
     s.bind((f"127.0.0.{2 + i % 16}", 0))
@@ -142,12 +150,12 @@ def main():
                 socks.append(connect_from(("127.0.0.1", port), i))
             except OSError:
                 pass
-        _, health_s = call(base, "/healthz", timeout=10)
-        rt = round_trip(base, secret, 1)
+        health = timed(lambda r: f"{r[1] * 1000:.0f} ms", lambda: call(base, "/healthz", timeout=10))
+        rt = timed(lambda t: f"{t:.2f} s", lambda: round_trip(base, secret, 1))
         peak = rss_kib(hub.pid)
         closed = closed_after(socks, started)
         print(f"idle: {len(socks)} connections opened from 16 addresses; /healthz answered in "
-              f"{health_s * 1000:.0f} ms and a reply round trip in {rt:.2f} s during the flood; "
+              f"{health} and a reply round trip in {rt} during the flood; "
               f"RSS +{peak - idle_rss} KiB; all closed by the hub after "
               f"{'never' if closed is None else f'{closed:.1f} s'}")
         for s in socks:
@@ -179,13 +187,14 @@ def main():
                     socks.append(s)
                 except OSError:
                     pass
-            _, health_s = call(base, "/healthz", timeout=10)
-            rt = round_trip(base, secret, 2)
+            health = timed(lambda r: f"{r[1] * 1000:.0f} ms",
+                           lambda: call(base, "/healthz", timeout=10))
+            rt = timed(lambda t: f"{t:.2f} s", lambda: round_trip(base, secret, 2))
             peak = rss_kib(hub.pid)
             closed = closed_after(socks, started)
             what = "1 MiB chunked" if kind == "chunked" else "4 KiB − 1 byte plain"
             print(f"bodies: {len(socks)} unfinished {what} login bodies; /healthz in "
-                  f"{health_s * 1000:.0f} ms, a reply round trip in {rt:.2f} s during them; "
+                  f"{health}, a reply round trip in {rt} during them; "
                   f"RSS +{peak - base_rss} KiB; all closed after "
                   f"{'never' if closed is None else f'{closed:.1f} s'}")
             for s in socks:
