@@ -183,6 +183,9 @@ impl HubClient {
             // A hub never redirects: following one would send the agent's
             // message (and the secret's power) to another host.
             .redirect(reqwest::redirect::Policy::none())
+            // The hub closes a connection idle past its 10 s head limit when
+            // hyper serves it (large bodies); never reuse one that old.
+            .pool_idle_timeout(Duration::from_secs(5))
             .build()
             .expect("reqwest client without TLS always builds");
         HubClient {
