@@ -50,11 +50,12 @@ export function findResume(text) {
 }
 
 /** What kind of holdline result a tool result text is. */
-export function classifyResult(text, isError) {
+export function classifyResult(text, isError, bare) {
   const t = String(text ?? '');
   if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+/i.test(t)) return 'error';
   if (/no_reply_yet|no reply yet|No reply:/i.test(t)) return 'no_reply_yet';
-  if (/"status"\s*:\s*"replied"|"reply"\s*:/.test(t)) return 'replied';
+  // A text-only client (opencode, Continue) gives the reply as prose: any other wait result is one.
+  if (bare === 'wait_for_user_input' || /"status"\s*:\s*"replied"|"reply"\s*:/.test(t)) return 'replied';
   if (/ct_[0-9a-f]{32}/.test(t) && /(initialized|"created"|"token"\s*:|session|token)/i.test(t)) return 'token';
   return 'other';
 }
@@ -106,7 +107,8 @@ export function createBrain(knobs = {}) {
     else out = hooks.resolve?.(conv, bare, args) ?? null;
     if (!out) return { kind: 'text', text: `I cannot find the tool ${bare} (tools: ${conv.tools.join(', ')}).` };
     // `bare` only when the call is the holdline tool itself, not a step towards it.
-    return { kind: 'tool', ...out, bare: out.name ? bareName(out.name) : null };
+    // A hook that wraps the call (Qwen's `tool_call`) names the tool it reaches as `bare`.
+    return { kind: 'tool', ...out, bare: 'bare' in out ? out.bare : (out.name ? bareName(out.name) : null) };
   }
 
   function decide(conv) {
@@ -128,8 +130,8 @@ export function createBrain(knobs = {}) {
       return call(conv, 'init_conversation', { cursorTitle: knobs.title ?? 'holdline real-client test' });
     }
     const lastHoldline = holdlineResults.at(-1);
-    const lastKind = classifyResult(lastHoldline.text, lastHoldline.isError);
-    const replies = holdlineResults.filter((m) => m.bare === 'wait_for_user_input' && classifyResult(m.text, m.isError) === 'replied');
+    const lastKind = classifyResult(lastHoldline.text, lastHoldline.isError, lastHoldline.bare);
+    const replies = holdlineResults.filter((m) => m.bare === 'wait_for_user_input' && classifyResult(m.text, m.isError, m.bare) === 'replied');
     const step = replies.length + 1;
     const message = `Step ${step} done: checked the fake repository. Next I will wait for your word.`;
     const resume = findResume(lastHoldline.text);
@@ -150,7 +152,7 @@ function lastToolResult(conv) {
   for (let i = conv.messages.length - 1; i >= 0; i--) {
     const m = conv.messages[i];
     if (m.role === 'tool') {
-      return { key: m.toolCallId ?? `${i}`, name: m.name, bare: m.bare, text: m.text, images: m.images ?? 0, isError: !!m.isError, kind: classifyResult(m.text, m.isError) };
+      return { key: m.toolCallId ?? `${i}`, name: m.name, bare: m.bare, text: m.text, images: m.images ?? 0, isError: !!m.isError, kind: classifyResult(m.text, m.isError, m.bare) };
     }
     if (m.role === 'user' && m.text) return null;
   }

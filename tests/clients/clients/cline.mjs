@@ -1,0 +1,41 @@
+// cline.mjs — Cline CLI driven headless (`cline --json …`) against the fake OpenAI Chat API
+// (provider `openai-compatible`, set with `cline auth`), holdline in the CLI's own
+// ~/.cline/data/settings/cline_mcp_settings.json (not the VS Code extension's file).
+// CLINE_SESSION_BACKEND_MODE=local keeps the run in this process group: by default the CLI
+// also starts a background "hub" daemon in its own session that outlives the run.
+
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+
+export const name = 'cline';
+export const pkg = 'cline';
+export const version = '3.0.65';
+export const interrupt = 'SIGINT';
+export const expects = { images: true };
+
+/** The installer's entry for Cline CLI's file (issue 16): flip when it has landed on main. */
+const VIA_INSTALLER = false;
+const TOOLS = ['init_conversation', 'select_conversation', 'wait_for_user_input', 'merge_conversation'];
+
+export async function prepare(ctx) {
+  const env = baseEnv(ctx.home, { CLINE_SESSION_BACKEND_MODE: 'local' });
+  const settings = join(ctx.home, '.cline', 'data', 'settings', 'cline_mcp_settings.json');
+  if (VIA_INSTALLER) await holdlineInstall('cline', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  else {
+    patchJson(settings, (s) => ({
+      ...s,
+      mcpServers: { holdline: { command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl }, disabled: false, timeout: 600, autoApprove: TOOLS } },
+    }));
+  }
+  patchJson(settings, (s) => {
+    const entry = s.mcpServers.holdline;
+    entry.env = { ...entry.env, ...ctx.bridgeEnv };
+    entry.timeout = ctx.clientTimeoutSec;
+    return s;
+  });
+  const bin = join(ctx.installDir, 'node_modules', '.bin', 'cline');
+  await promisify(execFile)(bin, ['auth', '-p', 'openai-compatible', '-k', 'dummy', '-m', 'fake-model', '-b', `${ctx.modelUrl}/v1`], { env, cwd: ctx.project, timeout: 60_000 });
+  return { cmd: bin, args: ['--json', ctx.prompt], cwd: ctx.project, env };
+}

@@ -1,0 +1,44 @@
+// copilot.mjs — GitHub Copilot CLI driven headless (`copilot -p … --output-format json`)
+// in its offline BYOK mode (no GitHub login) against the fake OpenAI Chat API, holdline in
+// ~/.copilot/mcp-config.json.
+
+import { join } from 'node:path';
+import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+
+export const name = 'copilot';
+export const pkg = '@github/copilot';
+export const version = '1.0.102';
+export const interrupt = 'SIGINT';
+export const expects = { images: true };
+
+/** The installer has an entry for Copilot CLI (issue 16): flip when it has landed on main. */
+const VIA_INSTALLER = false;
+
+export async function prepare(ctx) {
+  const config = join(ctx.home, '.copilot', 'mcp-config.json');
+  if (VIA_INSTALLER) await holdlineInstall('copilot', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  else {
+    patchJson(config, (c) => ({
+      ...c,
+      mcpServers: { holdline: { type: 'local', command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl }, tools: ['*'] } },
+    }));
+  }
+  patchJson(config, (c) => {
+    const entry = c.mcpServers.holdline;
+    entry.env = { ...entry.env, ...ctx.bridgeEnv };
+    return c;
+  });
+  const bin = join(ctx.installDir, 'node_modules', '.bin', 'copilot');
+  return {
+    cmd: bin,
+    args: ['-p', ctx.prompt, '--allow-all-tools', '--output-format', 'json'],
+    cwd: ctx.project,
+    env: baseEnv(ctx.home, {
+      COPILOT_OFFLINE: 'true',
+      COPILOT_PROVIDER_BASE_URL: `${ctx.modelUrl}/v1`,
+      COPILOT_PROVIDER_TYPE: 'openai',
+      COPILOT_PROVIDER_API_KEY: 'dummy',
+      COPILOT_MODEL: 'fake-model',
+    }),
+  };
+}

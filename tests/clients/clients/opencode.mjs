@@ -1,0 +1,61 @@
+// opencode.mjs — opencode driven headless (`opencode run --format json …`, the platform
+// binary) against the fake OpenAI Chat API through its bundled @ai-sdk/openai-compatible
+// provider (the project's opencode.json), holdline in the global
+// ~/.config/opencode/opencode.json `mcp` table; offline switches on.
+
+import { join } from 'node:path';
+import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+
+export const name = 'opencode';
+export const pkg = 'opencode-ai';
+export const version = '1.18.33';
+export const interrupt = 'SIGINT';
+export const expects = { images: true };
+
+/** The installer has an entry for opencode (issue 16): flip when it has landed on main. */
+const VIA_INSTALLER = false;
+
+export async function prepare(ctx) {
+  const global = join(ctx.home, '.config', 'opencode', 'opencode.json');
+  if (VIA_INSTALLER) await holdlineInstall('opencode', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  else {
+    patchJson(global, (c) => ({
+      $schema: 'https://opencode.ai/config.json',
+      ...c,
+      mcp: { holdline: { type: 'local', command: [ctx.mcpBin], environment: { HOLDLINE_HUB: ctx.hubUrl }, enabled: true } },
+    }));
+  }
+  patchJson(global, (c) => {
+    const entry = c.mcp.holdline;
+    entry.environment = { ...entry.environment, ...ctx.bridgeEnv };
+    return c;
+  });
+  patchJson(join(ctx.project, 'opencode.json'), () => ({
+    $schema: 'https://opencode.ai/config.json',
+    provider: {
+      fake: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'Fake',
+        options: { baseURL: `${ctx.modelUrl}/v1`, apiKey: 'dummy' },
+        models: { 'fake-model': { name: 'Fake model', tool_call: true, attachment: true, modalities: { input: ['text', 'image'], output: ['text'] } } },
+      },
+    },
+    model: 'fake/fake-model',
+    small_model: 'fake/fake-model',
+    permission: { '*': 'allow' },
+    autoupdate: false,
+    share: 'disabled',
+  }));
+  const bin = join(ctx.installDir, 'node_modules', 'opencode-linux-x64', 'bin', 'opencode');
+  return {
+    cmd: bin,
+    args: ['run', '--format', 'json', ctx.prompt],
+    cwd: ctx.project,
+    env: baseEnv(ctx.home, {
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+    }),
+  };
+}
