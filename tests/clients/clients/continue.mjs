@@ -10,7 +10,12 @@ export const name = 'continue';
 export const pkg = '@continuedev/cli';
 export const version = '1.5.47';
 export const interrupt = 'SIGINT';
-export const expects = { images: true };
+/**
+ * Continue CLI 1.5.47 hands the model `JSON.stringify(result.content)` as the tool message
+ * (src/tools/index.tsx): text blocks as JSON text, an image as its base64 in that text,
+ * never an image part; structuredContent is dropped.
+ */
+export const expects = { images: false, why: 'Continue CLI gives the model a result\'s content array as JSON text; an image arrives as base64 text, not an image part' };
 
 /** The installer has an entry for Continue (issue 16): flip when it has landed on main. */
 const VIA_INSTALLER = false;

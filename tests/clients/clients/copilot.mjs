@@ -9,7 +9,12 @@ export const name = 'copilot';
 export const pkg = '@github/copilot';
 export const version = '1.0.102';
 export const interrupt = 'SIGINT';
-export const expects = { images: true };
+/**
+ * Measured: in BYOK offline mode Copilot CLI 1.0.102 gives the model a result's text and
+ * its structuredContent JSON, and drops image blocks (also with COPILOT_MODEL=gpt-4o and
+ * COPILOT_PROVIDER_MODEL_ID=gpt-4o).
+ */
+export const expects = { images: false, why: 'Copilot CLI in BYOK offline mode drops the image blocks of MCP results' };
 
 /** The installer has an entry for Copilot CLI (issue 16): flip when it has landed on main. */
 const VIA_INSTALLER = false;
@@ -39,6 +44,8 @@ export async function prepare(ctx) {
       COPILOT_PROVIDER_TYPE: 'openai',
       COPILOT_PROVIDER_API_KEY: 'dummy',
       COPILOT_MODEL: 'fake-model',
+      // The CLI unpacks itself (~235 MB) on first start: once, next to the installed package.
+      COPILOT_PKG_CACHE_HOME: join(ctx.installDir, 'pkg-cache'),
     }),
   };
 }
