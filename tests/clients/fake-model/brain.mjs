@@ -49,13 +49,16 @@ export function findResume(text) {
   return null;
 }
 
-/** What kind of holdline result a tool result text is. */
-export function classifyResult(text, isError) {
+/**
+ * What kind of holdline result a tool result text is, as a model reading it would tell:
+ * an error, "no reply yet", or (from wait_for_user_input) the person's reply.
+ */
+export function classifyResult(text, isError, bare) {
   const t = String(text ?? '');
-  if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+/i.test(t)) return 'error';
+  if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+|requires approval|Connection closed|was cancelled/i.test(t)) return 'error';
   if (/no_reply_yet|no reply yet|No reply:/i.test(t)) return 'no_reply_yet';
-  if (/"status"\s*:\s*"replied"|"reply"\s*:/.test(t)) return 'replied';
-  if (/ct_[0-9a-f]{32}/.test(t) && /(initialized|"created"|"token"\s*:|session|token)/i.test(t)) return 'token';
+  if (bare === 'wait_for_user_input' || /"status"\s*:\s*"replied"/.test(t)) return 'replied';
+  if (/ct_[0-9a-f]{32}/.test(t)) return 'token';
   return 'other';
 }
 
@@ -114,7 +117,7 @@ export function createBrain(knobs = {}) {
     const holdlineResults = results.filter((m) => m.bare);
     const last = conv.messages.at(-1);
     // A deferred-tool step (e.g. ToolSearch) just answered: go on with the plan.
-    const errors = holdlineResults.filter((m) => classifyResult(m.text, m.isError) === 'error').length;
+    const errors = holdlineResults.filter((m) => classifyResult(m.text, m.isError, m.bare) === 'error').length;
     if (errors >= maxErrors) return { kind: 'text', text: `Giving up after ${errors} tool errors.` };
 
     // The token: the newest one any holdline result handed over.
@@ -128,8 +131,8 @@ export function createBrain(knobs = {}) {
       return call(conv, 'init_conversation', { cursorTitle: knobs.title ?? 'holdline real-client test' });
     }
     const lastHoldline = holdlineResults.at(-1);
-    const lastKind = classifyResult(lastHoldline.text, lastHoldline.isError);
-    const replies = holdlineResults.filter((m) => m.bare === 'wait_for_user_input' && classifyResult(m.text, m.isError) === 'replied');
+    const lastKind = classifyResult(lastHoldline.text, lastHoldline.isError, lastHoldline.bare);
+    const replies = holdlineResults.filter((m) => m.bare === 'wait_for_user_input' && classifyResult(m.text, m.isError, m.bare) === 'replied');
     const step = replies.length + 1;
     const message = `Step ${step} done: checked the fake repository. Next I will wait for your word.`;
     const resume = findResume(lastHoldline.text);
@@ -150,7 +153,7 @@ function lastToolResult(conv) {
   for (let i = conv.messages.length - 1; i >= 0; i--) {
     const m = conv.messages[i];
     if (m.role === 'tool') {
-      return { key: m.toolCallId ?? `${i}`, name: m.name, bare: m.bare, text: m.text, images: m.images ?? 0, isError: !!m.isError, kind: classifyResult(m.text, m.isError) };
+      return { key: m.toolCallId ?? `${i}`, name: m.name, bare: m.bare, text: m.text, images: m.images ?? 0, isError: !!m.isError, kind: classifyResult(m.text, m.isError, m.bare) };
     }
     if (m.role === 'user' && m.text) return null;
   }
