@@ -49,14 +49,16 @@ export function findResume(text) {
   return null;
 }
 
-/** What kind of holdline result a tool result text is. */
+/**
+ * What kind of holdline result a tool result text is, as a model reading it would tell:
+ * an error, "no reply yet", or (from wait_for_user_input) the person's reply.
+ */
 export function classifyResult(text, isError, bare) {
   const t = String(text ?? '');
-  if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+/i.test(t)) return 'error';
+  if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+|requires approval|Connection closed|was cancelled/i.test(t)) return 'error';
   if (/no_reply_yet|no reply yet|No reply:/i.test(t)) return 'no_reply_yet';
-  // A text-only client (opencode, Continue) gives the reply as prose: any other wait result is one.
-  if (bare === 'wait_for_user_input' || /"status"\s*:\s*"replied"|"reply"\s*:/.test(t)) return 'replied';
-  if (/ct_[0-9a-f]{32}/.test(t) && /(initialized|"created"|"token"\s*:|session|token)/i.test(t)) return 'token';
+  if (bare === 'wait_for_user_input' || /"status"\s*:\s*"replied"/.test(t)) return 'replied';
+  if (/ct_[0-9a-f]{32}/.test(t)) return 'token';
   return 'other';
 }
 
@@ -116,7 +118,7 @@ export function createBrain(knobs = {}) {
     const holdlineResults = results.filter((m) => m.bare);
     const last = conv.messages.at(-1);
     // A deferred-tool step (e.g. ToolSearch) just answered: go on with the plan.
-    const errors = holdlineResults.filter((m) => classifyResult(m.text, m.isError) === 'error').length;
+    const errors = holdlineResults.filter((m) => classifyResult(m.text, m.isError, m.bare) === 'error').length;
     if (errors >= maxErrors) return { kind: 'text', text: `Giving up after ${errors} tool errors.` };
 
     // The token: the newest one any holdline result handed over.
