@@ -1,9 +1,10 @@
-// continue.mjs — Continue CLI (`cn -p --auto --config config.yaml …`) against the fake
-// OpenAI Chat API; the model and holdline's `mcpServers` entry are in the config.yaml the
-// run is given.
+// continue.mjs — Continue CLI (`cn -p --auto --config ~/.continue/config.yaml …`) against the
+// fake OpenAI Chat API: the model and holdline's `mcpServers` item live in the config.yaml
+// the installer writes. YAML is read and written with the js-yaml the CLI itself installs.
 
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { baseEnv, holdlineInstall } from '../harness.mjs';
 
 export const name = 'continue';
@@ -20,36 +21,32 @@ export const expects = { images: false, why: 'Continue CLI gives the model a res
 /** The installer has an entry for Continue (issue 16): flip when it has landed on main. */
 const VIA_INSTALLER = false;
 
-const q = (s) => JSON.stringify(String(s));
-
 export async function prepare(ctx) {
-  const config = join(ctx.project, 'config.yaml');
-  const model = [
-    'name: holdline-test',
-    'version: 1.0.0',
-    'schema: v1',
-    'models:',
-    '  - name: fake',
-    '    provider: openai',
-    '    model: fake-model',
-    `    apiBase: ${q(`${ctx.modelUrl}/v1`)}`,
-    '    apiKey: dummy',
-    '    roles: [chat]',
-    '    capabilities: [tool_use, image_input]',
-    '',
-  ].join('\n');
+  const yaml = createRequire(join(ctx.installDir, 'package.json'))('js-yaml');
+  const config = join(ctx.home, '.continue', 'config.yaml');
   if (VIA_INSTALLER) await holdlineInstall('continue', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
-  const env = { HOLDLINE_HUB: ctx.hubUrl, ...ctx.bridgeEnv };
-  const entry = [
-    'mcpServers:',
-    '  - name: holdline',
-    `    command: ${q(ctx.mcpBin)}`,
-    '    args: []',
-    '    env:',
-    ...Object.entries(env).map(([k, v]) => `      ${k}: ${q(v)}`),
-    '',
-  ].join('\n');
-  writeFileSync(config, model + entry);
+  else {
+    mkdirSync(dirname(config), { recursive: true });
+    writeFileSync(config, yaml.dump({ mcpServers: [{ name: 'holdline', command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl } }] }));
+  }
+  const doc = existsSync(config) ? yaml.load(readFileSync(config, 'utf8')) ?? {} : {};
+  const entry = doc.mcpServers.find((s) => s.name === 'holdline');
+  entry.env = { ...entry.env, ...ctx.bridgeEnv };
+  Object.assign(doc, {
+    name: doc.name ?? 'holdline-test',
+    version: doc.version ?? '1.0.0',
+    schema: doc.schema ?? 'v1',
+    models: [{
+      name: 'fake',
+      provider: 'openai',
+      model: 'fake-model',
+      apiBase: `${ctx.modelUrl}/v1`,
+      apiKey: 'dummy',
+      roles: ['chat'],
+      capabilities: ['tool_use', 'image_input'],
+    }],
+  });
+  writeFileSync(config, yaml.dump(doc));
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'cn');
   return {
     cmd: bin,
