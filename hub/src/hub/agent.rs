@@ -189,6 +189,7 @@ impl Hub {
             s.last_active_at = now_ms();
             Ok(wait_id)
         })?;
+        self.inner.waiters.opened(&req.token);
         self.arm_timed_reply(req.token.clone(), wait_id.clone());
         Ok(wait_id)
     }
@@ -262,6 +263,19 @@ impl Hub {
         timeout: Duration,
     ) -> Result<PollOutcome> {
         self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
+        self.inner.waiters.saw(token);
+        let answer = self.hold_poll(token, wait_id, timeout).await;
+        // The poll held the bell while it waited; its end is the agent's latest sign.
+        self.inner.waiters.saw(token);
+        answer
+    }
+
+    async fn hold_poll(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        timeout: Duration,
+    ) -> Result<PollOutcome> {
         let deadline = tokio::time::Instant::now() + timeout;
         let bell = self.inner.waiters.bell(token);
         loop {

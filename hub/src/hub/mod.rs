@@ -26,6 +26,7 @@ use crate::table::SessionTable;
 use crate::waits::Waiters;
 
 mod agent;
+mod liveness;
 mod person;
 mod sync;
 
