@@ -13,7 +13,11 @@ export const name = 'cline';
 export const pkg = 'cline';
 export const version = '3.0.65';
 export const interrupt = 'SIGINT';
-export const expects = { images: true };
+/**
+ * Measured: Cline CLI 3.0.65 gives the model the whole CallToolResult as JSON text, so an
+ * image block arrives as base64 inside that text, never as an image part.
+ */
+export const expects = { images: false, why: 'Cline CLI gives the model the whole CallToolResult as JSON text; an image arrives as base64 text, not an image part' };
 
 /** The installer's entry for Cline CLI's file (issue 16): flip when it has landed on main. */
 const VIA_INSTALLER = false;

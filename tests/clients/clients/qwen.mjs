@@ -45,7 +45,9 @@ export async function prepare(ctx) {
     env: baseEnv(ctx.home, {
       OPENAI_BASE_URL: `${ctx.modelUrl}/v1`,
       OPENAI_API_KEY: 'dummy',
-      OPENAI_MODEL: 'fake-model',
+      // Qwen passes images only to models it knows take them (defaultModalities: gpt-* do);
+      // with another name an image becomes the text "[image: image/png]".
+      OPENAI_MODEL: 'gpt-4o',
       QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
     }),
   };

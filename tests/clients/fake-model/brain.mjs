@@ -42,8 +42,11 @@ export function findTokens(text) {
 }
 
 export function findResume(text) {
+  // A client may hand the result over JSON-encoded (Cline, Continue): `resume \"abc\"` reads
+  // as `resume "abc"` to a model, so the escapes go before matching.
+  const t = String(text ?? '').replace(/\\+"/g, '"');
   for (const re of RESUME_RES) {
-    const m = String(text ?? '').match(re);
+    const m = t.match(re);
     if (m) return m[1];
   }
   return null;
