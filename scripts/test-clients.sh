@@ -46,5 +46,14 @@ node --input-type=module -e '
 '
 
 cd tests/clients
-# One file; its clients run in parallel inside it.
-node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs
+# One file; its clients run in parallel inside it. Where a network namespace with only
+# loopback can be made (root, or user namespaces allowed), the whole run is inside one:
+# hub, fake model and clients reach each other on 127.0.0.1 and nothing else at all.
+run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs)
+if [[ -z "${HOLDLINE_CLIENTS_NO_UNSHARE:-}" ]] && command -v ip >/dev/null &&
+  unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
+  echo "test-clients: inside a network namespace with only loopback"
+  exec unshare -n sh -c 'ip link set lo up && exec "$@"' sh "${run_tests[@]}"
+fi
+echo "test-clients: no private network namespace here; the clients reach loopback only because the fake model is all they are given"
+exec "${run_tests[@]}"

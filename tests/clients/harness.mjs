@@ -4,7 +4,7 @@
 // group, and Ctrl-C as a terminal sends it (SIGINT to the whole group).
 
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -211,4 +211,21 @@ export function baseEnv(home, extra = {}) {
     CI: '1',
     ...extra,
   };
+}
+
+/** Pids of live `holdline-mcp` processes whose environment has HOLDLINE_HOME=`home` (Linux /proc). */
+export function bridgesOf(home) {
+  const out = [];
+  let pids = [];
+  try { pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p)); } catch { return out; }
+  for (const pid of pids) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.split('\0')[0].endsWith('holdline-mcp')) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (/\) Z /.test(stat)) continue; // a zombie has exited
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`HOLDLINE_HOME=${home}`)) out.push(Number(pid));
+    } catch { /* gone, or not ours to read */ }
+  }
+  return out;
 }

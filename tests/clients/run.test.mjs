@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFakeModel } from './fake-model/server.mjs';
-import { MCP_BIN, RUNS, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor } from './harness.mjs';
+import { MCP_BIN, RUNS, bridgesOf, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor } from './harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Wait calls before the person answers: Gemini's and Qwen's detectors stop the 5th identical one. */
@@ -146,6 +146,7 @@ async function ctrlCScenario(driver) {
     const token = out.token = agentToken(brain);
     await waitFor('the session to be waiting', async () => { stillRunning(client, 'the wait'); return waitingNow(hub, token); }, 30_000);
     await sleep(500);
+    out.bridgesBefore = bridgesOf(hub.home);
     // Mid-wait, as a terminal's Ctrl-C: SIGINT to the whole foreground process group.
     client.ctrlC();
     const signalled = Date.now();
@@ -155,6 +156,9 @@ async function ctrlCScenario(driver) {
       out.leftAfterMs = Date.now() - signalled;
     } catch { /* judged by the check */ }
     out.status = (await hub.session(token)).status;
+    // The bridge cancels its waits and exits on the signal (its wait may also end by the
+    // hub's grace; this is the part only the bridge can do).
+    out.bridgesAfter = await waitFor('the bridge to exit', () => { const b = bridgesOf(hub.home); return b.length ? null : b; }, 3000).catch(() => bridgesOf(hub.home));
     out.later = await hub.reply(token, 'A reply after the agent was stopped.');
   });
 }
@@ -189,7 +193,7 @@ describe('real clients', { concurrency: true }, () => {
         assert.equal(r.exit.code, 0, `the client exited 0 (got ${JSON.stringify(r.exit)})`);
       });
 
-      it(`2. waits across ≥ ${ROUNDS} re-calls, none identical, no error to the model, no loop stop`, async () => {
+      it(`2. waits across ≥ ${ROUNDS} re-calls, none identical, no error to the model, no loop stop`, async (t) => {
         const r = await s.reply;
         const brain = r.brain;
         const waits = holdlineResults(brain, 'wait_for_user_input');
@@ -206,12 +210,16 @@ describe('real clients', { concurrency: true }, () => {
         }
         needs(r, 're-calls');
         assert.ok(r.callsBeforeReply.length >= ROUNDS, `${r.callsBeforeReply.length} wait calls before the reply`);
+        t.diagnostic(`${r.callsBeforeReply.length} wait calls before the reply, ${brain.waitCalls().length} in all; ${r.requests.length} model requests (${brain.turns.filter((x) => x.side).length} side requests)`);
         assert.ok(waits.filter((w) => w.kind === 'no_reply_yet').length >= ROUNDS - 1, 'each early wait ended with "no reply yet"');
       });
 
-      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued', async () => {
+      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued', async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
         assert.ok(c.leftAfterMs !== null, `the session still ${c.status} ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C`);
+        t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status}); bridges before ${c.bridgesBefore?.length}, after ${c.bridgesAfter?.length}`);
+        assert.ok(c.bridgesBefore.length >= 1, 'the bridge of this run was found while it waited');
+        assert.deepEqual(c.bridgesAfter, [], 'no holdline-mcp of this run is left 3 s after Ctrl-C');
         assert.equal(c.later.queued, true, `a reply after Ctrl-C answers queued:true (got ${JSON.stringify(c.later)})`);
       });
 
