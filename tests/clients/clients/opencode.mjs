@@ -1,7 +1,8 @@
 // opencode.mjs — opencode driven headless (`opencode run --format json …`, the platform
 // binary) against the fake OpenAI Chat API through its bundled @ai-sdk/openai-compatible
 // provider (the project's opencode.json), holdline in the global
-// ~/.config/opencode/opencode.json `mcp` table; offline switches on.
+// ~/.config/opencode/opencode.json `mcp` table; offline switches on. Permissions stay at
+// opencode's defaults (MCP tools allowed), as a person's setup has them.
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
@@ -42,7 +43,6 @@ export async function prepare(ctx) {
     },
     model: 'fake/fake-model',
     small_model: 'fake/fake-model',
-    permission: { '*': 'allow' },
     autoupdate: false,
     share: 'disabled',
   }));
