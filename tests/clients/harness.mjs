@@ -115,8 +115,8 @@ export async function startHub(home, env = {}) {
  * stdout/stderr to <dir>/client.log. `ctrlC()` signals the whole group as a terminal's
  * Ctrl-C does; `stop()` makes sure nothing of it is left.
  */
-export function spawnClient({ cmd, args, env, cwd, dir }) {
-  const out = createWriteStream(join(dir, 'client.log'));
+export function spawnClient({ cmd, args, env, cwd, dir, log: logName = 'client.log' }) {
+  const out = createWriteStream(join(dir, logName));
   const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const onData = (d) => { log += d; out.write(d); };

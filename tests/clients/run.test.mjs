@@ -56,6 +56,7 @@ async function withClient(driver, scenario, fn) {
   const model = await startFakeModel({ dir, brain: { title: `${driver.name} ${scenario}`, hooks: driver.brainHooks } });
   const out = { dir, brain: model.brain, requests: model.requests };
   let client;
+  let earlier = [];
   try {
     const installDir = await installPackage(driver.pkg, driver.version);
     const spec = await driver.prepare({
@@ -71,11 +72,18 @@ async function withClient(driver, scenario, fn) {
       },
     });
     client = spawnClient({ ...spec, dir });
-    await fn({ dir, hub, model, client, brain: model.brain }, out);
+    // The same client started again in the same HOME and folder (a new agent turn).
+    const restart = async () => {
+      earlier.push(client);
+      client = spawnClient({ ...spec, dir, log: `client-${earlier.length + 1}.log` });
+      return client;
+    };
+    await fn({ dir, hub, model, client, brain: model.brain, restart }, out);
   } catch (e) {
     e.message += `\n  (run folder: ${dir})\n  client log tail:\n${logTail(client?.log() ?? '')}`;
     out.error = e;
   } finally {
+    for (const c of earlier) await c.stop();
     if (client) {
       out.log = client.log();
       await client.stop();
@@ -115,23 +123,22 @@ async function waitingNow(hub, token) {
   return s.status === 'waiting' ? s : null;
 }
 
+/** False while the client runs (so a wait goes on); throws once it has exited. */
 function stillRunning(client, what) {
   if (!client.running()) throw new Error(`the client exited (${client.child.exitCode ?? client.child.signalCode}) while waiting for ${what}`);
+  return false;
 }
 
 async function replyScenario(driver) {
   return withClient(driver, 'reply', async ({ hub, client, brain }, out) => {
     const limit = (ROUNDS + 2) * (WAIT_SEC + 10) * 1000;
-    await waitFor(`${ROUNDS} wait calls`, () => { stillRunning(client, `${ROUNDS} wait calls`); return brain.waitCalls().length >= ROUNDS; }, limit);
+    await waitFor(`${ROUNDS} wait calls`, () => brain.waitCalls().length >= ROUNDS || stillRunning(client, `${ROUNDS} wait calls`), limit);
     const token = out.token = agentToken(brain);
     await waitFor('the session to be waiting', async () => { stillRunning(client, 'the wait'); return waitingNow(hub, token); }, 30_000);
     out.callsBeforeReply = brain.waitCalls().map((t) => t.action.args);
     const marker = out.marker = `PINEAPPLE-${Math.random().toString(36).slice(2, 8)}`;
     out.first = await hub.reply(token, `${marker}: looks good, please go on.`, [{ mimeType: 'image/png', data: pngBase64() }]);
-    await waitFor('the reply to reach the model', () => {
-      stillRunning(client, 'the reply to reach the model');
-      return brain.results.some((r) => r.text?.includes(marker));
-    }, 60_000);
+    await waitFor('the reply to reach the model', () => brain.results.some((r) => r.text?.includes(marker)) || stillRunning(client, 'the reply to reach the model'), 60_000);
     // The agent reports its next step and waits again; the person ends the conversation.
     await waitFor('the next wait', async () => { stillRunning(client, 'the next wait'); return waitingNow(hub, token); }, 60_000);
     out.finish = await hub.reply(token, 'FINISH: that is all, thank you.');
@@ -141,8 +148,8 @@ async function replyScenario(driver) {
 }
 
 async function ctrlCScenario(driver) {
-  return withClient(driver, 'ctrl-c', async ({ hub, client, brain }, out) => {
-    await waitFor('a wait call', () => { stillRunning(client, 'a wait call'); return brain.waitCalls().length >= 1; }, 90_000);
+  return withClient(driver, 'ctrl-c', async ({ hub, client, brain, restart }, out) => {
+    await waitFor('a wait call', () => brain.waitCalls().length >= 1 || stillRunning(client, 'a wait call'), 90_000);
     const token = out.token = agentToken(brain);
     await waitFor('the session to be waiting', async () => { stillRunning(client, 'the wait'); return waitingNow(hub, token); }, 30_000);
     await sleep(500);
@@ -159,7 +166,15 @@ async function ctrlCScenario(driver) {
     // The bridge cancels its waits and exits on the signal (its wait may also end by the
     // hub's grace; this is the part only the bridge can do).
     out.bridgesAfter = await waitFor('the bridge to exit', () => { const b = bridgesOf(hub.home); return b.length ? null : b; }, 3000).catch(() => bridgesOf(hub.home));
-    out.later = await hub.reply(token, 'A reply after the agent was stopped.');
+    out.marker = `QUEUED-${Math.random().toString(36).slice(2, 8)}`;
+    out.later = await hub.reply(token, `${out.marker}: I was away. FINISH`);
+    await Promise.race([client.exited, sleep(10_000)]);
+    // The person's reply waits for the agent: the next turn (the client started again in
+    // the same chat) gets it at its first wait.
+    const again = await restart();
+    await waitFor('the queued reply to reach the model', () => brain.results.some((r) => r.text?.includes(out.marker)) || stillRunning(again, 'the queued reply'), 90_000);
+    out.restartToken = agentToken(brain);
+    out.exit = await Promise.race([again.exited, sleep(60_000).then(() => null)]);
   });
 }
 
@@ -214,12 +229,15 @@ describe('real clients', { concurrency: true }, () => {
         assert.ok(waits.filter((w) => w.kind === 'no_reply_yet').length >= ROUNDS - 1, 'each early wait ended with "no reply yet"');
       });
 
-      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued', async (t) => {
+      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
         assert.ok(c.leftAfterMs !== null, `the session still ${c.status} ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C`);
         t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status}); bridges before ${c.bridgesBefore?.length}, after ${c.bridgesAfter?.length}`);
         assert.ok(c.bridgesBefore.length >= 1, 'the bridge of this run was found while it waited');
         assert.deepEqual(c.bridgesAfter, [], 'no holdline-mcp of this run is left 3 s after Ctrl-C');
+        assert.equal(c.restartToken, c.token, 'the restarted agent found the same session');
+        const got = c.brain.results.filter((x) => x.text?.includes(c.marker));
+        assert.equal(got.length, 1, `the queued reply reached the model once (got ${got.length})`);
         assert.equal(c.later.queued, true, `a reply after Ctrl-C answers queued:true (got ${JSON.stringify(c.later)})`);
       });
 
