@@ -56,6 +56,9 @@ export async function prepare(ctx) {
       OPENCODE_DISABLE_AUTOUPDATE: '1',
       OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
       OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+      // opencode npm-installs @opencode-ai/plugin into its config folder on every start (in
+      // the background; a failure is only a warning): offline, so a run reaches no registry.
+      npm_config_offline: 'true',
     }),
   };
 }
