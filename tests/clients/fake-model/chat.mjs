@@ -129,6 +129,8 @@ export async function handle({ res, body, brain, req }) {
     return sendJson(res, { object: 'list', data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'holdline-tests' }] });
   }
   const conv = toConversation(body ?? {});
+  // A test may hold the model's answer (`brain.hold(conv)`), e.g. to act while no call runs.
+  if (brain.hold) await brain.hold(conv);
   const action = agentTurn(conv) ? brain.decide(conv, { api: name }) : brain.side(conv, { api: name });
   if (!body?.stream) return sendJson(res, completion(action, body?.model));
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
