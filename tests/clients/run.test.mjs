@@ -38,7 +38,14 @@ for (const f of driverFiles) {
   const d = await import(pathToFileURL(join(here, 'clients', f)).href);
   if (!selected.length || selected.includes(d.name)) drivers.push(d);
 }
+const unknown = selected.filter((n) => !drivers.some((d) => d.name === n));
+if (unknown.length) throw new Error(`HOLDLINE_CLIENTS names no driver: ${unknown.join(', ')} (drivers: ${driverFiles.join(', ')})`);
 const runId = new Date().toISOString().replace(/[:.]/g, '-');
+/** Run folders kept in RUNS (each ~10 MB): this one and the newest before it. */
+const KEEP_RUNS = 5;
+try {
+  for (const old of readdirSync(RUNS).sort().reverse().slice(KEEP_RUNS - 1)) rmSync(join(RUNS, old), { recursive: true, force: true });
+} catch { /* no runs yet */ }
 
 /**
  * One client run: hub, fake model, config, the client; `fn(run, out)` drives it and fills
