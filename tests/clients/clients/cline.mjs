@@ -1,6 +1,6 @@
 // cline.mjs — Cline CLI driven headless (`cline --json …`) against the fake OpenAI Chat API
-// (provider `openai-compatible`, set with `cline auth`), holdline in the CLI's own
-// ~/.cline/data/settings/cline_mcp_settings.json (not the VS Code extension's file).
+// (provider `openai-compatible`, set with `cline auth`), holdline put in by `holdline-mcp
+// install --client cline`; the CLI reads ~/.cline/data/settings/cline_mcp_settings.json.
 // CLINE_SESSION_BACKEND_MODE=local keeps the run in this process group: by default the CLI
 // also starts a background "hub" daemon in its own session that outlives the run.
 
@@ -19,20 +19,10 @@ export const interrupt = 'SIGINT';
  */
 export const expects = { images: false, why: 'Cline CLI gives the model the whole CallToolResult as JSON text; an image arrives as base64 text, not an image part' };
 
-/** The installer's entry for Cline CLI's file (issue 16): flip when it has landed on main. */
-const VIA_INSTALLER = false;
-const TOOLS = ['init_conversation', 'select_conversation', 'wait_for_user_input', 'merge_conversation'];
-
 export async function prepare(ctx) {
   const env = baseEnv(ctx.home, { CLINE_SESSION_BACKEND_MODE: 'local' });
   const settings = join(ctx.home, '.cline', 'data', 'settings', 'cline_mcp_settings.json');
-  if (VIA_INSTALLER) await holdlineInstall('cline', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
-  else {
-    patchJson(settings, (s) => ({
-      ...s,
-      mcpServers: { holdline: { command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl }, disabled: false, timeout: 600, autoApprove: TOOLS } },
-    }));
-  }
+  await holdlineInstall('cline', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
     entry.env = { ...entry.env, ...ctx.bridgeEnv };

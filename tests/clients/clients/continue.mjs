@@ -1,10 +1,11 @@
 // continue.mjs — Continue CLI (`cn -p --auto --config ~/.continue/config.yaml …`) against the
-// fake OpenAI Chat API: the model and holdline's `mcpServers` item live in the config.yaml
-// the installer writes. YAML is read and written with the js-yaml the CLI itself installs.
+// fake OpenAI Chat API: holdline's `mcpServers` item is put in by `holdline-mcp install
+// --client continue` (~/.continue/config.yaml); the model is added to the same file. YAML
+// is read and written with the js-yaml the CLI itself installs.
 
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { baseEnv, holdlineInstall } from '../harness.mjs';
 
 export const name = 'continue';
@@ -18,18 +19,11 @@ export const interrupt = 'SIGINT';
  */
 export const expects = { images: false, why: 'Continue CLI gives the model a result\'s content array as JSON text; an image arrives as base64 text, not an image part' };
 
-/** The installer has an entry for Continue (issue 16): flip when it has landed on main. */
-const VIA_INSTALLER = false;
-
 export async function prepare(ctx) {
   const yaml = createRequire(join(ctx.installDir, 'package.json'))('js-yaml');
   const config = join(ctx.home, '.continue', 'config.yaml');
-  if (VIA_INSTALLER) await holdlineInstall('continue', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
-  else {
-    mkdirSync(dirname(config), { recursive: true });
-    writeFileSync(config, yaml.dump({ mcpServers: [{ name: 'holdline', command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl } }] }));
-  }
-  const doc = existsSync(config) ? yaml.load(readFileSync(config, 'utf8')) ?? {} : {};
+  await holdlineInstall('continue', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  const doc = yaml.load(readFileSync(config, 'utf8'));
   const entry = doc.mcpServers.find((s) => s.name === 'holdline');
   entry.env = { ...entry.env, ...ctx.bridgeEnv };
   Object.assign(doc, {

@@ -1,6 +1,6 @@
 // copilot.mjs — GitHub Copilot CLI driven headless (`copilot -p … --output-format json`)
-// in its offline BYOK mode (no GitHub login) against the fake OpenAI Chat API, holdline in
-// ~/.copilot/mcp-config.json.
+// in its offline BYOK mode (no GitHub login) against the fake OpenAI Chat API, holdline put
+// in by `holdline-mcp install --client copilot` (~/.copilot/mcp-config.json).
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
@@ -16,18 +16,9 @@ export const interrupt = 'SIGINT';
  */
 export const expects = { images: false, why: 'Copilot CLI in BYOK offline mode drops the image blocks of MCP results' };
 
-/** The installer has an entry for Copilot CLI (issue 16): flip when it has landed on main. */
-const VIA_INSTALLER = false;
-
 export async function prepare(ctx) {
   const config = join(ctx.home, '.copilot', 'mcp-config.json');
-  if (VIA_INSTALLER) await holdlineInstall('copilot', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
-  else {
-    patchJson(config, (c) => ({
-      ...c,
-      mcpServers: { holdline: { type: 'local', command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl }, tools: ['*'] } },
-    }));
-  }
+  await holdlineInstall('copilot', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(config, (c) => {
     const entry = c.mcpServers.holdline;
     entry.env = { ...entry.env, ...ctx.bridgeEnv };

@@ -1,7 +1,7 @@
 // opencode.mjs — opencode driven headless (`opencode run --format json …`, the platform
 // binary) against the fake OpenAI Chat API through its bundled @ai-sdk/openai-compatible
-// provider (the project's opencode.json), holdline in the global
-// ~/.config/opencode/opencode.json `mcp` table; offline switches on. Permissions stay at
+// provider (the project's opencode.json), holdline put in by `holdline-mcp install --client
+// opencode` (the global ~/.config/opencode/opencode.json `mcp` table, AGENTS.md); offline switches on. Permissions stay at
 // opencode's defaults (MCP tools allowed), as a person's setup has them.
 
 import { join } from 'node:path';
@@ -13,19 +13,9 @@ export const version = '1.18.33';
 export const interrupt = 'SIGINT';
 export const expects = { images: true };
 
-/** The installer has an entry for opencode (issue 16): flip when it has landed on main. */
-const VIA_INSTALLER = false;
-
 export async function prepare(ctx) {
   const global = join(ctx.home, '.config', 'opencode', 'opencode.json');
-  if (VIA_INSTALLER) await holdlineInstall('opencode', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
-  else {
-    patchJson(global, (c) => ({
-      $schema: 'https://opencode.ai/config.json',
-      ...c,
-      mcp: { holdline: { type: 'local', command: [ctx.mcpBin], environment: { HOLDLINE_HUB: ctx.hubUrl }, enabled: true } },
-    }));
-  }
+  await holdlineInstall('opencode', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(global, (c) => {
     const entry = c.mcp.holdline;
     entry.environment = { ...entry.environment, ...ctx.bridgeEnv };

@@ -1,5 +1,6 @@
 // qwen.mjs — Qwen Code driven headless (`qwen -p … --yolo`) against the fake OpenAI Chat
-// API (OPENAI_BASE_URL), holdline in ~/.qwen/settings.json. Qwen defers MCP tools: the
+// API (OPENAI_BASE_URL), holdline put in by `holdline-mcp install --client qwen`
+// (~/.qwen/settings.json, QWEN.md). Qwen defers MCP tools: the
 // model reviews one with `tool_search` `select:…` and calls it through `tool_call`.
 
 import { join } from 'node:path';
@@ -10,9 +11,6 @@ export const pkg = '@qwen-code/qwen-code';
 export const version = '0.24.4';
 export const interrupt = 'SIGINT';
 export const expects = { images: true };
-
-/** The installer has an entry for Qwen (issue 16): flip when it has landed on main. */
-const VIA_INSTALLER = false;
 
 export const brainHooks = {
   resolve(conv, bare, args) {
@@ -26,8 +24,7 @@ export const brainHooks = {
 
 export async function prepare(ctx) {
   const settings = join(ctx.home, '.qwen', 'settings.json');
-  if (VIA_INSTALLER) await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
-  else patchJson(settings, (s) => ({ ...s, mcpServers: { holdline: { command: ctx.mcpBin, args: [], env: { HOLDLINE_HUB: ctx.hubUrl } } } }));
+  await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
     entry.env = { ...entry.env, ...ctx.bridgeEnv };
