@@ -3,6 +3,7 @@
 //! Code map:
 //! - `config`: environment → [`config::Config`] (hub list, secret, host id, wait limits).
 //! - `hub_client`: the only HTTP code; ordered failover, retry, auto-start of a local hub.
+//! - `line_cap`: a client line over the limit is answered with an error, not dropped.
 //! - `delivery`: open waits, reply ids never returned twice, acks after the result is written.
 //! - `limits`: how long one wait may block in each client, from measurement.
 //! - `tools`: the rmcp tool router and binding fingerprint (`tools/mod.rs`), the wait loop
@@ -15,6 +16,7 @@ pub mod delivery;
 pub mod hub_client;
 pub mod install;
 pub mod limits;
+mod line_cap;
 mod stdio;
 pub mod tools;
 
@@ -36,7 +38,10 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
     let stop_signal = stop_signals()?;
     let bridge = tools::Bridge::new(&config, hub.clone(), delivery.clone(), shutdown.clone());
     let transport = delivery::AckingTransport::new(
-        AsyncRwTransport::<RoleServer, _, _>::new_server(stdio::stdin(), stdio::stdout()),
+        AsyncRwTransport::<RoleServer, _, _>::new_server(
+            line_cap::LineCap::new(stdio::stdin(), line_cap::MAX_LINE),
+            stdio::stdout(),
+        ),
         delivery.clone(),
         shutdown.clone(),
     );

@@ -72,10 +72,12 @@ impl RawBridge {
     }
 
     async fn initialize(&mut self) -> anyhow::Result<()> {
-        self.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        self.send(
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
             "protocolVersion":"2025-06-18","capabilities":{},
-            "clientInfo":{"name":"raw","version":"1"}}}))
-            .await?;
+            "clientInfo":{"name":"raw","version":"1"}}}),
+        )
+        .await?;
         let first = self.answer(1).await?;
         assert_eq!(first["result"]["serverInfo"]["name"], "holdline-mcp");
         self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
@@ -120,7 +122,11 @@ async fn a_signal_cancels_the_open_wait_at_the_hub_and_the_bridge_exits() -> any
             .context("token")?
             .to_owned();
         bridge
-            .call(3, "wait_for_user_input", json!({"token": token, "message": "hold on"}))
+            .call(
+                3,
+                "wait_for_user_input",
+                json!({"token": token, "message": "hold on"}),
+            )
             .await?;
         hub.wait_status(&token, "waiting").await?;
         bridge.signal(signal);
@@ -147,7 +153,9 @@ async fn a_notification_before_initialize_is_ignored() -> anyhow::Result<()> {
         .send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}))
         .await?;
     bridge.initialize().await?;
-    bridge.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await?;
+    bridge
+        .send(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .await?;
     let tools = bridge.answer(2).await?;
     assert_eq!(tools["result"]["tools"].as_array().map(Vec::len), Some(4));
     Ok(())
@@ -202,7 +210,12 @@ async fn recalls_differ_reattach_and_store_the_message_once() -> anyhow::Result<
     )
     .await?;
     assert_eq!(structured(&r)["reply"]["text"], "yes, go on");
-    assert!(structured(&r)["instruction"].as_str().unwrap().contains("wait_for_user_input"));
+    assert!(
+        structured(&r)["instruction"]
+            .as_str()
+            .unwrap()
+            .contains("wait_for_user_input")
+    );
     client.cancel().await?;
     Ok(())
 }
@@ -229,7 +242,8 @@ async fn a_reply_written_to_an_abandoned_call_is_returned_again() -> anyhow::Res
     )
     .await?;
     hub.wait_status(&token, "waiting").await?;
-    hub.reply(&token, "the answer you missed", json!([])).await?;
+    hub.reply(&token, "the answer you missed", json!([]))
+        .await?;
     let lost = finish(abandoned).await?;
     let reply_resume = resume_of(&lost);
     hub.wait_status(&token, "holding").await?;
@@ -264,9 +278,7 @@ async fn images_reach_a_client_that_shows_the_model_only_structured_content() ->
     let home = TempDir::new()?;
     let hub = TestHub::start(home.path()).await?;
     let image = json!([{"mimeType": "image/png", "data": PNG_1PX}]);
-    for (client_name, structured_expected) in
-        [("codex-mcp-client", false), ("claude-code", true)]
-    {
+    for (client_name, structured_expected) in [("codex-mcp-client", false), ("claude-code", true)] {
         let mut o = BridgeOptions::for_hub(&hub);
         o.client_name = client_name;
         let client = start_bridge(o).await?;
@@ -305,7 +317,7 @@ async fn an_oversized_message_answers_too_large_not_no_reply_yet() -> anyhow::Re
     let r = call(
         &client,
         "wait_for_user_input",
-        json!({"token": token, "message": "x".repeat(2 * 1024 * 1024)}),
+        json!({"token": token, "message": "x".repeat(8 * 1024 * 1024)}),
     )
     .await?;
     assert_eq!(r.is_error, Some(true));
@@ -317,8 +329,8 @@ async fn an_oversized_message_answers_too_large_not_no_reply_yet() -> anyhow::Re
 }
 
 #[tokio::test]
-async fn a_session_bound_with_an_explicit_workspace_survives_a_bridge_restart()
--> anyhow::Result<()> {
+async fn a_session_bound_with_an_explicit_workspace_survives_a_bridge_restart() -> anyhow::Result<()>
+{
     let home = TempDir::new()?;
     let hub = TestHub::start(home.path()).await?;
     let first = start_bridge(BridgeOptions::for_hub(&hub)).await?;
@@ -399,8 +411,7 @@ async fn a_failing_hub_is_not_reported_as_the_person_not_answering() -> anyhow::
 }
 
 #[tokio::test]
-async fn tools_carry_annotations_output_schemas_and_portable_input_schemas() -> anyhow::Result<()>
-{
+async fn tools_carry_annotations_output_schemas_and_portable_input_schemas() -> anyhow::Result<()> {
     let home = TempDir::new()?;
     let hub = TestHub::start(home.path()).await?;
     let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
@@ -411,7 +422,11 @@ async fn tools_carry_annotations_output_schemas_and_portable_input_schemas() -> 
     assert!(!text.contains("\"null\""), "{text}");
     for tool in &tools {
         let a = tool.annotations.as_ref().context("annotations")?;
-        assert!(a.title.is_some() && a.read_only_hint == Some(false), "{}", tool.name);
+        assert!(
+            a.title.is_some() && a.read_only_hint == Some(false),
+            "{}",
+            tool.name
+        );
         if tool.name != "wait_for_user_input" {
             assert!(tool.output_schema.is_some(), "{}", tool.name);
         }
@@ -425,5 +440,29 @@ async fn tools_carry_annotations_output_schemas_and_portable_input_schemas() -> 
         bail!("wait_for_user_input takes no resume: {props:?}");
     }
     client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_line_over_the_limit_gets_an_error_answer_and_the_bridge_goes_on() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let mut bridge = RawBridge::spawn(&hub)?;
+    bridge.initialize().await?;
+    // The id last, as the MCP TypeScript SDK writes it.
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{{\"name\":\"wait_for_user_input\",\"arguments\":{{\"token\":\"ct_x\",\"message\":\"{}\"}}}},\"id\":77}}",
+        "m".repeat(17 * 1024 * 1024)
+    );
+    bridge.stdin.write_all(huge.as_bytes()).await?;
+    bridge.stdin.write_all(b"\n").await?;
+    bridge.stdin.flush().await?;
+    let answer = bridge.answer(77).await?;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("send a shorter one"), "{answer}");
+    bridge
+        .send(json!({"jsonrpc":"2.0","id":78,"method":"tools/list"}))
+        .await?;
+    assert!(bridge.answer(78).await?["result"]["tools"].is_array());
     Ok(())
 }

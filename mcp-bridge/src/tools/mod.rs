@@ -19,7 +19,10 @@ use std::{
 use rmcp::{
     ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig},
+    model::{
+        CallToolResult, CustomRequest, CustomResult, ErrorData, Implementation, ServerCapabilities,
+        ServerConfig,
+    },
     service::{NotificationContext, RequestContext, RoleServer},
     tool, tool_handler, tool_router,
 };
@@ -322,6 +325,34 @@ impl ServerHandler for Bridge {
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
         *self.roots.lock().expect("not poisoned") = None;
+    }
+
+    /// The stand-in for a client line over the limit (`line_cap`) gets a clear error.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method == crate::line_cap::OVERSIZED_METHOD {
+            let bytes = request
+                .params
+                .as_ref()
+                .and_then(|p| p["bytes"].as_u64())
+                .unwrap_or_default();
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "The message was {} MiB, over the {} MiB holdline-mcp takes in one line: send a shorter one (a wait_for_user_input message must fit the hub's 1 MiB).",
+                    bytes / (1024 * 1024),
+                    crate::line_cap::MAX_LINE / (1024 * 1024) + 1
+                ),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
     }
 }
 

@@ -345,4 +345,3 @@ pub fn count_messages(session: &Value, content: &str) -> usize {
         .map(|m| m.iter().filter(|m| m["content"] == content).count())
         .unwrap_or(0)
 }
-
