@@ -1,4 +1,4 @@
-// screenshots.test.mjs — keeps docs/screenshots/ current: the panel with a
+// screenshots.test.mjs — the screenshots of docs/screenshots/ (written there only with HOLDLINE_UPDATE_SCREENSHOTS=1): the panel with a
 // few realistic sessions at desktop size (light and dark) and on a phone,
 // checking each view for sideways scrolling on the way.
 
