@@ -1,11 +1,14 @@
-// app.js — the panel's entry point: login, the session list, the open
-// conversation and its actions (settings, rename, merge, archive, restore),
-// live updates from SSE, notifications, language and theme switches.
+// app.js — the panel's entry point: login, the session list (held still
+// under the pointer, new-since-you-looked marks, Alt+N to the next waiting
+// session), the open conversation and its actions (settings, rename, merge,
+// archive, restore), live updates from SSE with a banner while the hub is
+// away, notifications, language and theme switches.
 
 import { api, followEvents } from './api.js';
-import { t, lang, setLang, applyStatic, duration, ago } from './i18n.js';
+import { t, lang, setLang, applyStatic, duration, ago, countdown } from './i18n.js';
 import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme } from './ui.js';
 import { renderMessages, resetMessages } from './conversation.js';
+import { plainText } from './markdown.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
 
@@ -13,6 +16,10 @@ const CLOSED = new Set(['merged', 'archived']);
 const PAGE = 50;
 /** Messages fetched when a live event says the open session changed. */
 const REFRESH = 10;
+/** Phone layout: one pane at a time (matches style.css). */
+const PHONE = '(max-width: 720px)';
+const SEEN_KEY = 'holdline.seen';
+const SEEN_MAX = 2000;
 
 const state = {
   /** 'open' or 'archived': which list is shown. */
@@ -33,7 +40,39 @@ const state = {
   listGen: 0,
   /** token → Session from events received while a list fetch was in flight. */
   heardDuringFetch: null,
+  /** The selected session keeps the list position it had when picked: `{token, index}`. */
+  pin: null,
+  /** token → msgCount the person has seen (or found on first sight); more is "new since you looked". */
+  seen: loadSeen(),
+  /** token → when this page turned timed replies on (the hub counts the interval from then too). */
+  timedSince: new Map(),
 };
+
+function loadSeen() {
+  try { return new Map(Object.entries(JSON.parse(localStorage.getItem(SEEN_KEY) || '{}'))); } catch { return new Map(); }
+}
+
+let seenTimer = null;
+function markSeen(token, msgCount) {
+  if (!Number.isFinite(msgCount) || state.seen.get(token) === msgCount) return;
+  state.seen.delete(token);
+  state.seen.set(token, msgCount);
+  while (state.seen.size > SEEN_MAX) state.seen.delete(state.seen.keys().next().value);
+  clearTimeout(seenTimer);
+  seenTimer = setTimeout(() => {
+    try { localStorage.setItem(SEEN_KEY, JSON.stringify(Object.fromEntries(state.seen))); } catch { /* storage full or disabled */ }
+  }, 500);
+}
+
+function isNew(s) {
+  const seen = state.seen.get(s.token);
+  return seen !== undefined && s.msgCount > seen && !(s.token === state.current && conversationOnScreen());
+}
+
+/** Whether the open conversation is what the person sees (the tab is visible; on a phone, the conversation pane). */
+function conversationOnScreen() {
+  return document.visibilityState === 'visible' && (!matchMedia(PHONE).matches || document.body.classList.contains('conv-open'));
+}
 
 // ---------------------------------------------------------------- login
 
@@ -106,12 +145,12 @@ function start() {
   if (!state.stopEvents) {
     state.stopEvents = followEvents({
       onSession: sessionEvent,
-      onState: (live) => {
-        const el = $('#live');
-        el.dataset.state = live ? 'on' : 'off';
-        el.textContent = live ? t('connected') : t('disconnected');
+      onState: drawLive,
+      onReconnect: () => {
+        refreshList();
+        if (state.current) loadDetail(state.current, { quiet: true });
+        composer.flushPending();
       },
-      onReconnect: () => { refreshList(); if (state.current) loadDetail(state.current); },
       onUnauthorized: () => showLogin(''),
     });
   }
@@ -121,6 +160,17 @@ function start() {
   clearInterval(state.healthTimer);
   pollHealth();
   state.healthTimer = setInterval(pollHealth, 5000);
+}
+
+let awayTimer = null;
+/** The live dot, and the banner once the hub has been away for a moment (a blip shows nothing). */
+function drawLive(live) {
+  const el = $('#live');
+  el.dataset.state = live ? 'on' : 'off';
+  el.textContent = live ? t('connected') : t('disconnected');
+  clearTimeout(awayTimer);
+  if (live) $('#offline-banner').hidden = true;
+  else awayTimer = setTimeout(() => { $('#offline-banner').hidden = false; }, 1000);
 }
 
 // ---------------------------------------------------------------- sync state
@@ -197,13 +247,36 @@ function wireStatic() {
   $('#view-open').addEventListener('click', () => setView('open'));
   $('#view-archived').addEventListener('click', () => setView('archived'));
   $('#back').addEventListener('click', () => {
-    document.body.classList.remove('conv-open');
+    document.body.classList.remove('conv-open', 'actions-open');
+    drawList();
+  });
+  $('#conv-menu').addEventListener('click', () => {
+    const open = document.body.classList.toggle('actions-open');
+    $('#conv-menu').setAttribute('aria-expanded', String(open));
+  });
+  $('#waiting-count').addEventListener('click', nextWaiting);
+  document.addEventListener('keydown', (e) => {
+    // Alt+N (by key position, so it works whatever Alt+N types on the keyboard layout).
+    if (e.altKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyN' && !$('#app').hidden) {
+      e.preventDefault();
+      nextWaiting();
+    }
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (state.current && conversationOnScreen()) markSeen(state.current, state.known.get(state.current)?.msgCount);
+  });
+  $('#new-below').addEventListener('click', () => {
+    const list = $('#messages');
+    list.scrollTop = list.scrollHeight;
+    state.stick = true;
+    $('#new-below').hidden = true;
   });
   $('#load-older').addEventListener('click', loadOlder);
   // Images decode after the scroll to the bottom; keep the newest message in view.
   const messages = $('#messages');
   messages.addEventListener('scroll', () => {
     state.stick = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
+    if (state.stick) $('#new-below').hidden = true;
   }, { passive: true });
   messages.addEventListener('load', () => { if (state.stick) messages.scrollTop = messages.scrollHeight; }, true);
   $('#rename').addEventListener('click', rename);
@@ -211,7 +284,8 @@ function wireStatic() {
   $('#merge-open').addEventListener('click', merge);
   $('#archive').addEventListener('click', archive);
   $('#restore').addEventListener('click', restore);
-  composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok); } });
+  // The person's own reply is followed to the bottom, even when they had scrolled up.
+  composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok, { follow: true }); } });
 }
 
 function drawToolbar() {
@@ -263,7 +337,7 @@ async function refreshList() {
     drawList();
   } catch (e) {
     if (e.status === 401) showLogin('');
-    else toast(t('errorGeneric', { msg: e.message }), 'error');
+    else if (e.status !== 0) toast(t('errorGeneric', { msg: e.message }), 'error');
   } finally {
     if (gen === state.listGen) state.heardDuringFetch = null;
   }
@@ -288,10 +362,13 @@ async function loadMoreSessions() {
  */
 function remember(s, live) {
   state.known.set(s.token, s);
+  const watching = s.token === state.current && conversationOnScreen();
+  if (watching || !state.seen.has(s.token)) markSeen(s.token, s.msgCount);
   if (s.status === 'waiting' && !s.mirror) {
     const since = s.waitingSince || s.lastActiveAt;
-    if (live && state.announced.get(s.token) !== since) {
-      notify.announce(t('notifyTitle', { title: title(s) }), s.lastReview?.nextStep || s.preview || '', () => select(s.token));
+    // The conversation the person is looking at needs no chime: they see it.
+    if (live && !watching && state.announced.get(s.token) !== since) {
+      notify.announce(t('notifyTitle', { title: title(s) }), plainText(s.lastReview?.nextStep || s.preview || ''), () => select(s.token));
     }
     state.announced.set(s.token, since);
   } else {
@@ -314,9 +391,23 @@ function sortSessions(list) {
   });
 }
 
+/** The list in order, the selected session held where it was when picked (no jump under the pointer). */
+function listOrder() {
+  const sessions = sortSessions([...state.listed.values()]);
+  const pin = state.pin;
+  if (pin && pin.token === state.current) {
+    const at = sessions.findIndex((s) => s.token === pin.token);
+    if (at >= 0 && at !== pin.index) {
+      const [held] = sessions.splice(at, 1);
+      sessions.splice(Math.min(pin.index, sessions.length), 0, held);
+    }
+  }
+  return sessions;
+}
+
 function drawList() {
   const ul = $('#session-list');
-  const sessions = sortSessions([...state.listed.values()]);
+  const sessions = listOrder();
   ul.replaceChildren(...sessions.map(sessionItem));
   if (state.nextCursor) {
     ul.append(h('li', { class: 'more' }, h('button', { type: 'button', testid: 'load-more-sessions', onclick: loadMoreSessions }, t('loadMore'))));
@@ -339,6 +430,7 @@ function sessionItem(s) {
   h('button', { type: 'button', class: 'session-button', onclick: () => select(s.token) },
     h('div', { class: 'row' },
       h('span', { class: 'title', testid: 'session-title' }, title(s)),
+      isNew(s) ? h('span', { class: 'new-mark', testid: 'session-new', title: t('newSince') }, t('newBadge')) : null,
       h('span', { class: `badge status-${s.status}`, testid: 'session-status' }, t(`status.${s.status}`)),
     ),
     h('div', { class: 'row small muted' },
@@ -347,19 +439,84 @@ function sessionItem(s) {
           t('waitingFor', { d: duration(Date.now() - (s.waitingSince || s.lastActiveAt || Date.now())) }))
         : h('span', { class: 'ago', dataset: { at: String(s.lastActiveAt || 0) } }, ago(s.lastActiveAt)),
       s.queuedReplies > 0 ? h('span', { class: 'tag queued', testid: 'session-queued' }, t('queuedN', { n: s.queuedReplies })) : null,
+      keepAliveTag(s),
       s.mirror ? h('span', { class: 'tag mirror', testid: 'session-mirror', title: t('mirrorTagTitle', { hub: s.hub || '?' }) }, t('mirrorTag', { hub: s.hub || '?' })) : null,
       h('span', { class: 'host' }, s.hostIp || ''),
     ),
     pct !== null || review.nextStep
       ? h('div', { class: 'progress-row', testid: 'session-progress' },
-        pct !== null ? h('span', { class: 'progress', role: 'progressbar', 'aria-valuenow': pct, 'aria-valuemin': 0, 'aria-valuemax': 100 },
+        pct !== null ? h('span', { class: 'progress', role: 'progressbar', 'aria-label': t('progressLabel'), 'aria-valuenow': pct, 'aria-valuemin': 0, 'aria-valuemax': 100 },
           h('span', { class: 'bar', style: `width:${pct}%` })) : null,
         pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
         review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
       : null,
-    s.preview ? h('div', { class: 'preview muted small' }, s.preview) : null,
+    s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null,
   ));
   return item;
+}
+
+const previews = new Map();
+/** A list preview as plain text (cached: the list redraws often and holds up to a thousand). */
+function previewText(preview) {
+  let plain = previews.get(preview);
+  if (plain === undefined) {
+    if (previews.size > 4000) previews.clear();
+    plain = plainText(preview);
+    previews.set(preview, plain);
+  }
+  return plain;
+}
+
+/**
+ * When the hub sends the next timed reply, as far as the page can tell: the
+ * interval after the wait began, or after this page turned timed replies on
+ * (the hub arms one timer at each), whichever comes first and is still ahead.
+ */
+function timedDue(s, now = Date.now()) {
+  if (s.status !== 'waiting' || !s.timedReplyEnabled || !(s.timedReplyIntervalMs > 0)) return null;
+  const starts = [s.waitingSince, state.timedSince.get(s.token)].filter((x) => x && x >= (s.waitingSince || 0));
+  const ahead = starts.map((x) => x + s.timedReplyIntervalMs).filter((x) => x > now);
+  return ahead.length ? Math.min(...ahead) : 0;
+}
+
+function autoPaused(s) {
+  return (s.timedReplyEnabled || s.sessionAutoContinue) && s.maxAutoStreak > 0 && s.autoStreak >= s.maxAutoStreak;
+}
+
+/** The keep-alive mode in words for the header (null for a true hold). */
+function keepAliveText(s, now = Date.now()) {
+  if (autoPaused(s)) return t('keepPaused', { n: s.maxAutoStreak });
+  if (s.timedReplyEnabled) {
+    const due = timedDue(s, now);
+    if (due === null) return t('keepTimedEvery', { every: duration(s.timedReplyIntervalMs) });
+    return due ? t('keepTimedIn', { left: countdown(due - now) }) : t('keepTimedDue');
+  }
+  return s.sessionAutoContinue ? t('keepAuto') : null;
+}
+
+/** The short keep-alive tag of a list item (null for a true hold). */
+function keepAliveTag(s) {
+  if (!s.timedReplyEnabled && !s.sessionAutoContinue) return null;
+  const due = s.timedReplyEnabled ? timedDue(s) : null;
+  const text = s.timedReplyEnabled
+    ? (due ? t('keepTimedShort', { left: countdown(due - Date.now()) }) : t('keepTimedTag'))
+    : t('keepAutoTag');
+  return h('span', {
+    class: 'tag keepalive', testid: 'session-keepalive', title: keepAliveText(s),
+    dataset: due ? { due: String(due) } : {},
+  }, text);
+}
+
+/** Opens the longest-waiting session other than the one on screen (Alt+N; then type, Enter, Alt+N …). */
+function nextWaiting() {
+  const next = sortSessions([...state.known.values()])
+    .find((s) => s.status === 'waiting' && !s.mirror && s.token !== state.current && belongsInView(s));
+  if (!next) {
+    toast(t('noneWaiting'));
+    return;
+  }
+  if (!state.listed.has(next.token) && !state.q) state.listed.set(next.token, next);
+  select(next.token);
 }
 
 function drawWaitingCount() {
@@ -368,7 +525,8 @@ function drawWaitingCount() {
   const el = $('#waiting-count');
   el.hidden = n === 0;
   el.textContent = String(n);
-  el.title = t('status.waiting');
+  el.title = t('nextWaiting');
+  el.setAttribute('aria-label', `${n} ${t('status.waiting')} — ${t('nextWaiting')}`);
 }
 
 function tick() {
@@ -376,6 +534,11 @@ function tick() {
   for (const el of document.querySelectorAll('[data-testid="session-waited"]')) {
     el.textContent = t('waitingFor', { d: duration(now - Number(el.dataset.since)) });
   }
+  for (const el of document.querySelectorAll('[data-testid="session-keepalive"][data-due]')) {
+    const left = Number(el.dataset.due) - now;
+    el.textContent = left > 0 ? t('keepTimedShort', { left: countdown(left) }) : t('keepTimedTag');
+  }
+  if (state.detail) drawKeepAlive(state.detail, now);
   if (now % 15000 < 1000) {
     for (const el of document.querySelectorAll('#session-list .ago')) el.textContent = ago(Number(el.dataset.at), now);
   }
@@ -401,7 +564,7 @@ function sessionEvent(s) {
     Object.assign(state.detail, s);
     drawHeader();
     if (wasMirror !== !!s.mirror) composer.showSession(s.token, CLOSED.has(s.status), !!s.mirror);
-    composer.sessionChanged(state.detail);
+    // The reply's delivery is judged on the refreshed detail (its messages and queue in one answer).
     clearTimeout(detailTimer);
     detailTimer = setTimeout(() => loadDetail(s.token), 80);
   }
@@ -410,12 +573,22 @@ function sessionEvent(s) {
 // ---------------------------------------------------------------- conversation
 
 async function select(token, { quiet = false } = {}) {
+  const index = [...document.querySelectorAll('#session-list .session')].findIndex((li) => li.dataset.token === token);
+  state.pin = index >= 0 ? { token, index } : null;
   state.current = token;
   sessionStorage.setItem('holdline.current', token);
   document.body.classList.add('conv-open');
-  for (const li of document.querySelectorAll('#session-list .session')) li.classList.toggle('selected', li.dataset.token === token);
+  document.body.classList.remove('actions-open');
+  markSelected(token);
   const ok = await loadDetail(token, { fresh: true, quiet });
-  if (ok && state.current === token && !matchMedia('(max-width: 720px)').matches) $('#reply-input').focus();
+  if (ok && state.current === token) {
+    drawList();
+    if (!matchMedia(PHONE).matches) $('#reply-input').focus();
+  }
+}
+
+function markSelected(token) {
+  for (const li of document.querySelectorAll('#session-list .session')) li.classList.toggle('selected', li.dataset.token === token);
 }
 
 function mergeMessages(older, newer) {
@@ -425,7 +598,7 @@ function mergeMessages(older, newer) {
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
-async function loadDetail(token, { fresh = false, quiet = false } = {}) {
+async function loadDetail(token, { fresh = false, quiet = false, follow = false } = {}) {
   try {
     // A live refresh only needs the newest few messages (a 1 MB one is not sent again and again).
     const had = !fresh && state.detail && state.detail.token === token ? state.detail.messages : null;
@@ -436,21 +609,41 @@ async function loadDetail(token, { fresh = false, quiet = false } = {}) {
     // Keep what is on screen unless the refresh left a gap (more new messages than fetched).
     const keep = had && state.detail && state.detail.token === token && !(got.length && got[0].seq > lastSeq + 1);
     const list = $('#messages');
-    const atBottom = !keep || list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-    if (had && !keep && got.length === REFRESH) return loadDetail(token, { fresh: true, quiet });
+    const atBottom = follow || !keep || list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+    if (had && !keep && got.length === REFRESH) return loadDetail(token, { fresh: true, quiet, follow });
     const messages = keep ? mergeMessages(state.detail.messages, got) : got;
     const nextBefore = keep ? state.detail.nextBefore : res.nextBefore;
+    const grew = keep && messages.length && had.length && messages[messages.length - 1].seq > had[had.length - 1].seq;
     state.detail = { ...res, messages, nextBefore };
     state.known.set(token, { ...(state.known.get(token) || {}), ...stripMessages(res) });
+    if (conversationOnScreen()) markSeen(token, res.msgCount);
     drawDetail();
     composer.sessionChanged(state.detail);
     if (atBottom) {
       list.scrollTop = list.scrollHeight;
       state.stick = true;
+      $('#new-below').hidden = true;
+    } else if (grew) {
+      // Reading further up: say there is more below instead of pulling the page away.
+      $('#new-below').hidden = false;
     }
+    if (!keep) $('#new-below').hidden = true;
     return true;
   } catch (e) {
     if (e.status === 401) { showLogin(''); return false; }
+    if (e.status === 0 || e.status >= 502) {
+      // The hub is away: keep what is on screen (and selected) as it was; the reconnect refreshes it.
+      const shown = state.detail && !$('#conv-body').hidden ? state.detail.token : null;
+      if (state.current === token && shown !== token) {
+        state.current = shown;
+        state.pin = null;
+        if (shown) sessionStorage.setItem('holdline.current', shown);
+        else document.body.classList.remove('conv-open');
+        markSelected(shown);
+        toast(t('hubAwayToast'));
+      }
+      return false;
+    }
     if (state.current === token) {
       state.current = null;
       sessionStorage.removeItem('holdline.current');
@@ -505,6 +698,7 @@ function drawHeader() {
   if (r.nextStep) bits.push(t('nextStep', { step: r.nextStep }));
   if (d.queuedReplies > 0) bits.push(t('queuedN', { n: d.queuedReplies }));
   $('#conv-progress').textContent = bits.join(' · ');
+  drawKeepAlive(d);
   const closed = CLOSED.has(d.status);
   // A mirror is another hub's session seen through MongoDB: this hub answers 403 to any change.
   const mirror = !!d.mirror;
@@ -517,6 +711,13 @@ function drawHeader() {
   $('#settings-open').disabled = closed || mirror;
   $('#rename').disabled = d.status === 'merged' || mirror;
   drawMirrorNotice(d);
+}
+
+function drawKeepAlive(d, now = Date.now()) {
+  const el = $('#conv-keepalive');
+  const text = CLOSED.has(d.status) ? null : keepAliveText(d, now);
+  el.hidden = !text;
+  if (text && el.textContent !== text) el.textContent = text;
 }
 
 /** The notice over a mirror's messages, linking to the hub that owns it. */
@@ -602,7 +803,10 @@ async function editSettings() {
   // The hub refuses an empty continue prompt: leave it as it is then.
   if ($('#set-prompt').value.trim()) fields.continuePrompt = $('#set-prompt').value;
   try {
-    applySession(await api.config(d.token, fields));
+    const armed = fields.timedReplyEnabled && (!d.timedReplyEnabled || fields.timedReplyIntervalMs !== d.timedReplyIntervalMs);
+    const s = await api.config(d.token, fields);
+    if (armed) state.timedSince.set(d.token, Date.now());
+    applySession(s);
     toast(t('saved'));
   } catch (e) {
     toast(t('saveFailed', { msg: e.message }), 'error');

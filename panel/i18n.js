@@ -115,6 +115,26 @@ const STRINGS = {
     mirrorTagTitle: 'Read-only copy: the hub at {hub} owns this session',
     mirrorNotice: 'This session belongs to the hub at {hub} — answer it there',
     mirrorClosed: 'Read-only copy of a session on another hub; reply on that hub.',
+    replyPending: 'The hub is not answering: this reply waits here and goes out when it is back.',
+    hubAway: 'The hub is not answering. Replies you send wait here and go out when it is back.',
+    hubAwayToast: 'The hub is not answering; staying on this conversation.',
+    newSince: 'New since you looked',
+    newBadge: 'new',
+    nextWaiting: 'Next waiting session (Alt+N)',
+    noneWaiting: 'No other session is waiting.',
+    newBelow: 'New message ↓',
+    messagesLabel: 'Messages',
+    conversationLabel: 'Conversation',
+    progressLabel: 'Progress',
+    convMenu: 'Actions',
+    keepTimedIn: 'Timed reply in {left}',
+    keepTimedDue: 'Timed reply due',
+    keepTimedEvery: 'Timed reply every {every}',
+    keepAuto: 'Auto-continue',
+    keepPaused: 'Automatic replies paused (limit of {n} reached)',
+    keepTimedShort: '⏱ {left}',
+    keepTimedTag: '⏱ timed',
+    keepAutoTag: 'Auto',
   },
   zh: {
     appName: 'holdline',
@@ -229,6 +249,26 @@ const STRINGS = {
     mirrorTagTitle: '只读副本：此会话属于 {hub} 上的 hub',
     mirrorNotice: '此会话属于 {hub} 上的 hub——请在那里回复',
     mirrorClosed: '这是另一个 hub 上会话的只读副本；请在那个 hub 上回复。',
+    replyPending: 'hub 没有响应：这条回复先留在这里，hub 恢复后自动发出。',
+    hubAway: 'hub 没有响应。现在发送的回复会先留在这里，hub 恢复后自动发出。',
+    hubAwayToast: 'hub 没有响应；仍停留在当前会话。',
+    newSince: '你上次查看后有新消息',
+    newBadge: '新',
+    nextWaiting: '下一个等待中的会话（Alt+N）',
+    noneWaiting: '没有其他会话在等待。',
+    newBelow: '新消息 ↓',
+    messagesLabel: '消息',
+    conversationLabel: '会话',
+    progressLabel: '进度',
+    convMenu: '操作',
+    keepTimedIn: '定时回复：{left} 后',
+    keepTimedDue: '定时回复即将发出',
+    keepTimedEvery: '定时回复：每 {every}',
+    keepAuto: '自动续跑',
+    keepPaused: '自动回复已暂停（已达 {n} 次上限）',
+    keepTimedShort: '⏱ {left}',
+    keepTimedTag: '⏱ 定时',
+    keepAutoTag: '自动',
   },
 };
 
@@ -258,7 +298,7 @@ export function t(key, vars = {}) {
   return s.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
 }
 
-/** Fills every `[data-i18n]` (text), `[data-i18n-placeholder]` and `[data-i18n-title]` under `root`. */
+/** Fills every `[data-i18n]` (text), `[data-i18n-placeholder]`, `[data-i18n-label]` (aria-label) and `[data-i18n-title]` under `root`. */
 export function applyStatic(root = document) {
   document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
   for (const el of root.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
@@ -268,9 +308,11 @@ export function applyStatic(root = document) {
     // Phones get the short form where there is one.
     el.placeholder = narrow && STRINGS.en[`${key}Phone`] ? t(`${key}Phone`) : t(key);
   }
+  for (const el of root.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
   for (const el of root.querySelectorAll('[data-i18n-title]')) {
     el.title = t(el.dataset.i18nTitle);
-    el.setAttribute('aria-label', el.title);
+    // An icon button is named by its title; a button with words is named by them (what is seen is what is said).
+    if (!el.classList.contains('text')) el.setAttribute('aria-label', el.title);
   }
 }
 
@@ -310,12 +352,23 @@ export function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** The default quick replies, in both languages. */
+/** The quick replies when the hub cannot be asked (the hub has the same defaults), tagged by language. */
 export const DEFAULT_TEMPLATES = [
-  { label: '继续', text: '继续' },
-  { label: 'Continue', text: 'Continue.' },
-  { label: '好的，提交', text: '好的，提交吧。' },
-  { label: 'Looks good, commit', text: 'Looks good, commit it.' },
-  { label: '先跑测试', text: '先跑一遍测试，把结果告诉我。' },
-  { label: 'Run the tests first', text: 'Run the tests first and tell me the result.' },
+  { label: '继续', text: '继续', lang: 'zh' },
+  { label: 'Continue', text: 'Continue.', lang: 'en' },
+  { label: '先写测试', text: '先补测试，再继续。', lang: 'zh' },
+  { label: 'Run the tests', text: 'Run the tests and show me the result.', lang: 'en' },
+  { label: '提交', text: '可以，提交吧。', lang: 'zh' },
+  { label: 'Looks good, commit', text: 'Looks good. Commit it.', lang: 'en' },
+  { label: '停', text: '先停下，等我看一下。', lang: 'zh' },
+  { label: 'Stop and explain', text: 'Stop here and explain what you changed.', lang: 'en' },
 ];
+
+/** A countdown as "9:58" (or "1:02:03"). */
+export function countdown(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const hh = Math.floor(s / 3600);
+  const mm = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return hh ? `${hh}:${String(mm).padStart(2, '0')}:${ss}` : `${mm}:${ss}`;
+}

@@ -1,4 +1,4 @@
-// markdown.js — turns message text into safe DOM: Markdown via the vendored
+// markdown.js — turns message text into safe DOM (and previews into plain text): Markdown via the vendored
 // `marked`, raw HTML shown as text, links limited to http(s)/mailto, the
 // result sanitised by the vendored DOMPurify; huge messages are cut for speed.
 
@@ -114,4 +114,20 @@ export function renderInto(el, text, { full = false, onTruncated } = {}) {
     return;
   }
   el.innerHTML = renderHtml(text);
+}
+
+/**
+ * `text` without its Markdown marks, on one line: for list previews, where
+ * the hub has already joined the lines (so fences and headings sit mid-line).
+ */
+export function plainText(text) {
+  return String(text ?? '')
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/```[\w+#.-]*/g, ' ')
+    .replace(/`/g, '')
+    .replace(/(^|\s)(?:#{1,6}|>+|[-*+]|\d+[.)])(?=\s)/g, '$1')
+    .replace(/\*\*|__|~~/g, '')
+    .replace(/(^|[\s(])\*(?=\S)|(?<=\S)\*(?=[\s).,:;!?]|$)/g, '$1')
+    .replace(/\s+/g, ' ')
+    .trim();
 }

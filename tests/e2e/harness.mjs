@@ -107,6 +107,13 @@ export async function startHub() {
       await stopProc(proc);
       proc = await spawnHub(home, addr);
     },
+    /** Stops the hub and keeps its home, so `up()` brings it back as it was (a restart with a pause). */
+    async down() {
+      await stopProc(proc);
+    },
+    async up() {
+      proc = await spawnHub(home, addr);
+    },
     async stop() {
       await stopProc(proc);
       await rm(home, { recursive: true, force: true });

@@ -1,0 +1,347 @@
+// daily.test.mjs — the panel as a person keeps it open all day: a hub that
+// goes away and comes back, notifications only for what is not on screen,
+// delivery marks from the reply's own state, a list that holds still under
+// the pointer, the reply box's quick replies, phone layout and keep-alive display.
+
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, sleep } from './harness.mjs';
+
+let hub;
+const open = [];
+
+before(async () => { hub = await startHub(); });
+after(async () => { if (hub) await hub.stop(); });
+afterEach(async (t) => {
+  while (open.length) {
+    const b = open.pop();
+    if (b.errors.length) t.diagnostic(`page errors: ${b.errors.join(' | ')}`);
+    await b.close();
+  }
+});
+
+async function browser(options) {
+  const b = await launchBrowser(options);
+  open.push(b);
+  return b;
+}
+
+const replyState = (page) => page.evaluate(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state);
+const shownToken = (page) => page.evaluate(() => document.querySelector('[data-testid="conv-title"]')?.title.match(/ct_\w+/)?.[0]);
+
+/** Replaces Notification and counts chime oscillators, before the page loads. */
+async function recordNotifications(context) {
+  await context.addInitScript(() => {
+    window.__notes = [];
+    window.__tones = 0;
+    window.Notification = class {
+      constructor(title, opts) { window.__notes.push({ title, body: opts && opts.body }); }
+      close() {}
+      static get permission() { return 'granted'; }
+      static requestPermission() { return Promise.resolve('granted'); }
+    };
+    const create = AudioContext.prototype.createOscillator;
+    AudioContext.prototype.createOscillator = function (...a) { window.__tones++; return create.apply(this, a); };
+  });
+}
+
+test('hub away: a banner, the open conversation kept, a reply that waits and sends itself, then a refresh', async () => {
+  const own = await startHub();
+  try {
+    const { page } = await browser();
+    await openPanel(page, own);
+    const a = await newAgent(own, 'Kept on screen');
+    const b = await newAgent(own, 'Clicked while away');
+    await a.wait('question A');
+    await b.wait('question B');
+    await item(page, b.token).waitFor();
+    await selectSession(page, a.token);
+    await page.waitForFunction(() => document.querySelector('[data-testid="live"]')?.dataset.state === 'on');
+    assert.equal(await page.getByTestId('offline-banner').isHidden(), true, 'no banner while the hub answers');
+
+    await own.down();
+    await page.getByTestId('offline-banner').waitFor({ timeout: 10_000 });
+    assert.match(await page.getByTestId('offline-banner').textContent(), /hub/i);
+
+    // Clicking another session while the hub is away keeps the open one, in the pane and in the list.
+    await item(page, b.token).locator('button').first().click();
+    await sleep(700);
+    assert.equal(await shownToken(page), a.token);
+    assert.equal(await page.locator('#conv-body').isHidden(), false, 'the pane is not emptied');
+    assert.equal(await item(page, a.token).evaluate((el) => el.classList.contains('selected')), true);
+    assert.equal(await item(page, b.token).evaluate((el) => el.classList.contains('selected')), false);
+
+    // A reply sent now waits for the hub, kept as the draft.
+    await page.getByTestId('reply-input').fill('sent while the hub was away');
+    await page.getByTestId('reply-input').press('Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'pending');
+    assert.match(await page.getByTestId('reply-status').textContent(), /hub/i);
+
+    await own.up();
+    await page.getByTestId('offline-banner').waitFor({ state: 'hidden', timeout: 30_000 });
+    // It goes out by itself, once.
+    assert.equal((await a.reply(30_000)).text, 'sent while the hub was away');
+    await page.waitForFunction(() => document.querySelector('[data-testid="reply-input"]').value === '');
+    await page.waitForFunction(() => ['sent', 'delivered'].includes(document.querySelector('[data-testid="reply-status"]')?.dataset.state));
+    const users = (await own.api('GET', `/api/sessions/${a.token}`)).messages.filter((m) => m.role === 'user');
+    assert.equal(users.length, 1, 'sent once');
+
+    // The open conversation follows the hub again without a click.
+    await a.wait('after the restart');
+    await page.getByTestId('message').filter({ hasText: 'after the restart' }).waitFor({ timeout: 10_000 });
+    assert.equal(await shownToken(page), a.token);
+  } finally {
+    await own.stop();
+  }
+});
+
+test('no chime or notification for the session on screen while the tab is visible', async () => {
+  const { page, context } = await browser();
+  await recordNotifications(context);
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Typing here');
+  const b = await newAgent(hub, 'Somewhere else');
+  await a.wait('first question');
+  await page.waitForFunction(() => window.__notes.length === 1);
+  await selectSession(page, a.token);
+  const tones = await page.evaluate(() => window.__tones);
+
+  // A fast agent: answered from the page, it waits again at once.
+  await page.getByTestId('reply-input').fill('go on');
+  await page.getByTestId('reply-input').press('Enter');
+  await a.reply();
+  await a.wait('second question');
+  await page.getByTestId('message').filter({ hasText: 'second question' }).waitFor();
+  await sleep(300);
+  assert.equal(await page.evaluate(() => window.__notes.length), 1, 'no notification for the conversation on screen');
+  assert.equal(await page.evaluate(() => window.__tones), tones, 'no chime for it either');
+
+  // Another session still notifies.
+  await b.wait('elsewhere');
+  await page.waitForFunction(() => window.__notes.length === 2);
+  assert.match(await page.evaluate(() => window.__notes[1].title), /Somewhere else/);
+
+  // With the tab hidden, the session on screen notifies too.
+  await page.evaluate(() => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+    document.dispatchEvent(new Event('visibilitychange'));
+  });
+  await hub.api('POST', '/api/reply', { token: a.token, text: 'third' });
+  await a.reply();
+  await a.wait('third question');
+  await page.waitForFunction(() => window.__notes.length === 3);
+});
+
+test('the status line says delivered when the agent takes the reply and waits again at once', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Fast agent');
+  await a.wait('first');
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+  for (const text of ['one', 'two', 'three']) {
+    await page.getByTestId('reply-input').fill(text);
+    await page.getByTestId('reply-input').press('Enter');
+    assert.equal((await a.reply()).text, text);
+    await a.wait(`after ${text}`);
+    await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'delivered', null, { timeout: 5000 });
+  }
+  // A reply queued behind this one does not make it look undelivered: the mark is per reply.
+  const mark = page.locator('[data-testid="message"][data-role="user"]').filter({ hasText: 'three' }).getByTestId('delivery');
+  assert.equal(await mark.getAttribute('data-state'), 'delivered');
+});
+
+test('the list holds still under the pointer, marks what is new since you looked, and Alt+N jumps to the next waiting session', async () => {
+  // Its own hub: which session waits longest must not depend on the other tests.
+  const hub = await startHub();
+  try {
+    const a = await newAgent(hub, 'Stable first');
+    const b = await newAgent(hub, 'Stable second');
+    const c = await newAgent(hub, 'Stable third');
+    await a.wait('a asks');
+    await sleep(20);
+    await b.wait('b asks');
+    await sleep(20);
+    await c.wait('c asks');
+    const { page } = await browser();
+    await openPanel(page, hub);
+    await item(page, c.token).waitFor();
+    const order = () => page.locator('[data-testid="session-item"]').evaluateAll((els) => els.map((e) => e.dataset.token));
+    const before = (await order()).filter((tok) => [a.token, b.token, c.token].includes(tok));
+    assert.deepEqual(before, [a.token, b.token, c.token], 'longest waiting first');
+    assert.equal(await item(page, b.token).getByTestId('session-new').count(), 0, 'nothing is new on first sight');
+
+    await selectSession(page, a.token);
+    const at = (await order()).indexOf(a.token);
+    await page.getByTestId('reply-input').fill('answered');
+    await page.getByTestId('reply-input').press('Enter');
+    await a.reply();
+    await page.waitForFunction((tok) => document.querySelector(`[data-token="${tok}"]`)?.dataset.status !== 'waiting', a.token);
+    await sleep(200);
+    assert.equal((await order()).indexOf(a.token), at, 'the answered session stays where it was while it is selected');
+
+    // Something happens in b: it is marked new until opened.
+    await hub.api('POST', '/api/reply', { token: b.token, text: 'from elsewhere' });
+    await b.reply();
+    await b.wait('b asks again');
+    await item(page, b.token).getByTestId('session-new').waitFor();
+
+    // Alt+N from the reply box: the longest-waiting other session (c: b waits anew), box focused.
+    const goesTo = (tok) => page.waitForFunction((t) => document.querySelector('[data-testid="conv-title"]')?.title.includes(t), tok);
+    await page.getByTestId('reply-input').focus();
+    await page.keyboard.press('Alt+n');
+    await goesTo(c.token);
+    await page.waitForFunction(() => document.activeElement?.dataset.testid === 'reply-input');
+    await page.keyboard.type('c done');
+    await page.keyboard.press('Enter');
+    assert.equal((await c.reply()).text, 'c done');
+    await page.keyboard.press('Alt+n');
+    await goesTo(b.token);
+    assert.equal(await item(page, b.token).getByTestId('session-new').count(), 0, 'opened: no longer new');
+    await page.waitForFunction(() => document.activeElement?.dataset.testid === 'reply-input');
+    await page.keyboard.type('b done');
+    await page.keyboard.press('Enter');
+    assert.equal((await b.reply()).text, 'b done');
+  } finally {
+    await hub.stop();
+  }
+});
+
+test('your own reply stays in sight when scrolled up; a new message below shows a pill', async () => {
+  const { page } = await browser({ viewport: { width: 1280, height: 700 } });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Long talk');
+  for (let i = 1; i <= 30; i++) await a.wait(`paragraph ${i}\n\n${'lorem ipsum dolor sit amet '.repeat(12)}`);
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+  await page.getByTestId('message').filter({ hasText: 'paragraph 30' }).waitFor();
+  const scrollUp = () => page.getByTestId('messages').evaluate((el) => { el.scrollTop = 0; el.dispatchEvent(new Event('scroll')); });
+  const inView = (text) => page.getByTestId('message').filter({ hasText: text }).evaluate((el) => {
+    const pane = document.querySelector('[data-testid="messages"]').getBoundingClientRect();
+    const r = el.getBoundingClientRect();
+    return r.bottom > pane.top && r.top < pane.bottom;
+  });
+
+  await scrollUp();
+  await page.getByTestId('reply-input').fill('my own words');
+  await page.getByTestId('reply-input').press('Enter');
+  await page.getByTestId('message').filter({ hasText: 'my own words' }).waitFor();
+  await page.waitForFunction(() => {
+    const el = [...document.querySelectorAll('[data-testid="message"]')].find((m) => m.textContent.includes('my own words'));
+    const pane = document.querySelector('[data-testid="messages"]').getBoundingClientRect();
+    const r = el.getBoundingClientRect();
+    return r.bottom > pane.top && r.top < pane.bottom;
+  });
+  await a.reply();
+
+  await scrollUp();
+  await a.wait('a new answer below');
+  await page.getByTestId('new-below').waitFor();
+  assert.equal(await inView('a new answer below'), false, 'reading above is not interrupted');
+  await page.getByTestId('new-below').click();
+  await page.waitForFunction(() => {
+    const el = document.querySelector('[data-testid="messages"]');
+    return el.scrollHeight - el.scrollTop - el.clientHeight < 4;
+  });
+  await page.getByTestId('new-below').waitFor({ state: 'hidden' });
+});
+
+test('list previews are plain text, not Markdown', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Markdown preview');
+  await a.wait('## Done\nThe **retry** loop in `ci.yml`:\n```yaml\nrun: pg_isready\n```\n> [docs](https://example.com/x) next?');
+  const preview = item(page, a.token).getByTestId('session-preview');
+  await preview.waitFor();
+  const text = await preview.textContent();
+  assert.doesNotMatch(text, /##|`|\*\*|\]\(|^>/, `plain: ${text}`);
+  assert.match(text, /^Done The retry loop in ci\.yml: run: pg_isready docs next\?$/);
+});
+
+test('quick replies insert their text to send, and the defaults follow the UI language', async () => {
+  const { page } = await browser({ locale: 'en-US' });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Quick insert');
+  await a.wait('Shall I go on?');
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+  const chips = page.getByTestId('quick-reply');
+  await chips.first().waitFor();
+  for (const label of await chips.allTextContents()) assert.match(label, /^[\x20-\x7e]+$/, `English UI, English default: ${label}`);
+
+  const last = chips.last();
+  const text = await last.getAttribute('title');
+  await last.click();
+  assert.equal(await page.getByTestId('reply-input').inputValue(), text, 'the text is in the box');
+  await sleep(500);
+  const s = await hub.api('GET', `/api/sessions/${a.token}`);
+  assert.equal(s.status, 'waiting', 'a click alone sends nothing');
+  assert.equal(s.queuedReplies, 0);
+  await page.getByTestId('reply-input').press('Enter');
+  assert.equal((await a.reply()).text, text);
+
+  await page.getByTestId('lang-toggle').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="quick-reply"]')].every((b) => /[\u4e00-\u9fff]/.test(b.textContent)));
+});
+
+test('phone: the conversation gets most of the screen, touch targets are 44 px, every quick reply is reachable', async () => {
+  const { page } = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Phone layout');
+  await a.wait('A question on a phone');
+  await item(page, a.token).waitFor();
+  const small = () => page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, [role=tab]')]
+    .filter((el) => el.offsetParent !== null && !el.closest('dialog') && el.type !== 'radio')
+    .map((el) => ({ el, r: el.getBoundingClientRect() }))
+    .filter(({ r }) => r.width > 0 && (r.height < 44 || r.width < 44))
+    .map(({ el, r }) => `${el.dataset.testid || el.id || el.className || el.tagName} ${Math.round(r.width)}×${Math.round(r.height)}`));
+  assert.deepEqual(await small(), [], 'list view');
+
+  await selectSession(page, a.token);
+  assert.deepEqual(await small(), [], 'conversation view');
+  const pane = await page.getByTestId('messages').boundingBox();
+  assert.ok(pane.height >= 600, `messages get ${Math.round(pane.height)} of 844 px with the reply box open`);
+  const head = await page.locator('.conv-head').boundingBox();
+  assert.ok(head.y + head.height <= 70, `the chrome above the messages ends at ${Math.round(head.y + head.height)} px`);
+
+  // Every quick reply can be seen without sideways scrolling.
+  const hidden = await page.evaluate(() => [...document.querySelectorAll('[data-testid="quick-reply"]')].filter((b) => {
+    const r = b.getBoundingClientRect();
+    const box = b.parentElement.getBoundingClientRect();
+    return r.left < box.left - 1 || r.right > box.right + 1 || r.right > innerWidth;
+  }).map((b) => b.textContent));
+  assert.deepEqual(hidden, []);
+  // The actions are one tap away.
+  await page.getByTestId('conv-menu').tap();
+  await page.getByTestId('settings-open').waitFor();
+  assert.deepEqual(await small(), [], 'with the actions open');
+});
+
+test('the keep-alive mode shows in the header and the list, with the timed reply countdown', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Keep-alive shown');
+  await a.wait('working');
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+  assert.equal(await page.getByTestId('conv-keepalive').isHidden(), true, 'true hold shows nothing extra');
+
+  await page.getByTestId('settings-open').click();
+  await page.getByTestId('mode-timed').check();
+  await page.getByTestId('set-interval').fill('600');
+  await page.getByTestId('settings-save').click();
+  const head = page.getByTestId('conv-keepalive');
+  await head.waitFor();
+  await page.waitForFunction(() => /Timed reply .*(9|10):\d\d/.test(document.querySelector('[data-testid="conv-keepalive"]').textContent));
+  const first = await head.textContent();
+  await sleep(2100);
+  assert.notEqual(await head.textContent(), first, 'the countdown runs');
+  assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /\d+:\d\d/);
+
+  await page.getByTestId('settings-open').click();
+  await page.getByTestId('mode-auto').check();
+  await page.getByTestId('settings-save').click();
+  await page.waitForFunction(() => /Auto-continue/.test(document.querySelector('[data-testid="conv-keepalive"]')?.textContent || ''));
+  assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /Auto/);
+});
