@@ -19,6 +19,11 @@ function imageSrc(img) {
 function openImage(src) {
   const dialog = document.getElementById('image-dialog');
   document.getElementById('image-full').src = src;
+  if (!dialog.dataset.wired) {
+    // A click anywhere (the image or around it) closes the viewer, as does Escape.
+    dialog.addEventListener('click', () => dialog.close());
+    dialog.dataset.wired = '1';
+  }
   dialog.showModal();
 }
 

@@ -43,6 +43,17 @@ export function highlight(code) {
   return out + escapeHtml(code.slice(last));
 }
 
+/** A unified diff, each line coloured by its first character: + added, - removed, @@ hunk. Output is escaped HTML. */
+export function diffHtml(code) {
+  return code.split('\n').map((line) => {
+    const kind = /^(\+\+\+|---)\s/.test(line) ? 'diff-file'
+      : line.startsWith('+') ? 'diff-add'
+        : line.startsWith('-') ? 'diff-del'
+          : line.startsWith('@@') ? 'diff-hunk' : null;
+    return kind ? `<span class="${kind}">${escapeHtml(line)}</span>` : escapeHtml(line);
+  }).join('\n');
+}
+
 const marked = new Marked({
   gfm: true,
   breaks: true,
@@ -50,8 +61,10 @@ const marked = new Marked({
     // Raw HTML in a message is shown as the text the agent wrote, never parsed.
     html({ text }) { return escapeHtml(text); },
     code({ text, lang }) {
-      const cls = lang ? ` class="lang-${escapeHtml(String(lang).split(/\s/)[0])}"` : '';
-      const body = text.length <= 20_000 ? highlight(text) : escapeHtml(text);
+      const name = lang ? String(lang).split(/\s/)[0] : '';
+      const cls = name ? ` class="lang-${escapeHtml(name)}"` : '';
+      const body = /^(diff|patch)$/i.test(name) ? diffHtml(text)
+        : text.length <= 20_000 ? highlight(text) : escapeHtml(text);
       return `<pre><code${cls}>${body}</code></pre>\n`;
     },
     link({ href, title, tokens }) {

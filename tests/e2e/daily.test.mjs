@@ -5,7 +5,7 @@
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, sleep } from './harness.mjs';
+import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, sleep, makePng } from './harness.mjs';
 
 let hub;
 const open = [];
@@ -344,4 +344,66 @@ test('the keep-alive mode shows in the header and the list, with the timed reply
   await page.getByTestId('settings-save').click();
   await page.waitForFunction(() => /Auto-continue/.test(document.querySelector('[data-testid="conv-keepalive"]')?.textContent || ''));
   assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /Auto/);
+});
+
+test('small things: a dark centred image viewer, toasts clear of the reply box, coloured diffs, bubbles that use the width', async () => {
+  const { page } = await browser({ viewport: { width: 1600, height: 900 } });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Small things');
+  await a.wait('Here is the change:\n\n```diff\n--- a/x.rs\n+++ b/x.rs\n@@ -1,2 +1,2 @@\n-let a = 1;\n+let a = 2;\n same\n```\n\n' + 'A long paragraph that should use the width of the pane. '.repeat(20));
+  await hub.api('POST', '/api/reply', {
+    token: a.token, text: 'a picture', images: [{ mimeType: 'image/png', data: makePng(40, 30, () => [200, 40, 40]) }],
+  });
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+
+  // Diff lines are coloured by + and −.
+  const diff = page.getByTestId('message-content').filter({ hasText: 'let a = 2' });
+  const colours = await diff.evaluate((el) => ({
+    add: getComputedStyle(el.querySelector('.diff-add')).backgroundColor,
+    del: getComputedStyle(el.querySelector('.diff-del')).backgroundColor,
+    plain: getComputedStyle(el.querySelector('pre')).backgroundColor,
+  }));
+  assert.notEqual(colours.add, colours.del);
+  assert.notEqual(colours.add, colours.plain);
+  assert.equal(await diff.locator('.diff-add').textContent(), '+let a = 2;');
+
+  // A long agent message uses most of the message column (no empty strip beside it).
+  const widths = await page.evaluate(() => {
+    const list = document.querySelector('.message-list').getBoundingClientRect();
+    const long = [...document.querySelectorAll('[data-testid="message"]')].find((m) => m.textContent.includes('A long paragraph'));
+    return { list: list.width, msg: long.getBoundingClientRect().width, pane: document.querySelector('[data-testid="messages"]').clientWidth };
+  });
+  assert.ok(widths.msg >= 0.85 * widths.list, `bubble ${widths.msg} of ${widths.list}`);
+  assert.ok(widths.msg >= Math.min(900, 0.7 * widths.pane), `bubble ${widths.msg} in a pane of ${widths.pane}`);
+
+  // The image viewer: full screen, dark, the image in the middle; a click closes it.
+  await page.getByTestId('message-image').first().click();
+  const dialog = page.getByTestId('image-dialog');
+  await dialog.waitFor();
+  const view = await page.evaluate(() => {
+    const d = document.querySelector('[data-testid="image-dialog"]').getBoundingClientRect();
+    const img = document.getElementById('image-full').getBoundingClientRect();
+    const bg = getComputedStyle(document.querySelector('[data-testid="image-dialog"]')).backgroundColor;
+    return { d, cx: img.left + img.width / 2, cy: img.top + img.height / 2, bg };
+  });
+  assert.ok(view.d.width >= 1590 && view.d.height >= 890, 'the viewer covers the screen');
+  assert.ok(Math.abs(view.cx - 800) < 3 && Math.abs(view.cy - 450) < 3, `image centred at ${view.cx},${view.cy}`);
+  const [r, g, b] = view.bg.match(/\d+/g).map(Number);
+  assert.ok(r + g + b < 100, `dark background ${view.bg}`);
+  await page.mouse.click(100, 100);
+  await dialog.waitFor({ state: 'hidden' });
+
+  // Pasting a non-image: the toast says so without covering the reply box.
+  await page.getByTestId('reply-input').click();
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['hello'], 'notes.txt', { type: 'text/plain' }));
+    document.querySelector('[data-testid="reply-input"]').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  });
+  const toast = page.getByTestId('toast');
+  await toast.waitFor();
+  const [tb, rb] = [await toast.boundingBox(), await page.getByTestId('reply-input').boundingBox()];
+  const overlap = tb.x < rb.x + rb.width && rb.x < tb.x + tb.width && tb.y < rb.y + rb.height && rb.y < tb.y + tb.height;
+  assert.equal(overlap, false, 'the toast leaves the reply box free');
 });
