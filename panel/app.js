@@ -6,7 +6,7 @@
 
 import { api, followEvents } from './api.js';
 import { t, lang, setLang, applyStatic, duration, ago, countdown } from './i18n.js';
-import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme } from './ui.js';
+import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme, withMarks, markMatches, clearMarks } from './ui.js';
 import { renderMessages, resetMessages } from './conversation.js';
 import { plainText } from './markdown.js';
 import * as composer from './composer.js';
@@ -46,6 +46,8 @@ const state = {
   seen: loadSeen(),
   /** token → when this page turned timed replies on (the hub counts the interval from then too). */
   timedSince: new Map(),
+  /** token → `{q, seq, snippet}` where the search `q` matched (seq null: in the title only). */
+  hits: new Map(),
 };
 
 function loadSeen() {
@@ -335,6 +337,7 @@ async function refreshList() {
     }
     state.nextCursor = res.nextCursor || null;
     drawList();
+    if (q) findHits();
   } catch (e) {
     if (e.status === 401) showLogin('');
     else if (e.status !== 0) toast(t('errorGeneric', { msg: e.message }), 'error');
@@ -418,6 +421,46 @@ function drawList() {
   drawWaitingCount();
 }
 
+/** Asks the hub where the search matched in each listed session (the first few dozen), for snippets and jumps. */
+async function findHits() {
+  const q = state.q;
+  const todo = [...state.listed.keys()].filter((tok) => state.hits.get(tok)?.q !== q).slice(0, 30);
+  if (!q || !todo.length) return;
+  await Promise.all(todo.map(async (tok) => {
+    try {
+      const hit = (await api.find(tok, q, 1)).hits[0];
+      state.hits.set(tok, hit ? { q, seq: hit.seq, snippet: hit.snippet } : { q, seq: null });
+    } catch { /* the result stays listed without a snippet */ }
+  }));
+  if (state.q === q) drawList();
+}
+
+function searchHit(token) {
+  const hit = state.hits.get(token);
+  return hit && state.q && hit.q === state.q ? hit : null;
+}
+
+/** Opens the conversation at the message the search matched, loading older pages as needed, with the words marked. */
+async function jumpToHit(token) {
+  const hit = searchHit(token);
+  if (!hit || hit.seq === null) return;
+  const q = hit.q;
+  for (let i = 0; i < 40; i++) {
+    const d = state.detail;
+    if (state.current !== token || !d || !d.messages.length || d.messages[0].seq <= hit.seq || d.nextBefore == null) break;
+    await loadOlder();
+  }
+  const list = $('#message-list');
+  const el = list.querySelector(`[data-seq="${hit.seq}"]`);
+  if (state.current !== token || !el) return;
+  clearMarks(list);
+  for (const old of list.querySelectorAll('.msg.hit')) old.classList.remove('hit');
+  el.classList.add('hit');
+  markMatches(el.querySelector('.content'), q);
+  el.scrollIntoView({ block: 'center' });
+  state.stick = false;
+}
+
 function sessionItem(s) {
   const waiting = s.status === 'waiting';
   const review = s.lastReview || {};
@@ -429,7 +472,7 @@ function sessionItem(s) {
   },
   h('button', { type: 'button', class: 'session-button', onclick: () => select(s.token) },
     h('div', { class: 'row' },
-      h('span', { class: 'title', testid: 'session-title' }, title(s)),
+      h('span', { class: 'title', testid: 'session-title' }, state.q ? withMarks(title(s), state.q) : title(s)),
       isNew(s) ? h('span', { class: 'new-mark', testid: 'session-new', title: t('newSince') }, t('newBadge')) : null,
       h('span', { class: `badge status-${s.status}`, testid: 'session-status' }, t(`status.${s.status}`)),
     ),
@@ -450,7 +493,9 @@ function sessionItem(s) {
         pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
         review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
       : null,
-    s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null,
+    searchHit(s.token)?.snippet
+      ? h('div', { class: 'preview snippet small', testid: 'session-snippet' }, withMarks(searchHit(s.token).snippet, state.q))
+      : s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null,
   ));
   return item;
 }
@@ -584,6 +629,7 @@ async function select(token, { quiet = false } = {}) {
   if (ok && state.current === token) {
     drawList();
     if (!matchMedia(PHONE).matches) $('#reply-input').focus();
+    await jumpToHit(token);
   }
 }
 

@@ -407,3 +407,30 @@ test('small things: a dark centred image viewer, toasts clear of the reply box, 
   const overlap = tb.x < rb.x + rb.width && rb.x < tb.x + tb.width && tb.y < rb.y + rb.height && rb.y < tb.y + tb.height;
   assert.equal(overlap, false, 'the toast leaves the reply box free');
 });
+
+test('search shows the place: a snippet with the hit marked, and the conversation opens at that message', async () => {
+  const { page } = await browser({ viewport: { width: 1280, height: 700 } });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Search place');
+  await a.wait('early on we chose the heliotrope-kestrel-41 layout for the cache');
+  for (let i = 1; i <= 70; i++) await a.wait(`later message ${i}`);
+  await item(page, a.token).waitFor();
+
+  await page.getByTestId('search').fill('Heliotrope-Kestrel');
+  const snippet = item(page, a.token).getByTestId('session-snippet');
+  await snippet.waitFor();
+  assert.match(await snippet.textContent(), /chose the heliotrope-kestrel-41 layout/);
+  assert.equal(await snippet.locator('mark').textContent(), 'heliotrope-kestrel');
+
+  await item(page, a.token).locator('button').first().click();
+  const hit = page.getByTestId('message').filter({ hasText: 'heliotrope-kestrel-41' });
+  await hit.locator('mark.search-hit').waitFor({ timeout: 10_000 });
+  assert.equal(await hit.locator('mark.search-hit').textContent(), 'heliotrope-kestrel');
+  await page.waitForFunction(() => {
+    const el = document.querySelector('.msg.hit');
+    const pane = document.querySelector('[data-testid="messages"]').getBoundingClientRect();
+    const r = el?.getBoundingClientRect();
+    return r && r.top >= pane.top - 1 && r.bottom <= pane.bottom + 1;
+  });
+  await page.getByTestId('search').fill('');
+});
