@@ -873,7 +873,25 @@ async function merge() {
     return;
   }
   const picker = $('#merge-target');
-  picker.replaceChildren(...open.map((s) => h('option', { value: s.token }, `${title(s)} — ${s.workspace || ''} @ ${s.hostIp || ''}`)));
+  const options = open.map((s) => h('option', { value: s.token }, `${title(s)} — ${s.workspace || ''} @ ${s.hostIp || ''}`));
+  picker.replaceChildren(...options);
+  picker.value = open[0].token;
+  // Typing narrows the list (title, workspace, host, token) and picks the first that is left.
+  const filter = $('#merge-filter');
+  filter.value = '';
+  filter.oninput = () => {
+    const q = filter.value.trim().toLowerCase();
+    let first = null;
+    for (const [i, s] of open.entries()) {
+      const hit = !q || [title(s), s.workspace, s.hostIp, s.token].some((f) => String(f || '').toLowerCase().includes(q));
+      options[i].hidden = !hit;
+      options[i].disabled = !hit;
+      if (hit && !first) first = s.token;
+    }
+    if (first && picker.selectedOptions[0]?.hidden !== false) picker.value = first;
+    if (!first) picker.value = '';
+  };
+  filter.onkeydown = (e) => { if (e.key === 'Enter') { e.preventDefault(); $('[data-testid="merge-confirm"]').click(); } };
   $('#merge-hint').textContent = t('mergeHint', { from: title(d) });
   if ((await runDialog($('#merge-dialog'))) !== 'ok') return;
   const target = open.find((s) => s.token === picker.value);

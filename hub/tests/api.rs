@@ -422,8 +422,17 @@ async fn merge_moves_history_and_ends_the_sources_wait() {
     assert_eq!(src["status"], "merged");
     assert_eq!(src["mergedInto"], to);
     let dst = hub.session(&to).await;
-    assert_eq!(dst["msgCount"], 2);
-    assert_eq!(dst["messages"][0]["content"], "from the old chat");
+    assert_eq!(dst["msgCount"], 3);
+    // A system line says where the merged messages came from, then they follow.
+    assert_eq!(dst["messages"][0]["role"], "system");
+    let trace = dst["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        trace.starts_with("Merged from “Old”")
+            && trace.contains(from.as_str())
+            && trace.contains("2 messages follow"),
+        "{trace}"
+    );
+    assert_eq!(dst["messages"][1]["content"], "from the old chat");
     assert_eq!(dst["queuedReplies"], 1);
     // The old chat's binding now leads to the target.
     let v = hub

@@ -434,3 +434,29 @@ test('search shows the place: a snippet with the hit marked, and the conversatio
   });
   await page.getByTestId('search').fill('');
 });
+
+test('merge: the target is found by typing, and the merged messages say where they came from', async () => {
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const from = await newAgent(hub, 'Merge by search: source', { workspace: '/home/dev/ms-a' });
+  const to = await newAgent(hub, 'Merge by search: quokka target', { workspace: '/home/dev/ms-b' });
+  await to.wait('target talk');
+  await from.wait('source talk: marmot-merge-9');
+  await item(page, from.token).waitFor();
+  await selectSession(page, from.token);
+  await page.getByTestId('merge-open').click();
+  await page.getByTestId('merge-filter').fill('QUOKKA');
+  const visible = await page.getByTestId('merge-target').evaluate((sel) => [...sel.options].filter((o) => !o.hidden).map((o) => o.value));
+  assert.deepEqual(visible, [to.token], 'only the matching session is offered');
+  assert.equal(await page.getByTestId('merge-target').inputValue(), to.token, 'and it is picked');
+  await page.getByTestId('merge-filter').press('Enter');
+  await page.getByTestId('confirm-ok').click();
+  await page.waitForFunction((tok) => document.querySelector('[data-testid="conv-title"]')?.title.includes(tok), to.token);
+  const trace = page.locator('[data-testid="message"][data-role="system"]').filter({ hasText: 'Merged from' });
+  await trace.waitFor();
+  assert.match(await trace.textContent(), /Merged from “Merge by search: source”.*\/home\/dev\/ms-a.*messages follow/);
+  // The trace sits right before the merged messages.
+  const order = await page.getByTestId('message').evaluateAll((els) => els.map((e) => e.textContent));
+  const at = order.findIndex((x) => x.includes('Merged from'));
+  assert.match(order[at + 1], /marmot-merge-9/);
+});
