@@ -9,6 +9,7 @@ import { t, lang, setLang, applyStatic, duration, ago, countdown } from './i18n.
 import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme, withMarks, markMatches, clearMarks } from './ui.js';
 import { renderMessages, resetMessages } from './conversation.js';
 import { plainText } from './markdown.js';
+import { showSessionInfo } from './export.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
 
@@ -281,6 +282,7 @@ function wireStatic() {
     if (state.stick) $('#new-below').hidden = true;
   }, { passive: true });
   messages.addEventListener('load', () => { if (state.stick) messages.scrollTop = messages.scrollHeight; }, true);
+  $('#info-open').addEventListener('click', () => { if (state.current) showSessionInfo(state.current); });
   $('#rename').addEventListener('click', rename);
   $('#settings-open').addEventListener('click', editSettings);
   $('#merge-open').addEventListener('click', merge);

@@ -1,10 +1,11 @@
 // conversation.js — draws a session's messages: roles, Markdown, images,
-// automatic replies, queued/delivered marks; keeps one element per message
+// automatic replies, queued/delivered marks, a copy button each; keeps one element per message
 // (keyed by seq) so live updates do not re-render the whole history.
 
 import { h } from './ui.js';
 import { t, clock, bytes } from './i18n.js';
 import { renderInto } from './markdown.js';
+import { copyText } from './export.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
 const cache = new Map();
@@ -65,6 +66,10 @@ function buildMessage(m) {
     m.auto ? h('span', { class: 'tag auto', testid: 'auto-tag' }, t('auto')) : null,
     h('span', { class: 'delivery', testid: 'delivery' }),
     h('time', { class: 'when', datetime: new Date(m.at || 0).toISOString() }, m.at ? clock(m.at) : ''),
+    h('button', {
+      type: 'button', class: 'icon copy', testid: 'copy-message', title: t('copyMessage'), 'aria-label': t('copyMessage'),
+      onclick: () => copyText(m.content || ''),
+    }, '⧉'),
   );
 
   return h('article', {

@@ -1,6 +1,6 @@
 // a11y.test.mjs — axe-core (from npm, run offline in the page) finds no
 // violation on the login screen, the session list, a conversation, the
-// keep-alive settings and the quick-reply editor: light and dark, desktop and phone.
+// keep-alive settings, the quick-reply editor and the info/export dialog: light and dark, desktop and phone.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -73,6 +73,11 @@ for (const scheme of ['light', 'dark']) {
         await page.getByTestId('templates-edit').click();
         await page.getByTestId('templates-dialog').waitFor();
         await check('templates');
+        await page.keyboard.press('Escape');
+        if (layout === 'phone' && !(await page.getByTestId('info-open').isVisible())) await page.getByTestId('conv-menu').click();
+        await page.getByTestId('info-open').click();
+        await page.getByTestId('session-stats').waitFor();
+        await check('info');
         await page.keyboard.press('Escape');
       } finally {
         await b.close();

@@ -460,3 +460,52 @@ test('merge: the target is found by typing, and the merged messages say where th
   const at = order.findIndex((x) => x.includes('Merged from'));
   assert.match(order[at + 1], /marmot-merge-9/);
 });
+
+test('copy a message or a session, export it as Markdown and JSON, export all, and see its figures', async () => {
+  const { page, context } = await browser();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: hub.base });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Export me');
+  await a.wait('first **answer** from the agent');
+  await sleep(30);
+  await hub.api('POST', '/api/reply', { token: a.token, text: 'go on please' });
+  await a.reply();
+  await sleep(30);
+  await a.wait('second answer');
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+
+  await page.getByTestId('message').filter({ hasText: 'first answer' }).getByTestId('copy-message').click();
+  await page.getByTestId('toast').filter({ hasText: 'Copied' }).waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'first **answer** from the agent', 'the Markdown as written');
+
+  await page.getByTestId('info-open').click();
+  await page.getByTestId('session-stats').waitFor();
+  assert.equal(await page.getByTestId('stat-rounds').textContent(), '2');
+  assert.equal(await page.getByTestId('stat-messages').textContent(), '3');
+  assert.match(await page.getByTestId('stat-replies').textContent(), /1 yours, 0 automatic/);
+  assert.match(await page.getByTestId('stat-waited').textContent(), /^\d+s$/);
+
+  await page.getByTestId('copy-session').click();
+  const md = await page.evaluate(() => navigator.clipboard.readText());
+  assert.match(md, /^# Export me\n/);
+  assert.match(md, /### Agent · .*\n\nfirst \*\*answer\*\* from the agent/);
+  assert.match(md, /### You · .*\n\ngo on please/);
+
+  const save = async (testid) => {
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testid).click()]);
+    const chunks = [];
+    for await (const c of await dl.createReadStream()) chunks.push(c);
+    return { name: dl.suggestedFilename(), text: Buffer.concat(chunks).toString('utf8') };
+  };
+  const mdFile = await save('export-md');
+  assert.match(mdFile.name, /^holdline-Export-me-\w{8}\.md$/);
+  assert.equal(mdFile.text, md);
+  const json = await save('export-json');
+  const parsed = JSON.parse(json.text);
+  assert.equal(parsed.session.token, a.token);
+  assert.deepEqual(parsed.messages.map((m) => m.content), ['first **answer** from the agent', 'go on please', 'second answer']);
+  const all = await save('export-all');
+  assert.match(all.name, /^holdline-export-\d{4}-\d{2}-\d{2}\.json$/);
+  assert.ok(all.text.includes(a.token), 'every session, this one included');
+});
