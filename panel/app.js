@@ -237,9 +237,18 @@ function wireStatic() {
   $('#lang-toggle').addEventListener('click', switchLang);
   $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
-  $('#notify-toggle').addEventListener('click', () => {
-    notify.setEnabled(!notify.enabled());
+  $('#notify-toggle').addEventListener('click', openNotifySettings);
+  $('#notify-enabled').addEventListener('change', (e) => {
+    notify.setEnabled(e.target.checked);
     drawToolbar();
+    drawNotifyNote();
+  });
+  $('#notify-sound').addEventListener('change', (e) => notify.setSound(e.target.value));
+  $('#notify-test').addEventListener('click', async () => {
+    notify.unlockAudio();
+    if (!notify.blocker() && Notification.permission === 'default') await Notification.requestPermission().catch(() => {});
+    notify.announce(t('notifyTestTitle'), t('notifyTestBody'), null, { force: true });
+    drawNotifyNote();
   });
   document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });
   let searchTimer = null;
@@ -292,13 +301,32 @@ function wireStatic() {
   composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok, { follow: true }); } });
 }
 
+/** The notification settings: on/off, the sound, a test, and what keeps notifications from showing here. */
+function openNotifySettings() {
+  $('#notify-enabled').checked = notify.enabled();
+  $('#notify-sound').value = notify.sound();
+  drawNotifyNote();
+  runDialog($('#notify-dialog'));
+}
+
+function drawNotifyNote() {
+  const why = notify.blocker();
+  const el = $('#notify-note');
+  el.hidden = !why;
+  el.dataset.reason = why || '';
+  el.textContent = why ? t(`blocked.${why}`, { host: location.host }) : '';
+}
+
 function drawToolbar() {
   const on = notify.enabled();
   const bell = $('#notify-toggle');
   bell.replaceChildren(icon(on ? 'bell' : 'bellOff'));
-  bell.title = on ? t('notifyOn') : t('notifyOff');
-  bell.setAttribute('aria-label', bell.title);
+  // Notifications on but the page cannot show them (plain http on the LAN): the bell says so.
+  const blocked = on && notify.blocker();
+  bell.title = `${on ? t('notifyOn') : t('notifyOff')}${blocked ? ` — ${t(`blocked.${blocked}`, { host: location.host })}` : ''} (${t('notifySettings')})`;
+  bell.setAttribute('aria-label', on ? t('notifyOn') : t('notifyOff'));
   bell.dataset.state = on ? 'on' : 'off';
+  bell.classList.toggle('blocked', !!blocked);
   $('#lang-toggle').textContent = t('language');
   $('#view-open').setAttribute('aria-selected', String(state.view === 'open'));
   $('#view-archived').setAttribute('aria-selected', String(state.view === 'archived'));

@@ -1,8 +1,17 @@
 // notify.js — telling the person a session started waiting: a desktop
-// notification and a short chime made with WebAudio (no sound file), both
-// behind one remembered on/off switch.
+// notification and a short sound made with WebAudio (no sound file), behind
+// one remembered on/off switch and a remembered choice of sound; and what
+// stands in the way (a page that is not a secure context, a blocked permission).
 
 const KEY = 'holdline.notify';
+const SOUND_KEY = 'holdline.sound';
+/** The sounds on offer: [frequency, start offset in s] notes, or none. */
+export const SOUNDS = {
+  chime: [[880, 0], [1318.5, 0.14]],
+  bell: [[660, 0], [660, 0.35]],
+  soft: [[523.25, 0]],
+  none: [],
+};
 let audio = null;
 
 /** Whether notifications and sound are on (default on). */
@@ -33,17 +42,41 @@ export function unlockAudio() {
   } catch { /* no audio */ }
 }
 
-/** A short two-note chime. */
-export function chime() {
+/** The remembered sound (default: chime). */
+export function sound() {
+  let v = null;
+  try { v = localStorage.getItem(SOUND_KEY); } catch { /* storage disabled */ }
+  return v && v in SOUNDS ? v : 'chime';
+}
+
+export function setSound(name) {
+  try { localStorage.setItem(SOUND_KEY, name in SOUNDS ? name : 'chime'); } catch { /* storage disabled */ }
+}
+
+/**
+ * Why desktop notifications cannot show here, or null: `insecure` (browsers
+ * give them only to https pages and localhost), `unsupported`, `denied`.
+ */
+export function blocker() {
+  if (!window.isSecureContext) return 'insecure';
+  if (!('Notification' in window)) return 'unsupported';
+  if (Notification.permission === 'denied') return 'denied';
+  return null;
+}
+
+/** Plays the chosen sound (or `name`). */
+export function chime(name = sound()) {
+  const notes = SOUNDS[name] || [];
+  if (!notes.length) return;
   if (!audio) unlockAudio();
   if (!audio) return;
   const now = audio.currentTime;
-  for (const [i, freq] of [[0, 880], [1, 1318.5]]) {
+  for (const [freq, offset] of notes) {
     const osc = audio.createOscillator();
     const gain = audio.createGain();
     osc.type = 'sine';
     osc.frequency.value = freq;
-    const start = now + i * 0.14;
+    const start = now + offset;
     gain.gain.setValueAtTime(0.0001, start);
     gain.gain.exponentialRampToValueAtTime(0.2, start + 0.02);
     gain.gain.exponentialRampToValueAtTime(0.0001, start + 0.3);
@@ -53,9 +86,9 @@ export function chime() {
   }
 }
 
-/** Tells the person `title` waits: chime plus a desktop notification; `onClick` focuses it. */
-export function announce(title, body, onClick) {
-  if (!enabled()) return;
+/** Tells the person `title` waits: sound plus a desktop notification; `onClick` focuses it. `force`: even when off (the test button). */
+export function announce(title, body, onClick, { force = false } = {}) {
+  if (!enabled() && !force) return;
   chime();
   if ('Notification' in window && Notification.permission === 'granted') {
     try {

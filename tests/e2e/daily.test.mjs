@@ -509,3 +509,41 @@ test('copy a message or a session, export it as Markdown and JSON, export all, a
   assert.match(all.name, /^holdline-export-\d{4}-\d{2}-\d{2}\.json$/);
   assert.ok(all.text.includes(a.token), 'every session, this one included');
 });
+
+test('notification settings: on/off, a sound to choose, a test button; plain http on a LAN name says why nothing notifies', async () => {
+  const { page, context } = await browser();
+  await recordNotifications(context);
+  await openPanel(page, hub);
+  await page.getByTestId('notify-toggle').click();
+  await page.getByTestId('notify-dialog').waitFor();
+  assert.equal(await page.getByTestId('notify-enabled').isChecked(), true);
+  assert.equal(await page.getByTestId('notify-note').isHidden(), true, 'localhost is a secure context: nothing to warn about');
+
+  await page.getByTestId('notify-sound').selectOption('none');
+  await page.getByTestId('notify-test').click();
+  await page.waitForFunction(() => window.__notes.length === 1);
+  assert.equal(await page.evaluate(() => window.__tones), 0, '"No sound" is silent');
+  await page.getByTestId('notify-sound').selectOption('bell');
+  await page.getByTestId('notify-test').click();
+  await page.waitForFunction(() => window.__notes.length === 2);
+  assert.ok(await page.evaluate(() => window.__tones) > 0, 'the bell rings');
+  assert.equal(await page.evaluate(() => localStorage.getItem('holdline.sound')), 'bell', 'remembered');
+  await page.getByTestId('notify-close').click();
+
+  // The panel opened by a LAN name over plain http (here a test name mapped to loopback): not a secure context.
+  const lan = await startHub({ config: 'allowed_hosts = ["holdline-lan.test"]\n' });
+  try {
+    const port = new URL(lan.base).port;
+    const phone = await browser({ extraArgs: ['--host-resolver-rules=MAP holdline-lan.test 127.0.0.1'] });
+    await phone.page.goto(`http://holdline-lan.test:${port}/#key=${encodeURIComponent(lan.secret)}`);
+    await phone.page.locator('#app:not([hidden])').waitFor();
+    assert.equal(await phone.page.evaluate(() => window.isSecureContext), false);
+    assert.equal(await phone.page.getByTestId('notify-toggle').evaluate((b) => b.classList.contains('blocked')), true, 'the bell shows it');
+    await phone.page.getByTestId('notify-toggle').click();
+    const note = phone.page.getByTestId('notify-note');
+    await note.waitFor();
+    assert.match(await note.textContent(), /plain http on holdline-lan\.test:\d+.*HTTPS.*Caddy/);
+  } finally {
+    await lan.stop();
+  }
+});

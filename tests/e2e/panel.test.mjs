@@ -594,6 +594,8 @@ test('a new wait notifies with a desktop notification and a sound, unless turned
   assert.ok(await page.evaluate(() => window.__tones) > 0, 'a chime played');
 
   await page.getByTestId('notify-toggle').click();
+  await page.getByTestId('notify-enabled').uncheck();
+  await page.getByTestId('notify-close').click();
   assert.equal(await page.getByTestId('notify-toggle').getAttribute('data-state'), 'off');
   const other = await newAgent(hub, 'Quiet please');
   await other.wait('pong');
