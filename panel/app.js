@@ -5,11 +5,16 @@
 // away, notifications, language and theme switches.
 
 import { api, followEvents } from './api.js';
-import { t, lang, setLang, applyStatic, duration, ago, countdown } from './i18n.js';
-import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme, withMarks, markMatches, clearMarks } from './ui.js';
+import { t, lang, setLang, applyStatic, duration, ago } from './i18n.js';
+import { $, h, icon, toast, applyTheme, toggleTheme, markMatches, clearMarks } from './ui.js';
 import { renderMessages, resetMessages } from './conversation.js';
 import { plainText } from './markdown.js';
 import { showSessionInfo } from './export.js';
+import { startSyncBadge, stopSyncBadge, drawSync } from './syncbadge.js';
+import { keepAliveText, tickKeepAlive } from './keepalive.js';
+import { sessionItem } from './listitem.js';
+import { markSeen, seenCount } from './seen.js';
+import { initActions } from './actions.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
 
@@ -19,8 +24,6 @@ const PAGE = 50;
 const REFRESH = 10;
 /** Phone layout: one pane at a time (matches style.css). */
 const PHONE = '(max-width: 720px)';
-const SEEN_KEY = 'holdline.seen';
-const SEEN_MAX = 2000;
 
 const state = {
   /** 'open' or 'archived': which list is shown. */
@@ -43,32 +46,12 @@ const state = {
   heardDuringFetch: null,
   /** The selected session keeps the list position it had when picked: `{token, index}`. */
   pin: null,
-  /** token → msgCount the person has seen (or found on first sight); more is "new since you looked". */
-  seen: loadSeen(),
-  /** token → when this page turned timed replies on (the hub counts the interval from then too). */
-  timedSince: new Map(),
   /** token → `{q, seq, snippet}` where the search `q` matched (seq null: in the title only). */
   hits: new Map(),
 };
 
-function loadSeen() {
-  try { return new Map(Object.entries(JSON.parse(localStorage.getItem(SEEN_KEY) || '{}'))); } catch { return new Map(); }
-}
-
-let seenTimer = null;
-function markSeen(token, msgCount) {
-  if (!Number.isFinite(msgCount) || state.seen.get(token) === msgCount) return;
-  state.seen.delete(token);
-  state.seen.set(token, msgCount);
-  while (state.seen.size > SEEN_MAX) state.seen.delete(state.seen.keys().next().value);
-  clearTimeout(seenTimer);
-  seenTimer = setTimeout(() => {
-    try { localStorage.setItem(SEEN_KEY, JSON.stringify(Object.fromEntries(state.seen))); } catch { /* storage full or disabled */ }
-  }, 500);
-}
-
 function isNew(s) {
-  const seen = state.seen.get(s.token);
+  const seen = seenCount(s.token);
   return seen !== undefined && s.msgCount > seen && !(s.token === state.current && conversationOnScreen());
 }
 
@@ -130,7 +113,7 @@ async function logout() {
   try { await api.logout(); } catch { /* the cookie may already be gone */ }
   state.current = null;
   state.detail = null;
-  clearInterval(state.healthTimer);
+  stopSyncBadge();
   showLogin('');
 }
 
@@ -160,9 +143,7 @@ function start() {
   $('#attach').replaceChildren(icon('image'));
   clearInterval(state.ticker);
   state.ticker = setInterval(tick, 1000);
-  clearInterval(state.healthTimer);
-  pollHealth();
-  state.healthTimer = setInterval(pollHealth, 5000);
+  startSyncBadge();
 }
 
 let awayTimer = null;
@@ -174,47 +155,6 @@ function drawLive(live) {
   clearTimeout(awayTimer);
   if (live) $('#offline-banner').hidden = true;
   else awayTimer = setTimeout(() => { $('#offline-banner').hidden = false; }, 1000);
-}
-
-// ---------------------------------------------------------------- sync state
-
-/** Asks `/healthz` for the MongoDB sync state (null when sync is off). */
-async function pollHealth() {
-  if ($('#app').hidden) return;
-  try {
-    const res = await api.healthz();
-    state.mongo = res && res.mongo ? res.mongo : null;
-    state.mongoSeen = true;
-  } catch {
-    // The hub is unreachable: the live indicator already says so; keep the last state.
-  }
-  drawSync();
-}
-
-function drawSync() {
-  const el = $('#sync');
-  const m = state.mongo;
-  if (!m) {
-    el.hidden = true;
-    el.textContent = '';
-    el.removeAttribute('title');
-    return;
-  }
-  const pending = Math.max(0, Number(m.pending) || 0);
-  const secs = Math.max(0, Math.round((Number(m.lagMs) || 0) / 1000));
-  let view;
-  if (pending > 0) view = 'behind';
-  else if (m.state === 'ok') view = 'ok';
-  else view = m.state === 'connecting' ? 'connecting' : 'down';
-  el.hidden = false;
-  el.dataset.state = view;
-  el.dataset.mongo = String(m.state || '');
-  el.textContent = view === 'ok' ? t('syncOk')
-    : view === 'behind' ? t('syncBehind', { n: pending, s: secs })
-      : view === 'connecting' ? t('syncConnecting') : t('syncDown');
-  const tip = [t('syncTitle', { state: m.state || '?', n: pending })];
-  if (m.lastError) tip.push(String(m.lastError));
-  el.title = tip.join('\n');
 }
 
 function wireStatic() {
@@ -237,19 +177,7 @@ function wireStatic() {
   $('#lang-toggle').addEventListener('click', switchLang);
   $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
-  $('#notify-toggle').addEventListener('click', openNotifySettings);
-  $('#notify-enabled').addEventListener('change', (e) => {
-    notify.setEnabled(e.target.checked);
-    drawToolbar();
-    drawNotifyNote();
-  });
-  $('#notify-sound').addEventListener('change', (e) => notify.setSound(e.target.value));
-  $('#notify-test').addEventListener('click', async () => {
-    notify.unlockAudio();
-    if (!notify.blocker() && Notification.permission === 'default') await Notification.requestPermission().catch(() => {});
-    notify.announce(t('notifyTestTitle'), t('notifyTestBody'), null, { force: true });
-    drawNotifyNote();
-  });
+  notify.initNotifySettings(drawToolbar);
   document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });
   let searchTimer = null;
   $('#search').addEventListener('input', (e) => {
@@ -292,29 +220,9 @@ function wireStatic() {
   }, { passive: true });
   messages.addEventListener('load', () => { if (state.stick) messages.scrollTop = messages.scrollHeight; }, true);
   $('#info-open').addEventListener('click', () => { if (state.current) showSessionInfo(state.current); });
-  $('#rename').addEventListener('click', rename);
-  $('#settings-open').addEventListener('click', editSettings);
-  $('#merge-open').addEventListener('click', merge);
-  $('#archive').addEventListener('click', archive);
-  $('#restore').addEventListener('click', restore);
+  initActions({ detail: () => state.detail, applySession, select, refreshList, title });
   // The person's own reply is followed to the bottom, even when they had scrolled up.
   composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok, { follow: true }); } });
-}
-
-/** The notification settings: on/off, the sound, a test, and what keeps notifications from showing here. */
-function openNotifySettings() {
-  $('#notify-enabled').checked = notify.enabled();
-  $('#notify-sound').value = notify.sound();
-  drawNotifyNote();
-  runDialog($('#notify-dialog'));
-}
-
-function drawNotifyNote() {
-  const why = notify.blocker();
-  const el = $('#notify-note');
-  el.hidden = !why;
-  el.dataset.reason = why || '';
-  el.textContent = why ? t(`blocked.${why}`, { host: location.host }) : '';
 }
 
 function drawToolbar() {
@@ -396,7 +304,7 @@ async function loadMoreSessions() {
 function remember(s, live) {
   state.known.set(s.token, s);
   const watching = s.token === state.current && conversationOnScreen();
-  if (watching || !state.seen.has(s.token)) markSeen(s.token, s.msgCount);
+  if (watching || seenCount(s.token) === undefined) markSeen(s.token, s.msgCount);
   if (s.status === 'waiting' && !s.mirror) {
     const since = s.waitingSince || s.lastActiveAt;
     // The conversation the person is looking at needs no chime: they see it.
@@ -441,7 +349,9 @@ function listOrder() {
 function drawList() {
   const ul = $('#session-list');
   const sessions = listOrder();
-  ul.replaceChildren(...sessions.map(sessionItem));
+  ul.replaceChildren(...sessions.map((s) => sessionItem(s, {
+    selected: s.token === state.current, isNew: isNew(s), q: state.q, hit: searchHit(s.token), title: title(s), onSelect: select,
+  })));
   if (state.nextCursor) {
     ul.append(h('li', { class: 'more' }, h('button', { type: 'button', testid: 'load-more-sessions', onclick: loadMoreSessions }, t('loadMore'))));
   }
@@ -491,97 +401,6 @@ async function jumpToHit(token) {
   state.stick = false;
 }
 
-function sessionItem(s) {
-  const waiting = s.status === 'waiting';
-  const review = s.lastReview || {};
-  const pct = Number.isFinite(review.completionPct) ? Math.max(0, Math.min(100, review.completionPct)) : null;
-  const item = h('li', {
-    class: `session${waiting ? ' waiting' : ''}${s.token === state.current ? ' selected' : ''}`,
-    testid: 'session-item',
-    dataset: { token: s.token, status: s.status },
-  },
-  h('button', { type: 'button', class: 'session-button', onclick: () => select(s.token) },
-    h('div', { class: 'row' },
-      h('span', { class: 'title', testid: 'session-title' }, state.q ? withMarks(title(s), state.q) : title(s)),
-      isNew(s) ? h('span', { class: 'new-mark', testid: 'session-new', title: t('newSince') }, t('newBadge')) : null,
-      h('span', { class: `badge status-${s.status}`, testid: 'session-status' }, t(`status.${s.status}`)),
-    ),
-    h('div', { class: 'row small muted' },
-      waiting
-        ? h('span', { class: 'waited', testid: 'session-waited', dataset: { since: String(s.waitingSince || s.lastActiveAt || Date.now()) } },
-          t('waitingFor', { d: duration(Date.now() - (s.waitingSince || s.lastActiveAt || Date.now())) }))
-        : h('span', { class: 'ago', dataset: { at: String(s.lastActiveAt || 0) } }, ago(s.lastActiveAt)),
-      s.queuedReplies > 0 ? h('span', { class: 'tag queued', testid: 'session-queued' }, t('queuedN', { n: s.queuedReplies })) : null,
-      keepAliveTag(s),
-      s.mirror ? h('span', { class: 'tag mirror', testid: 'session-mirror', title: t('mirrorTagTitle', { hub: s.hub || '?' }) }, t('mirrorTag', { hub: s.hub || '?' })) : null,
-      h('span', { class: 'host' }, s.hostIp || ''),
-    ),
-    pct !== null || review.nextStep
-      ? h('div', { class: 'progress-row', testid: 'session-progress' },
-        pct !== null ? h('span', { class: 'progress', role: 'progressbar', 'aria-label': t('progressLabel'), 'aria-valuenow': pct, 'aria-valuemin': 0, 'aria-valuemax': 100 },
-          h('span', { class: 'bar', style: `width:${pct}%` })) : null,
-        pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
-        review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
-      : null,
-    searchHit(s.token)?.snippet
-      ? h('div', { class: 'preview snippet small', testid: 'session-snippet' }, withMarks(searchHit(s.token).snippet, state.q))
-      : s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null,
-  ));
-  return item;
-}
-
-const previews = new Map();
-/** A list preview as plain text (cached: the list redraws often and holds up to a thousand). */
-function previewText(preview) {
-  let plain = previews.get(preview);
-  if (plain === undefined) {
-    if (previews.size > 4000) previews.clear();
-    plain = plainText(preview);
-    previews.set(preview, plain);
-  }
-  return plain;
-}
-
-/**
- * When the hub sends the next timed reply, as far as the page can tell: the
- * interval after the wait began, or after this page turned timed replies on
- * (the hub arms one timer at each), whichever comes first and is still ahead.
- */
-function timedDue(s, now = Date.now()) {
-  if (s.status !== 'waiting' || !s.timedReplyEnabled || !(s.timedReplyIntervalMs > 0)) return null;
-  const starts = [s.waitingSince, state.timedSince.get(s.token)].filter((x) => x && x >= (s.waitingSince || 0));
-  const ahead = starts.map((x) => x + s.timedReplyIntervalMs).filter((x) => x > now);
-  return ahead.length ? Math.min(...ahead) : 0;
-}
-
-function autoPaused(s) {
-  return (s.timedReplyEnabled || s.sessionAutoContinue) && s.maxAutoStreak > 0 && s.autoStreak >= s.maxAutoStreak;
-}
-
-/** The keep-alive mode in words for the header (null for a true hold). */
-function keepAliveText(s, now = Date.now()) {
-  if (autoPaused(s)) return t('keepPaused', { n: s.maxAutoStreak });
-  if (s.timedReplyEnabled) {
-    const due = timedDue(s, now);
-    if (due === null) return t('keepTimedEvery', { every: duration(s.timedReplyIntervalMs) });
-    return due ? t('keepTimedIn', { left: countdown(due - now) }) : t('keepTimedDue');
-  }
-  return s.sessionAutoContinue ? t('keepAuto') : null;
-}
-
-/** The short keep-alive tag of a list item (null for a true hold). */
-function keepAliveTag(s) {
-  if (!s.timedReplyEnabled && !s.sessionAutoContinue) return null;
-  const due = s.timedReplyEnabled ? timedDue(s) : null;
-  const text = s.timedReplyEnabled
-    ? (due ? t('keepTimedShort', { left: countdown(due - Date.now()) }) : t('keepTimedTag'))
-    : t('keepAutoTag');
-  return h('span', {
-    class: 'tag keepalive', testid: 'session-keepalive', title: keepAliveText(s),
-    dataset: due ? { due: String(due) } : {},
-  }, text);
-}
-
 /** Opens the longest-waiting session other than the one on screen (Alt+N; then type, Enter, Alt+N …). */
 function nextWaiting() {
   const next = sortSessions([...state.known.values()])
@@ -609,10 +428,7 @@ function tick() {
   for (const el of document.querySelectorAll('[data-testid="session-waited"]')) {
     el.textContent = t('waitingFor', { d: duration(now - Number(el.dataset.since)) });
   }
-  for (const el of document.querySelectorAll('[data-testid="session-keepalive"][data-due]')) {
-    const left = Number(el.dataset.due) - now;
-    el.textContent = left > 0 ? t('keepTimedShort', { left: countdown(left) }) : t('keepTimedTag');
-  }
+  tickKeepAlive(now);
   if (state.detail) drawKeepAlive(state.detail, now);
   if (now % 15000 < 1000) {
     for (const el of document.querySelectorAll('#session-list .ago')) el.textContent = ago(Number(el.dataset.at), now);
@@ -841,119 +657,6 @@ function applySession(s) {
   if (s.token === state.current) {
     Object.assign(state.detail, s);
     drawDetail();
-  }
-}
-
-async function rename() {
-  const d = state.detail;
-  const dialog = $('#rename-dialog');
-  $('#rename-input').value = d.displayTitle || '';
-  if ((await runDialog(dialog)) !== 'ok') return;
-  try {
-    applySession(await api.config(d.token, { displayTitle: $('#rename-input').value.trim() }));
-    toast(t('saved'));
-  } catch (e) {
-    toast(t('saveFailed', { msg: e.message }), 'error');
-  }
-}
-
-async function editSettings() {
-  const d = state.detail;
-  const dialog = $('#settings-dialog');
-  const mode = d.timedReplyEnabled ? 'timed' : d.sessionAutoContinue ? 'auto' : 'hold';
-  for (const r of dialog.querySelectorAll('input[name=mode]')) r.checked = r.value === mode;
-  $('#set-interval').value = d.timedReplyIntervalMs ? Math.round(d.timedReplyIntervalMs / 1000) : 300;
-  $('#set-prompt').value = d.continuePrompt || '';
-  $('#set-mode').value = d.continueMode || '';
-  $('#set-streak').value = d.maxAutoStreak ?? 20;
-  $('#settings-info').textContent = `${t('token')}: ${d.token} · ${t('workspace')}: ${d.workspace || ''} · ${t('host')}: ${d.hostIp || ''}`;
-  if ((await runDialog(dialog)) !== 'ok') return;
-  const chosen = dialog.querySelector('input[name=mode]:checked')?.value || 'hold';
-  const fields = {
-    timedReplyEnabled: chosen === 'timed',
-    sessionAutoContinue: chosen === 'auto',
-    timedReplyIntervalMs: Math.max(1, Math.round(Number($('#set-interval').value) || 300)) * 1000,
-    continueMode: $('#set-mode').value.trim() || d.continueMode || 'optimize',
-    maxAutoStreak: Math.max(0, Math.round(Number($('#set-streak').value) || 0)),
-  };
-  // The hub refuses an empty continue prompt: leave it as it is then.
-  if ($('#set-prompt').value.trim()) fields.continuePrompt = $('#set-prompt').value;
-  try {
-    const armed = fields.timedReplyEnabled && (!d.timedReplyEnabled || fields.timedReplyIntervalMs !== d.timedReplyIntervalMs);
-    const s = await api.config(d.token, fields);
-    if (armed) state.timedSince.set(d.token, Date.now());
-    applySession(s);
-    toast(t('saved'));
-  } catch (e) {
-    toast(t('saveFailed', { msg: e.message }), 'error');
-  }
-}
-
-async function merge() {
-  const d = state.detail;
-  let open;
-  try {
-    open = (await api.sessions({ limit: 200 })).sessions.filter((s) => s.token !== d.token && !CLOSED.has(s.status));
-  } catch (e) {
-    toast(t('errorGeneric', { msg: e.message }), 'error');
-    return;
-  }
-  if (!open.length) {
-    toast(t('mergeNoTarget'));
-    return;
-  }
-  const picker = $('#merge-target');
-  const options = open.map((s) => h('option', { value: s.token }, `${title(s)} — ${s.workspace || ''} @ ${s.hostIp || ''}`));
-  picker.replaceChildren(...options);
-  picker.value = open[0].token;
-  // Typing narrows the list (title, workspace, host, token) and picks the first that is left.
-  const filter = $('#merge-filter');
-  filter.value = '';
-  filter.oninput = () => {
-    const q = filter.value.trim().toLowerCase();
-    let first = null;
-    for (const [i, s] of open.entries()) {
-      const hit = !q || [title(s), s.workspace, s.hostIp, s.token].some((f) => String(f || '').toLowerCase().includes(q));
-      options[i].hidden = !hit;
-      options[i].disabled = !hit;
-      if (hit && !first) first = s.token;
-    }
-    if (first && picker.selectedOptions[0]?.hidden !== false) picker.value = first;
-    if (!first) picker.value = '';
-  };
-  filter.onkeydown = (e) => { if (e.key === 'Enter') { e.preventDefault(); $('[data-testid="merge-confirm"]').click(); } };
-  $('#merge-hint').textContent = t('mergeHint', { from: title(d) });
-  if ((await runDialog($('#merge-dialog'))) !== 'ok') return;
-  const target = open.find((s) => s.token === picker.value);
-  if (!target) return;
-  if (!(await confirmBox(t('mergeConfirm', { from: title(d), to: title(target) }), t('merge')))) return;
-  try {
-    const merged = await api.merge(d.token, target.token);
-    toast(t('merged', { to: title(target) }));
-    await refreshList();
-    await select(merged?.token || target.token);
-  } catch (e) {
-    toast(t('errorGeneric', { msg: `${e.code}: ${e.message}` }), 'error');
-  }
-}
-
-async function archive() {
-  const d = state.detail;
-  if (!(await confirmBox(t('archiveConfirm', { title: title(d) }), t('archive')))) return;
-  try {
-    applySession(await api.archive(d.token));
-  } catch (e) {
-    toast(t('errorGeneric', { msg: e.message }), 'error');
-  }
-}
-
-async function restore() {
-  const d = state.detail;
-  if (!(await confirmBox(t('restoreConfirm', { title: title(d) }), t('restore')))) return;
-  try {
-    applySession(await api.restore(d.token));
-  } catch (e) {
-    toast(t('errorGeneric', { msg: e.message }), 'error');
   }
 }
 

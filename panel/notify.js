@@ -1,7 +1,11 @@
 // notify.js — telling the person a session started waiting: a desktop
 // notification and a short sound made with WebAudio (no sound file), behind
-// one remembered on/off switch and a remembered choice of sound; and what
-// stands in the way (a page that is not a secure context, a blocked permission).
+// one remembered on/off switch and a remembered choice of sound, set in the
+// bell's dialog (with a test); and what stands in the way (a page that is
+// not a secure context, a blocked permission).
+
+import { t } from './i18n.js';
+import { $, runDialog } from './ui.js';
 
 const KEY = 'holdline.notify';
 const SOUND_KEY = 'holdline.sound';
@@ -96,4 +100,40 @@ export function announce(title, body, onClick, { force = false } = {}) {
       n.onclick = () => { window.focus(); if (onClick) onClick(); n.close(); };
     } catch { /* some browsers only allow notifications from a service worker */ }
   }
+}
+
+let redrawBell = () => {};
+
+/** Wires the bell's settings dialog; `onChange` redraws the bell after a switch. */
+export function initNotifySettings(onChange) {
+  redrawBell = onChange;
+  $('#notify-toggle').addEventListener('click', openNotifySettings);
+  $('#notify-enabled').addEventListener('change', (e) => {
+    setEnabled(e.target.checked);
+    redrawBell();
+    drawNotifyNote();
+  });
+  $('#notify-sound').addEventListener('change', (e) => setSound(e.target.value));
+  $('#notify-test').addEventListener('click', async () => {
+    unlockAudio();
+    if (!blocker() && Notification.permission === 'default') await Notification.requestPermission().catch(() => {});
+    announce(t('notifyTestTitle'), t('notifyTestBody'), null, { force: true });
+    drawNotifyNote();
+  });
+}
+
+/** The notification settings: on/off, the sound, a test, and what keeps notifications from showing here. */
+function openNotifySettings() {
+  $('#notify-enabled').checked = enabled();
+  $('#notify-sound').value = sound();
+  drawNotifyNote();
+  runDialog($('#notify-dialog'));
+}
+
+function drawNotifyNote() {
+  const why = blocker();
+  const el = $('#notify-note');
+  el.hidden = !why;
+  el.dataset.reason = why || '';
+  el.textContent = why ? t(`blocked.${why}`, { host: location.host }) : '';
 }
