@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,10 @@ pub struct Template {
 /// of it is resident (docs/benchmarks.md: 32 → 8 saved ~5 MiB at 10,000
 /// waiting sessions with no measurable cost in reply latency).
 pub const DEFAULT_CACHE_MB: u64 = 8;
+/// A little longer than one poll hold (10 s) plus the time an agent takes to
+/// call again after "no reply yet" (a model round trip).
+pub const DEFAULT_WAIT_GRACE_SEC: u64 = 30;
+pub const MAX_WAIT_GRACE_SEC: u64 = 86_400;
 
 /// `config.toml`, every key optional.
 #[derive(Debug, Default, Deserialize)]
@@ -97,6 +102,7 @@ pub struct FileConfig {
     pub allowed_origins: Vec<String>,
     pub mongo_uri: Option<String>,
     pub poll_timeout_ms: Option<u64>,
+    pub wait_grace_sec: Option<u64>,
     pub continue_prompt: Option<String>,
     pub max_auto_streak: Option<u32>,
     pub cache_mb: Option<u64>,
@@ -115,6 +121,9 @@ pub struct Config {
     pub mongo_uri: Option<String>,
     /// Default hold of a poll without `timeoutMs`.
     pub poll_timeout_ms: u64,
+    /// How long an open wait may go without a poll before the hub closes it
+    /// (the agent behind it is gone); zero keeps waits open for good.
+    pub wait_grace: Duration,
     /// Continue prompt of new sessions.
     pub continue_prompt: String,
     /// Max auto streak of new sessions.
@@ -135,6 +144,12 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("no home folder: set HOLDLINE_HOME or HOME")]
     NoHome,
+    #[error("{name}={value:?} is not valid: {expected}")]
+    Env {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
 }
 
 /// The home folder: `--home`/`HOLDLINE_HOME`, else `~/.holdline`.
@@ -175,6 +190,19 @@ impl Config {
                 c.mongo_uri = Some(uri);
             }
         }
+        if let Ok(value) = std::env::var("HOLDLINE_WAIT_GRACE_SEC") {
+            let secs = value
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s <= MAX_WAIT_GRACE_SEC)
+                .ok_or(ConfigError::Env {
+                    name: "HOLDLINE_WAIT_GRACE_SEC",
+                    value,
+                    expected: "whole seconds, 0 (never close an unpolled wait) to 86400",
+                })?;
+            c.wait_grace = Duration::from_secs(secs);
+        }
         Ok(c)
     }
 
@@ -195,6 +223,11 @@ impl Config {
             allowed_origins: f.allowed_origins,
             mongo_uri: f.mongo_uri,
             poll_timeout_ms: f.poll_timeout_ms.unwrap_or(10_000).clamp(1, 60_000),
+            wait_grace: Duration::from_secs(
+                f.wait_grace_sec
+                    .unwrap_or(DEFAULT_WAIT_GRACE_SEC)
+                    .min(MAX_WAIT_GRACE_SEC),
+            ),
             continue_prompt: f
                 .continue_prompt
                 .unwrap_or_else(|| crate::session::DEFAULT_CONTINUE_PROMPT.into()),
@@ -229,6 +262,7 @@ impl Config {
             None => out.push_str("# mongo_uri is not set: MongoDB sync is off\n"),
         }
         out.push_str(&format!("poll_timeout_ms = {}\n", self.poll_timeout_ms));
+        out.push_str(&format!("wait_grace_sec = {}\n", self.wait_grace.as_secs()));
         out.push_str(&format!("continue_prompt = {}\n", q(&self.continue_prompt)));
         out.push_str(&format!("max_auto_streak = {}\n", self.max_auto_streak));
         out.push_str(&format!("cache_mb = {}\n", self.cache_bytes / 1024 / 1024));

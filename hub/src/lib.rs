@@ -84,6 +84,7 @@ pub async fn run(
     let mongo_uri = config.mongo_uri.clone();
     let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
     hub.resume_waits();
+    tokio::spawn(hub.clone().watch_waits());
     let (sessions, waiting) = hub.counts();
     tracing::info!(%addr, sessions, waiting, "holdline-hub listening");
     eprintln!("holdline-hub listening on http://{addr}");

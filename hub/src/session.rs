@@ -298,6 +298,8 @@ pub enum WaitEnd {
     Cancelled,
     Merged,
     Archived,
+    /// Nobody polled it for the hub's grace period: the agent behind it is gone.
+    Expired,
 }
 
 impl WaitEnd {
@@ -308,6 +310,7 @@ impl WaitEnd {
             WaitEnd::Cancelled => "cancelled",
             WaitEnd::Merged => "merged",
             WaitEnd::Archived => "archived",
+            WaitEnd::Expired => "expired",
         }
     }
 }

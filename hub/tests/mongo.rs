@@ -143,6 +143,7 @@ async fn hub(home: &Path, uri: &str, secret: Option<&str>, port: u16) -> TestHub
         mongo_uri: Some(uri.to_owned()),
         secret: secret.map(str::to_owned),
         port,
+        ..Options::default()
     };
     TestHub::start_at(home, options).await
 }

@@ -25,6 +25,9 @@ pub struct Config {
     pub host_ip: String,
     /// `HOLDLINE_MAX_WAIT_SEC`: overrides the per-client wait limit; `Some(None)` means no limit.
     pub max_wait: Option<Option<Duration>>,
+    /// `MCP_TOOL_TIMEOUT` (milliseconds; Claude Code's hard limit per tool call), when the
+    /// client's environment reaches the bridge.
+    pub tool_timeout: Option<Duration>,
     /// `HOLDLINE_HUB_BIN`: the hub executable to auto-start, when set.
     pub hub_bin: Option<PathBuf>,
     /// `HOLDLINE_NO_AUTOSTART=1` turns off starting a local hub.
@@ -90,6 +93,10 @@ impl Config {
         let max_wait = nonempty("HOLDLINE_MAX_WAIT_SEC")
             .and_then(|v| v.parse::<u64>().ok())
             .map(|secs| (secs > 0).then(|| Duration::from_secs(secs)));
+        let tool_timeout = nonempty("MCP_TOOL_TIMEOUT")
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis);
         let hub_bin = nonempty("HOLDLINE_HUB_BIN").map(PathBuf::from);
         let autostart = !matches!(
             nonempty("HOLDLINE_NO_AUTOSTART").as_deref(),
@@ -107,6 +114,7 @@ impl Config {
             home,
             host_ip,
             max_wait,
+            tool_timeout,
             hub_bin,
             autostart,
         }

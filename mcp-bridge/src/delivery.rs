@@ -1,5 +1,10 @@
-//! Exactly-once delivery on the bridge side: open waits, reply ids already returned, and
-//! acks that fire only after the tool result was written to the client.
+//! Exactly-once delivery on the bridge side: open waits, reply ids already returned, acks
+//! that fire only after the tool result was written to the client, and the last reply
+//! written per session until the agent shows it saw it.
+//!
+//! Invariant: a reply is consumed at the hub only once its result was written, and stays
+//! here, keyed by the `resume` value its result gave, until the agent's next call passes
+//! that value; a next call that passes another value gets the reply again.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -17,7 +22,7 @@ use rmcp::{
     transport::Transport,
 };
 
-use crate::hub_client::HubClient;
+use crate::hub_client::{HubClient, Reply};
 
 /// How long a reply stays claimed by a call whose result was never written (the client
 /// cancelled); after that the reply may be delivered to a later call.
@@ -35,7 +40,8 @@ pub struct OpenWait {
 struct PendingAck {
     token: String,
     wait_id: String,
-    reply_id: String,
+    reply: Reply,
+    resume: String,
 }
 
 /// Shared delivery bookkeeping; cheap to clone.
@@ -50,6 +56,8 @@ pub struct Delivery {
 struct State {
     /// Waits the bridge is polling, by the MCP request that polls them.
     open: HashMap<RequestId, OpenWait>,
+    /// Per token, a wait left open at the hub after "no reply yet" for the agent's re-call.
+    lingering: HashMap<String, OpenWait>,
     /// Acks waiting for their response to be written.
     pending: HashMap<RequestId, PendingAck>,
     /// Reply ids written to the client: never returned again.
@@ -61,6 +69,9 @@ struct State {
     /// Per token, the last reply id returned; part of the register request id so that the
     /// same message after a real reply is a new message, but a re-call is not.
     last_reply: HashMap<String, String>,
+    /// Per token, the last reply written and the `resume` value its result gave, until the
+    /// agent's next call shows it saw it.
+    unconfirmed: HashMap<String, (String, Reply)>,
 }
 
 impl Delivery {
@@ -77,7 +88,15 @@ impl Delivery {
 
     /// Records that `request` is polling `wait`.
     pub fn open(&self, request: &RequestId, wait: OpenWait) {
-        self.state().open.insert(request.clone(), wait);
+        let mut state = self.state();
+        state.lingering.remove(&wait.token);
+        state.open.insert(request.clone(), wait);
+    }
+
+    /// Records a wait left open for the agent's re-call, so it is cancelled if the bridge
+    /// stops first.
+    pub fn linger(&self, wait: OpenWait) {
+        self.state().lingering.insert(wait.token.clone(), wait);
     }
 
     /// Forgets the wait `request` polled.
@@ -111,9 +130,16 @@ impl Delivery {
         }
     }
 
-    /// Every open wait, for shutdown.
+    /// Every open wait, polled or left for a re-call, for shutdown.
     pub fn open_waits(&self) -> Vec<OpenWait> {
-        self.state().open.values().cloned().collect()
+        let state = self.state();
+        let mut waits: Vec<OpenWait> = state.open.values().cloned().collect();
+        for w in state.lingering.values() {
+            if !waits.contains(w) {
+                waits.push(w.clone());
+            }
+        }
+        waits
     }
 
     /// The last reply id returned for `token` in this process, or "".
@@ -125,11 +151,19 @@ impl Delivery {
             .unwrap_or_default()
     }
 
-    /// Claims `reply_id` for `request`; false when it was returned (or is being returned)
-    /// already. On success the ack is sent once the response to `request` is written.
-    pub fn claim(&self, request: &RequestId, token: &str, wait_id: &str, reply_id: &str) -> bool {
+    /// Claims `reply` for `request`, whose result gives `resume`; false when it was returned
+    /// (or is being returned) already. On success the ack is sent once the response to
+    /// `request` is written.
+    pub fn claim(
+        &self,
+        request: &RequestId,
+        token: &str,
+        wait_id: &str,
+        reply: &Reply,
+        resume: &str,
+    ) -> bool {
         let mut state = self.state();
-        if state.returned.contains(reply_id) || !state.claimed.insert(reply_id.to_owned()) {
+        if state.returned.contains(&reply.id) || !state.claimed.insert(reply.id.clone()) {
             return false;
         }
         state.pending.insert(
@@ -137,12 +171,13 @@ impl Delivery {
             PendingAck {
                 token: token.to_owned(),
                 wait_id: wait_id.to_owned(),
-                reply_id: reply_id.to_owned(),
+                reply: reply.clone(),
+                resume: resume.to_owned(),
             },
         );
         drop(state);
         let this = self.clone();
-        let (request, reply_id) = (request.clone(), reply_id.to_owned());
+        let (request, reply_id) = (request.clone(), reply.id.clone());
         tokio::spawn(async move {
             tokio::time::sleep(CLAIM_TTL).await;
             let mut state = this.state();
@@ -151,6 +186,21 @@ impl Delivery {
             }
         });
         true
+    }
+
+    /// The reply last written for `token` if the agent's call shows it never saw it: the
+    /// call passes a `resume` other than that reply's. A call that passes the reply's own
+    /// value confirms it; one that passes none cannot tell, and is taken as having seen it.
+    pub fn unseen_reply(&self, token: &str, resume: Option<&str>) -> Option<(String, Reply)> {
+        let mut state = self.state();
+        let (expected, _) = state.unconfirmed.get(token)?;
+        match resume.map(str::trim) {
+            Some(r) if r != expected => state.unconfirmed.get(token).cloned(),
+            _ => {
+                state.unconfirmed.remove(token);
+                None
+            }
+        }
     }
 
     /// Whether `reply_id` was already written to the client (so it only needs an ack).
@@ -165,17 +215,20 @@ impl Delivery {
             let Some(ack) = state.pending.remove(request) else {
                 return;
             };
-            state.claimed.remove(&ack.reply_id);
-            state.returned.insert(ack.reply_id.clone());
+            state.claimed.remove(&ack.reply.id);
+            state.returned.insert(ack.reply.id.clone());
             state
                 .last_reply
-                .insert(ack.token.clone(), ack.reply_id.clone());
+                .insert(ack.token.clone(), ack.reply.id.clone());
+            state
+                .unconfirmed
+                .insert(ack.token.clone(), (ack.resume.clone(), ack.reply.clone()));
             ack
         };
         let hub = self.hub.clone();
         tokio::spawn(async move {
             for attempt in 0..5u32 {
-                match hub.ack(&ack.token, &ack.wait_id, &ack.reply_id).await {
+                match hub.ack(&ack.token, &ack.wait_id, &ack.reply.id).await {
                     Ok(()) => return,
                     Err(e) => {
                         tracing::warn!(error = %e, attempt, "ack failed");
@@ -196,6 +249,9 @@ pub struct AckingTransport<T> {
     inner: T,
     delivery: Delivery,
     closed: CancellationToken,
+    /// Whether a request has arrived; notifications before the first one (a client that
+    /// sends one before `initialize`) are dropped instead of ending the session.
+    started: bool,
 }
 
 impl<T> AckingTransport<T> {
@@ -204,6 +260,7 @@ impl<T> AckingTransport<T> {
             inner,
             delivery,
             closed,
+            started: false,
         }
     }
 }
@@ -230,15 +287,19 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AckingTransport<T> {
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        let closed = self.closed.clone();
-        let next = self.inner.receive();
-        async move {
-            let message = next.await;
-            if message.is_none() {
-                closed.cancel();
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let message = self.inner.receive().await;
+            match &message {
+                None => self.closed.cancel(),
+                Some(JsonRpcMessage::Notification(n)) if !self.started => {
+                    tracing::debug!(method = ?n.notification, "notification before the first request dropped");
+                    continue;
+                }
+                Some(JsonRpcMessage::Request(_)) => self.started = true,
+                Some(_) => {}
             }
-            message
+            return message;
         }
     }
 

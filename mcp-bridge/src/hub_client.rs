@@ -145,6 +145,8 @@ pub struct SessionInfo {
     #[serde(default)]
     pub workspace: String,
     #[serde(default)]
+    pub host_ip: String,
+    #[serde(default)]
     pub status: String,
 }
 

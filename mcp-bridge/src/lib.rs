@@ -3,14 +3,20 @@
 //! Code map:
 //! - `config`: environment → [`config::Config`] (hub list, secret, host id, wait limits).
 //! - `hub_client`: the only HTTP code; ordered failover, retry, auto-start of a local hub.
+//! - `line_cap`: a client line over the limit is answered with an error, not dropped.
 //! - `delivery`: open waits, reply ids never returned twice, acks after the result is written.
-//! - `tools`: the rmcp tool router, the binding fingerprint and the wait loop.
+//! - `limits`: how long one wait may block in each client, from measurement.
+//! - `tools`: the rmcp tool router and binding fingerprint (`tools/mod.rs`), the wait loop
+//!   (`tools/wait.rs`), the sentences the agent reads (`tools/sentences.rs`), the schemas
+//!   (`tools/params.rs`).
 //! - `install`: writes or prints each IDE's MCP entry and rule file.
 
 pub mod config;
 pub mod delivery;
 pub mod hub_client;
 pub mod install;
+pub mod limits;
+mod line_cap;
 mod stdio;
 pub mod tools;
 
@@ -19,31 +25,76 @@ use std::time::Duration;
 use rmcp::{RoleServer, ServiceExt, transport::async_rw::AsyncRwTransport};
 use tokio_util::sync::CancellationToken;
 
-/// Serves MCP on stdin/stdout until the client closes stdin, then cancels every open wait.
+/// How long the bridge gives the hub to confirm its cancels when it stops.
+const CANCEL_ON_EXIT: Duration = Duration::from_secs(3);
+
+/// Serves MCP on stdin/stdout until the client closes stdin or the process is told to stop
+/// (SIGINT, SIGTERM, SIGHUP), then cancels every open wait at the hub, so no session is
+/// left showing an agent that is gone.
 pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
     let hub = hub_client::HubClient::new(&config);
     let delivery = delivery::Delivery::new(hub.clone());
     let shutdown = CancellationToken::new();
+    let stop_signal = stop_signals()?;
     let bridge = tools::Bridge::new(&config, hub.clone(), delivery.clone(), shutdown.clone());
     let transport = delivery::AckingTransport::new(
-        AsyncRwTransport::<RoleServer, _, _>::new_server(stdio::stdin(), stdio::stdout()),
+        AsyncRwTransport::<RoleServer, _, _>::new_server(
+            line_cap::LineCap::new(stdio::stdin(), line_cap::MAX_LINE),
+            stdio::stdout(),
+        ),
         delivery.clone(),
         shutdown.clone(),
     );
     tracing::info!(hubs = ?config.hubs, host = %config.host_ip, "holdline-mcp serving on stdio");
-    let service = bridge.serve(transport).await?;
-    let reason = service.waiting().await;
-    tracing::info!(?reason, "client closed the connection");
+    let serving = async {
+        let service = bridge.serve(transport).await?;
+        let reason = service.waiting().await;
+        tracing::info!(?reason, "client closed the connection");
+        anyhow::Ok(())
+    };
+    tokio::select! {
+        served = serving => served?,
+        signal = stop_signal => tracing::info!(signal, "stopping on a signal"),
+    }
     shutdown.cancel();
     let mut cancels = tokio::task::JoinSet::new();
     for w in delivery.open_waits() {
         let hub = hub.clone();
         cancels.spawn(async move {
-            if let Err(e) = hub.cancel(&w.token, &w.wait_id).await {
-                tracing::warn!(error = %e, token = %w.token, "could not cancel wait on exit");
+            match hub.cancel(&w.token, &w.wait_id).await {
+                Ok(()) => tracing::info!(token = %w.token, "wait cancelled on exit"),
+                Err(e) => {
+                    tracing::warn!(error = %e, token = %w.token, "could not cancel wait on exit")
+                }
             }
         });
     }
-    let _ = tokio::time::timeout(Duration::from_secs(5), cancels.join_all()).await;
+    let _ = tokio::time::timeout(CANCEL_ON_EXIT, cancels.join_all()).await;
     Ok(())
+}
+
+/// Resolves with the signal's name when the process is asked to stop. Clients stop their
+/// stdio servers with SIGINT (Claude Code), SIGTERM (opencode, Copilot CLI, Codex) or
+/// SIGHUP (a closed terminal); a terminal's Ctrl-C sends SIGINT to the whole group.
+#[cfg(unix)]
+fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static str>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+            _ = hup.recv() => "SIGHUP",
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static str>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    })
 }

@@ -21,6 +21,8 @@ pub struct Options {
     pub secret: Option<String>,
     /// Listen here instead of an ephemeral port (to come back on the same one).
     pub port: u16,
+    /// Close waits nobody polls after this long (default: the hub's default).
+    pub wait_grace: Option<std::time::Duration>,
 }
 
 /// A hub in this process, shut down on drop.
@@ -44,6 +46,14 @@ impl TestHub {
         hub
     }
 
+    /// A hub on a fresh temporary home, started with `options`.
+    pub async fn start_with(options: Options) -> TestHub {
+        let dir = tempfile::tempdir().unwrap();
+        let mut hub = Self::start_at(dir.path(), options).await;
+        hub._dir = Some(dir);
+        hub
+    }
+
     /// A hub on `home` (kept when the hub stops).
     pub async fn start_at(home: &Path, options: Options) -> TestHub {
         let h = Home::new(home.to_owned());
@@ -59,6 +69,9 @@ impl TestHub {
         let addr = listener.local_addr().unwrap();
         let mut config = Config::for_home(home.to_owned(), addr);
         config.mongo_uri = options.mongo_uri;
+        if let Some(grace) = options.wait_grace {
+            config.wait_grace = grace;
+        }
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             holdline_hub::run(listener, config, async move {

@@ -1,0 +1,486 @@
+//! The agent's operations (SPEC §5, agent routes): init, select, register,
+//! poll, ack, cancel, merge, and the automatic replies a wait can trigger.
+//!
+//! Invariant: a session has at most one open wait; a register with the same
+//! `requestId` records the agent's message once.
+
+use super::*;
+
+impl Hub {
+    /// `init_conversation`: lenient — reuses the session bound to the chat,
+    /// plan label or thread id, else makes one.
+    pub fn init(&self, req: InitRequest) -> Result<InitOutcome> {
+        check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
+        check_opt_name("planLabel", req.plan_label.as_deref())?;
+        check_opt_name("threadId", req.thread_id.as_deref())?;
+        let caller = Caller {
+            cursor_title: &req.cursor_title,
+            workspace: &req.workspace,
+            host_ip: &req.host_ip,
+        };
+        let key = caller.key();
+        let store = &self.inner.store;
+        let open = |t: Option<Token>| -> Option<Token> {
+            let t = t?;
+            self.lock()
+                .summary(&t)
+                .is_some_and(|s| !s.status.is_closed())
+                .then_some(t)
+        };
+        let found = if req.new_plan {
+            None
+        } else {
+            let by_thread = match &req.thread_id {
+                Some(t) => open(store.binding(BindingKind::Thread, t)?),
+                None => None,
+            };
+            let by_plan = match &req.plan_label {
+                Some(p) if by_thread.is_none() => open(store.binding(BindingKind::Plan, p)?),
+                _ => None,
+            };
+            match by_thread.or(by_plan) {
+                Some(t) => Some(t),
+                None => open(store.binding(BindingKind::Chat, key.as_str())?),
+            }
+        };
+
+        if let Some(token) = found {
+            let out = self.commit(&token, |_, s, w| {
+                s.binding_check_count += 1;
+                if s.binding_key != key.as_str() {
+                    // Lenient: the same plan or thread under a new title (or
+                    // window) takes the session along.
+                    if store.binding(BindingKind::Chat, &s.binding_key)?.as_ref() == Some(&s.token)
+                    {
+                        w.bind(BindingKind::Chat, &s.binding_key, None);
+                    }
+                    s.workspace = req.workspace.clone();
+                    s.host_ip = req.host_ip.clone();
+                    binding::migrate(s, &req.cursor_title, key.clone());
+                }
+                w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
+                bind_plan_thread(s, w, &req);
+                s.last_active_at = now_ms();
+                Ok(InitOutcome {
+                    token: s.token.clone(),
+                    status: s.status,
+                    created: false,
+                    binding_key: s.binding_key.clone(),
+                })
+            })?;
+            return Ok(out);
+        }
+
+        let mut s = Session::new(
+            Token::generate(),
+            &req.cursor_title,
+            &req.workspace,
+            &req.host_ip,
+            &self.inner.name,
+        );
+        s.keep_alive.continue_prompt = self.inner.config.continue_prompt.clone();
+        s.keep_alive.max_auto_streak = self.inner.config.max_auto_streak;
+        let mut w = Write::new();
+        w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
+        bind_plan_thread(&mut s, &mut w, &req);
+        w.session(&s);
+        {
+            let mut map = self.lock();
+            self.inner.store.apply(&w)?;
+            map.insert(s.clone());
+        }
+        let out = InitOutcome {
+            token: s.token.clone(),
+            status: s.status,
+            created: true,
+            binding_key: s.binding_key.clone(),
+        };
+        self.changed(s);
+        Ok(out)
+    }
+
+    /// `select_conversation`: strict — the caller must own the session.
+    pub fn select(&self, token: &Token, caller: &Caller<'_>) -> Result<Status> {
+        check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
+        self.commit(token, |_, s, _| {
+            ensure_open(s)?;
+            if !caller.owns(s) {
+                return Err(rejected(s, caller));
+            }
+            s.binding_check_count += 1;
+            Ok(s.status)
+        })
+    }
+
+    /// Opens the session's wait (superseding an open one) and records the
+    /// agent's message, once per `requestId`.
+    pub fn register(&self, req: RegisterRequest) -> Result<String> {
+        check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
+        if req.request_id.is_empty() || req.request_id.len() > MAX_NAME {
+            return Err(HubError::BadRequest(format!(
+                "requestId must be 1 to {MAX_NAME} characters"
+            )));
+        }
+        if req.completion_pct.is_some_and(|p| p > 100) {
+            return Err(HubError::BadRequest(
+                "completionPct must be 0 to 100".into(),
+            ));
+        }
+        let caller = Caller {
+            cursor_title: &req.cursor_title,
+            workspace: &req.workspace,
+            host_ip: &req.host_ip,
+        };
+        let wait_id = self.commit(&req.token, |hub, s, w| {
+            ensure_open(s)?;
+            match binding::check_wait(&caller, s) {
+                WaitBinding::Same => {}
+                WaitBinding::Migrate { old_key, new_key } => {
+                    let store = &hub.inner.store;
+                    if store.binding(BindingKind::Chat, &old_key)?.as_ref() == Some(&s.token) {
+                        w.bind(BindingKind::Chat, &old_key, None);
+                    }
+                    w.bind(BindingKind::Chat, new_key.as_str(), Some(&s.token));
+                    binding::migrate(s, &req.cursor_title, new_key);
+                }
+                WaitBinding::Rejected => return Err(rejected(s, &caller)),
+            }
+            s.binding_check_count += 1;
+            let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
+            if repeated && let Some(open) = &s.wait {
+                return Ok(open.wait_id.clone());
+            }
+            if !repeated {
+                s.close_wait(WaitEnd::Superseded);
+                let message = Message {
+                    role: Role::Assistant,
+                    content: req.message.clone(),
+                    at: now_ms(),
+                    auto: false,
+                    images: vec![],
+                    reply_id: None,
+                };
+                hub.append(s, w, message);
+                s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
+                s.last_request_id = Some(req.request_id.clone());
+            }
+            let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
+            s.wait = Some(OpenWait {
+                wait_id: wait_id.clone(),
+                request_id: req.request_id.clone(),
+                since: now_ms(),
+            });
+            let mut queued = hub.inner.store.first_reply(&s.token)?.is_some();
+            if !queued
+                && s.keep_alive.session_auto_continue
+                && !s.last_review.is_idle_next
+                && s.last_review.completion_pct.is_none_or(|p| p < 100)
+                && s.may_auto_reply()
+            {
+                // Idle auto-continue: the agent named a next step; go on with it.
+                let text = format!(
+                    "{}\n{}",
+                    s.keep_alive.continue_prompt, s.last_review.next_step
+                );
+                hub.queue_auto_reply(s, w, text);
+                queued = true;
+            }
+            s.status = Session::waiting_status(queued);
+            s.last_active_at = now_ms();
+            Ok(wait_id)
+        })?;
+        self.inner.waiters.opened(&req.token);
+        self.arm_timed_reply(req.token.clone(), wait_id.clone());
+        Ok(wait_id)
+    }
+
+    fn queue_auto_reply(&self, s: &mut Session, w: &mut Write, text: String) {
+        let reply = QueuedReply::new(text, vec![], true);
+        let message = Message {
+            role: Role::User,
+            content: reply.text.clone(),
+            at: reply.at,
+            auto: true,
+            images: vec![],
+            reply_id: Some(reply.id.clone()),
+        };
+        self.append(s, w, message);
+        w.enqueue(&s.token, reply);
+        self.inner
+            .counters
+            .auto_replies
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Timed reply: after the session's interval with no reply, deliver its
+    /// continue prompt to this wait (once).
+    pub(super) fn arm_timed_reply(&self, token: Token, wait_id: String) {
+        let interval = match self.lock().get(&token) {
+            Ok(Some(s))
+                if s.keep_alive.timed_reply_enabled && s.keep_alive.timed_reply_interval_ms > 0 =>
+            {
+                Duration::from_millis(s.keep_alive.timed_reply_interval_ms)
+            }
+            _ => return,
+        };
+        let hub = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = hub.inner.shutdown.cancelled() => return,
+            }
+            let fired = hub.commit(&token, |hub, s, w| {
+                let due = s.has_open_wait(&wait_id)
+                    && s.keep_alive.timed_reply_enabled
+                    && s.may_auto_reply()
+                    && hub.inner.store.first_reply(&s.token)?.is_none();
+                if due {
+                    let text = s.keep_alive.continue_prompt.clone();
+                    hub.queue_auto_reply(s, w, text);
+                    s.status = Status::Replied;
+                }
+                Ok(due)
+            });
+            match fired {
+                Ok(true) => {
+                    if let Err(e) = hub.flush().await {
+                        tracing::error!(error = %e, "flushing a timed reply failed");
+                    }
+                    tracing::info!(token = %token, "timed reply queued");
+                }
+                Ok(false) | Err(HubError::NotFound(_)) => {}
+                Err(e) => tracing::warn!(token = %token, error = %e, "timed reply failed"),
+            }
+        });
+    }
+
+    /// Holds until a reply is pending for the wait, the timeout passes
+    /// (`Renewal`) or the wait is gone.
+    pub async fn poll(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        timeout: Duration,
+    ) -> Result<PollOutcome> {
+        self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
+        self.inner.waiters.saw(token);
+        let answer = self.hold_poll(token, wait_id, timeout).await;
+        // The poll held the bell while it waited; its end is the agent's latest sign.
+        self.inner.waiters.saw(token);
+        answer
+    }
+
+    async fn hold_poll(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        timeout: Duration,
+    ) -> Result<PollOutcome> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let bell = self.inner.waiters.bell(token);
+        loop {
+            // Armed before looking, so a change in between still wakes us.
+            let woken = bell.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if let Some(outcome) = self.poll_now(token, wait_id)? {
+                return Ok(outcome);
+            }
+            tokio::select! {
+                _ = woken => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(PollOutcome::Renewal),
+                _ = self.inner.shutdown.cancelled() => return Ok(PollOutcome::Renewal),
+            }
+        }
+    }
+
+    fn poll_now(&self, token: &Token, wait_id: &str) -> Result<Option<PollOutcome>> {
+        let mut map = self.lock();
+        let s = map
+            .get(token)?
+            .ok_or_else(|| HubError::NotFound(token.clone()))?;
+        if s.has_open_wait(wait_id) {
+            return Ok(self
+                .inner
+                .store
+                .first_reply(token)?
+                .map(PollOutcome::Replied));
+        }
+        if let Some(reason) = s.closed_reason(wait_id) {
+            return Ok(Some(PollOutcome::Gone {
+                reason: reason.as_str(),
+                merged_into: s.merged_into.clone(),
+            }));
+        }
+        if map
+            .waiting()
+            .any(|o| o.token != *token && o.has_open_wait(wait_id))
+        {
+            return Err(HubError::Forbidden(
+                "that waitId belongs to another session".into(),
+            ));
+        }
+        Ok(Some(PollOutcome::Gone {
+            reason: "unknown",
+            merged_into: None,
+        }))
+    }
+
+    /// Consumes a delivered reply and finishes the wait.
+    pub fn ack(&self, token: &Token, wait_id: &str, reply_id: &str) -> Result<()> {
+        self.commit(token, |hub, s, w| {
+            if s.acked_replies.iter().any(|r| r == reply_id) {
+                return Ok(());
+            }
+            let reply = hub
+                .inner
+                .store
+                .queued_replies(token)?
+                .into_iter()
+                .find(|r| r.id == reply_id)
+                .ok_or_else(|| HubError::BadRequest(format!("unknown replyId {reply_id:?}")))?;
+            w.dequeue(token, reply_id);
+            if s.has_open_wait(wait_id) {
+                s.reply_delivered(&reply);
+            } else {
+                s.count_delivery(&reply);
+                if s.wait.is_none() {
+                    s.status = if reply.auto {
+                        Status::Running
+                    } else {
+                        Status::Holding
+                    };
+                } else {
+                    let more = hub.inner.store.queued_replies(token)?.len() > 1;
+                    s.status = Session::waiting_status(more);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Ends the wait without a reply; queued replies stay queued.
+    pub fn cancel(&self, token: &Token, wait_id: &str) -> Result<()> {
+        let other = self
+            .lock()
+            .waiting()
+            .any(|o| o.token != *token && o.has_open_wait(wait_id));
+        if other {
+            return Err(HubError::Forbidden(
+                "that waitId belongs to another session".into(),
+            ));
+        }
+        self.commit(token, |_, s, _| {
+            if s.has_open_wait(wait_id) {
+                s.close_wait(WaitEnd::Cancelled);
+                s.status = Status::Holding;
+            }
+            Ok(())
+        })
+    }
+
+    /// Appends the source's history to the target, closes the source and
+    /// re-points its bindings and queued replies.
+    /// With a `caller` (the agent's `merge_conversation`) the target must be
+    /// the caller's and the source on its machine and workspace; without one
+    /// (the person, from the panel) there is no binding check.
+    pub fn merge(&self, from: &Token, to: &Token, caller: Option<&Caller<'_>>) -> Result<()> {
+        if let Some(c) = caller {
+            check_caller(c.cursor_title, c.workspace, c.host_ip)?;
+        }
+        if from == to {
+            return Err(HubError::BadRequest(
+                "cannot merge a session into itself".into(),
+            ));
+        }
+        let store = &self.inner.store;
+        let (src_after, dst_after) = {
+            let mut map = self.lock();
+            let mut src = map
+                .get(from)?
+                .ok_or_else(|| HubError::NotFound(from.clone()))?
+                .clone();
+            let mut dst = map
+                .get(to)?
+                .ok_or_else(|| HubError::NotFound(to.clone()))?
+                .clone();
+            for s in [&src, &dst] {
+                if s.mirror {
+                    return Err(mirror_error(s));
+                }
+            }
+            ensure_open(&dst)?;
+            ensure_open(&src)?;
+            if let Some(caller) = caller {
+                if !caller.owns(&dst) {
+                    return Err(rejected(&dst, caller));
+                }
+                if !caller.shares_machine_and_workspace(&src) {
+                    return Err(HubError::BindingRejected(
+                        "the source session belongs to another workspace or machine".into(),
+                    ));
+                }
+            }
+            let mut w = Write::new();
+            let history = store.messages(from, None, usize::MAX)?;
+            // A trace in the target: where the messages that follow came from.
+            let source = if src.display_title.is_empty() {
+                &src.title
+            } else {
+                &src.display_title
+            };
+            let trace = Message {
+                role: Role::System,
+                content: format!(
+                    "Merged from “{source}” ({from}, {} @ {}): {} messages follow.",
+                    src.workspace,
+                    src.host_ip,
+                    history.len()
+                ),
+                at: now_ms(),
+                auto: false,
+                images: vec![],
+                reply_id: None,
+            };
+            self.append(&mut dst, &mut w, trace);
+            for (_, m) in history {
+                self.append(&mut dst, &mut w, m);
+            }
+            for r in store.queued_replies(from)? {
+                w.dequeue(from, &r.id);
+                w.enqueue(to, r);
+            }
+            for kind in [BindingKind::Chat, BindingKind::Plan, BindingKind::Thread] {
+                for name in store.bindings_of(kind, from)? {
+                    w.bind(kind, &name, Some(to));
+                }
+            }
+            src.close_wait(WaitEnd::Merged);
+            src.status = Status::Merged;
+            src.merged_into = Some(to.clone());
+            src.last_active_at = now_ms();
+            dst.binding_check_count += 1;
+            src.rev += 1;
+            dst.rev += 1;
+            w.session(&src).session(&dst);
+            store.apply(&w)?;
+            map.insert(src.clone());
+            map.insert(dst.clone());
+            (src, dst)
+        };
+        self.changed(src_after);
+        self.changed(dst_after);
+        Ok(())
+    }
+}
+
+fn bind_plan_thread(s: &mut Session, w: &mut Write, req: &InitRequest) {
+    if let Some(p) = &req.plan_label {
+        s.plan_name = Some(p.clone());
+        w.bind(BindingKind::Plan, p, Some(&s.token));
+    }
+    if let Some(t) = &req.thread_id {
+        s.thread_id = Some(t.clone());
+        w.bind(BindingKind::Thread, t, Some(&s.token));
+    }
+}

@@ -1,0 +1,376 @@
+//! The person's operations (panel and CLI): replies, settings, archive and
+//! restore, reading sessions and history, templates, export and import.
+//!
+//! Invariant: a reply answered here is in the store before the caller flushes
+//! and answers 200.
+
+use super::*;
+
+impl Hub {
+    // ---- person side ----------------------------------------------------
+
+    /// Records the person's reply and queues it for the (next) wait.
+    /// Returns `(reply id, queued)`: queued is true when no agent waits now.
+    pub fn reply(&self, token: &Token, text: String, images: Vec<Image>) -> Result<(String, bool)> {
+        if text.trim().is_empty() && images.is_empty() {
+            return Err(HubError::BadRequest(
+                "a reply needs text or an image".into(),
+            ));
+        }
+        check_images(&images)?;
+        let out = self.commit(token, |hub, s, w| {
+            ensure_open(s)?;
+            let reply = QueuedReply::new(text, images, false);
+            let message = Message {
+                role: Role::User,
+                content: reply.text.clone(),
+                at: reply.at,
+                auto: false,
+                images: reply.images.clone(),
+                reply_id: Some(reply.id.clone()),
+            };
+            hub.append(s, w, message);
+            let id = reply.id.clone();
+            w.enqueue(&s.token, reply);
+            let queued = s.wait.is_none();
+            if !queued {
+                s.status = Status::Replied;
+            }
+            Ok((id, queued))
+        })?;
+        self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Changes keep-alive settings or the display title.
+    pub fn configure(&self, token: &Token, c: SessionSettings) -> Result<SessionInfo> {
+        if let Some(ms) = c.timed_reply_interval_ms
+            && ms != 0
+            && !(100..=86_400_000).contains(&ms)
+        {
+            return Err(HubError::BadRequest(
+                "timedReplyIntervalMs must be 0 or 100 to 86400000".into(),
+            ));
+        }
+        if c.max_auto_streak.is_some_and(|m| m > 10_000) {
+            return Err(HubError::BadRequest(
+                "maxAutoStreak must be at most 10000".into(),
+            ));
+        }
+        for (name, v, max) in [
+            ("continueMode", &c.continue_mode, MAX_NAME),
+            ("continuePrompt", &c.continue_prompt, 8192),
+            ("displayTitle", &c.display_title, MAX_TITLE),
+        ] {
+            if v.as_ref().is_some_and(|v| v.chars().count() > max) {
+                return Err(HubError::BadRequest(format!(
+                    "{name} is longer than {max} characters"
+                )));
+            }
+        }
+        if c.continue_prompt
+            .as_ref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return Err(HubError::BadRequest(
+                "continuePrompt cannot be empty".into(),
+            ));
+        }
+        let wait = self.commit(token, |_, s, _| {
+            let k = &mut s.keep_alive;
+            if let Some(v) = c.session_auto_continue {
+                k.session_auto_continue = v;
+            }
+            if let Some(v) = c.timed_reply_enabled {
+                k.timed_reply_enabled = v;
+            }
+            if let Some(v) = c.timed_reply_interval_ms {
+                k.timed_reply_interval_ms = v;
+            }
+            if let Some(v) = c.continue_mode {
+                k.continue_mode = v;
+            }
+            if let Some(v) = c.continue_prompt {
+                k.continue_prompt = v;
+            }
+            if let Some(v) = c.max_auto_streak {
+                k.max_auto_streak = v;
+            }
+            if let Some(v) = c.display_title {
+                s.display_title = v.trim().to_owned();
+            }
+            Ok(s.wait.as_ref().map(|w| w.wait_id.clone()))
+        })?;
+        if let Some(wait_id) = wait {
+            self.arm_timed_reply(token.clone(), wait_id);
+        }
+        self.info(token)
+    }
+
+    /// Archives a session: ends its wait and writes `archive/YYYY-MM/ct_….json`.
+    pub fn archive(&self, token: &Token) -> Result<SessionInfo> {
+        self.commit(token, |_, s, _| {
+            match s.status {
+                Status::Merged => return Err(HubError::Closed(closed_message(s))),
+                Status::Archived => return Ok(()),
+                _ => {}
+            }
+            s.close_wait(WaitEnd::Archived);
+            s.status = Status::Archived;
+            s.last_active_at = now_ms();
+            Ok(())
+        })?;
+        if let Err(e) = self.write_archive_file(token) {
+            tracing::warn!(token = %token, error = %e, "writing the archive file failed");
+        }
+        self.info(token)
+    }
+
+    /// Puts an archived session back to `holding`.
+    pub fn restore(&self, token: &Token) -> Result<SessionInfo> {
+        self.commit(token, |_, s, _| match s.status {
+            Status::Merged => Err(HubError::Closed(closed_message(s))),
+            Status::Archived => {
+                s.status = Status::Holding;
+                s.last_active_at = now_ms();
+                Ok(())
+            }
+            _ => Ok(()),
+        })?;
+        self.info(token)
+    }
+
+    fn write_archive_file(&self, token: &Token) -> std::io::Result<()> {
+        let export = self
+            .export_one(token)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let month = time::OffsetDateTime::now_utc()
+            .format(time::macros::format_description!("[year]-[month]"))
+            .map_err(std::io::Error::other)?;
+        let dir = crate::home::Home::new(self.inner.config.home.clone())
+            .archive_dir()
+            .join(month);
+        std::fs::create_dir_all(&dir)?;
+        let body = serde_json::to_vec_pretty(&export).map_err(std::io::Error::other)?;
+        crate::home::write_private(&dir.join(format!("{token}.json")), &body)
+    }
+
+    // ---- reading --------------------------------------------------------
+
+    pub fn info(&self, token: &Token) -> Result<SessionInfo> {
+        let session = self
+            .lock()
+            .get(token)?
+            .cloned()
+            .ok_or_else(|| HubError::NotFound(token.clone()))?;
+        Ok(SessionInfo {
+            queued_replies: self.queued_count(token),
+            session,
+        })
+    }
+
+    /// Sessions matching `status` (`None`: every open one; `all`), and `q`
+    /// (title or message text), waiting first (longest first), then the most
+    /// recently active.
+    /// Returns the page `offset..offset + limit` and whether more follow.
+    pub fn list(
+        &self,
+        status: Option<&str>,
+        q: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<SessionInfo>, bool)> {
+        let filter = match status {
+            None | Some("") => None,
+            Some("all") => Some(None),
+            Some(s) => {
+                Some(Some(Status::parse(s).ok_or_else(|| {
+                    HubError::BadRequest(format!("unknown status {s:?}"))
+                })?))
+            }
+        };
+        // Raw tokens until the page is cut: a list of 100,000 sessions then
+        // makes 100,000 small copies, not 300,000 allocations.
+        let mut picked: Vec<([u8; 16], Summary)> = self
+            .lock()
+            .raw_entries()
+            .filter(|(_, s)| match filter {
+                None => !s.status.is_closed(),
+                Some(None) => true,
+                Some(Some(st)) => s.status == st,
+            })
+            .map(|(t, s)| (t, *s))
+            .collect();
+        if let Some(q) = q.map(str::trim).filter(|q| !q.is_empty()) {
+            let needle = q.to_lowercase();
+            let mut kept = Vec::new();
+            for (raw, summary) in picked {
+                let token = Token::from_raw(raw);
+                // One session at a time, not kept: a search must not fill memory.
+                let titled = self.lock().peek(&token)?.is_some_and(|s| {
+                    s.title.to_lowercase().contains(&needle)
+                        || s.display_title.to_lowercase().contains(&needle)
+                });
+                if titled
+                    || token.as_str() == q
+                    || self.inner.store.messages_contain(&token, &needle)?
+                {
+                    kept.push((raw, summary));
+                }
+            }
+            picked = kept;
+        }
+        // Raw bytes sort as their fixed-width lowercase hex does.
+        picked.sort_unstable_by(|(ta, a), (tb, b)| {
+            match (a.wait_since(), b.wait_since()) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => b.last_active_at.cmp(&a.last_active_at),
+            }
+            .then_with(|| ta.cmp(tb))
+        });
+        let more = picked.len() > offset.saturating_add(limit);
+        let mut page = Vec::with_capacity(limit.min(picked.len()));
+        for (raw, _) in picked.into_iter().skip(offset).take(limit) {
+            let token = Token::from_raw(raw);
+            let Some(session) = self.lock().get(&token)?.cloned() else {
+                continue;
+            };
+            page.push(SessionInfo {
+                queued_replies: self.queued_count(&token),
+                session,
+            });
+        }
+        Ok((page, more))
+    }
+
+    /// A page of a session's history: the newest `limit` before `before`.
+    pub fn messages(
+        &self,
+        token: &Token,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Message)>> {
+        if !self.lock().contains_key(token) {
+            return Err(HubError::NotFound(token.clone()));
+        }
+        Ok(self
+            .inner
+            .store
+            .messages(token, before, limit.min(MAX_PAGE))?)
+    }
+
+    // ---- templates, export, import --------------------------------------
+
+    pub fn templates(&self) -> Result<Vec<Template>> {
+        Ok(self
+            .inner
+            .store
+            .meta_get("templates")?
+            .unwrap_or_else(|| self.inner.config.templates.clone()))
+    }
+
+    pub fn set_templates(&self, templates: Vec<Template>) -> Result<()> {
+        if templates.len() > 100 {
+            return Err(HubError::BadRequest("at most 100 templates".into()));
+        }
+        for t in &templates {
+            if t.label.trim().is_empty()
+                || t.label.chars().count() > 64
+                || t.text.chars().count() > 8192
+            {
+                return Err(HubError::BadRequest(
+                    "each template needs a label of 1 to 64 characters and a text of at most 8192"
+                        .into(),
+                ));
+            }
+        }
+        self.inner.store.meta_put("templates", &templates)?;
+        Ok(())
+    }
+
+    fn export_one(&self, token: &Token) -> Result<interchange::ExportFile> {
+        // Not kept in memory: an export passes over every session.
+        let session = self
+            .lock()
+            .peek(token)?
+            .ok_or_else(|| HubError::NotFound(token.clone()))?
+            .into_owned();
+        let messages = self.inner.store.messages(token, None, usize::MAX)?;
+        let mut file = interchange::ExportFile::new();
+        file.insert(
+            token.to_string(),
+            interchange::ExportSession::from_session(&session, messages.into_iter().map(|m| m.1)),
+        );
+        Ok(file)
+    }
+
+    /// Every session with its messages, in the `sessions.json` format.
+    pub fn export(&self) -> Result<interchange::ExportFile> {
+        let tokens: Vec<Token> = {
+            let mut t: Vec<Token> = self.lock().entries().map(|(t, _)| t).collect();
+            t.sort();
+            t
+        };
+        let mut file = interchange::ExportFile::new();
+        for token in tokens {
+            file.extend(self.export_one(&token)?);
+        }
+        Ok(file)
+    }
+
+    /// Adds the sessions of a `sessions.json` this hub does not have yet.
+    /// Returns `(imported, skipped)`.
+    pub fn import(&self, file: interchange::ExportFile) -> Result<(usize, usize)> {
+        // Every entry is checked before anything is written: a bad file changes nothing.
+        let converted = file
+            .into_iter()
+            .map(|(key, entry)| entry.into_session(&key, &self.inner.name))
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map_err(HubError::BadRequest)?;
+        let (mut imported, mut skipped) = (0, 0);
+        for (mut session, messages) in converted {
+            let mut map = self.lock();
+            if map.contains_key(&session.token) {
+                skipped += 1;
+                continue;
+            }
+            let mut w = Write::new();
+            session.msg_count = 0;
+            for m in messages {
+                let seq = session.note_message(&m);
+                w.message(&session.token, seq, m);
+            }
+            // An open session owns its names; a merged one hands them to its
+            // target, as the merge did, unless something else holds them now.
+            let (owner, always) = match (&session.status, &session.merged_into) {
+                (Status::Merged, Some(target)) => (Some(target.clone()), false),
+                (status, _) if !status.is_closed() => (Some(session.token.clone()), true),
+                _ => (None, false),
+            };
+            if let Some(owner) = owner {
+                let names = [
+                    (BindingKind::Chat, Some(session.binding_key.as_str())),
+                    (BindingKind::Plan, session.plan_name.as_deref()),
+                    (BindingKind::Thread, session.thread_id.as_deref()),
+                ];
+                for (kind, name) in names {
+                    if let Some(name) = name
+                        && (always || self.inner.store.binding(kind, name)?.is_none())
+                    {
+                        w.bind(kind, name, Some(&owner));
+                    }
+                }
+            }
+            w.session(&session);
+            self.inner.store.apply(&w)?;
+            let token = session.token.clone();
+            map.insert(session);
+            drop(map);
+            self.mark_unsynced(&token);
+            imported += 1;
+        }
+        Ok((imported, skipped))
+    }
+}

@@ -1,0 +1,215 @@
+//! How long one `wait_for_user_input` call may block in each MCP client, from what was
+//! measured running the clients (docs/clients.md has the table and how it was taken).
+//!
+//! Invariant: a wait answers "no reply yet" a margin before the client's own timer would
+//! end the call; it blocks without limit only where that client's timer is reset by the
+//! progress notifications the bridge sends (so only when the client gave a progress token).
+
+use std::time::Duration;
+
+/// One client's measured behaviour with a long tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientLimit {
+    /// Matched against the lowercased `clientInfo.name`.
+    pub needle: &'static str,
+    /// What the bridge waits at most, a margin under the client's limit; `None`: no limit.
+    pub wait_secs: Option<u64>,
+    /// Whether progress notifications reset the client's timer (then, with a progress
+    /// token, the bridge waits without limit).
+    pub progress_resets: bool,
+}
+
+const fn client(
+    needle: &'static str,
+    wait_secs: Option<u64>,
+    progress_resets: bool,
+) -> ClientLimit {
+    ClientLimit {
+        needle,
+        wait_secs,
+        progress_resets,
+    }
+}
+
+/// Known clients, most specific first. The measured ones are described in docs/clients.md
+/// with the version measured; Cursor, VS Code, Windsurf and Trae come from public reports.
+pub const CLIENT_LIMITS: &[ClientLimit] = &[
+    // Claude Code: per-server `timeout` / MCP_TOOL_TIMEOUT, else 1e8 ms; an idle watchdog
+    // (1,800 s on stdio) that progress resets.
+    client("claude", Some(1740), true),
+    // Codex CLI: 300 s (`tool_timeout_sec`), progress ignored.
+    client("codex", Some(290), false),
+    // Gemini CLI: 600 s (`timeout` ms), progress not honoured.
+    client("gemini", Some(570), false),
+    // Qwen Code: 600 s; its name is `qwen-cli-mcp-client-<server>`.
+    client("qwen", Some(570), false),
+    // opencode: the SDK's 60 s unless `timeout`, reset by progress (held 662 s).
+    client("opencode", Some(50), true),
+    // Copilot CLI: no limit seen in 661 s while progress flows.
+    client("copilot", Some(50), true),
+    // Continue CLI: the SDK's 60 s, no progress token.
+    client("continue", Some(50), false),
+    // Cline (CLI and extension): 60 s unless `timeout` (seconds), no progress token.
+    client("cline", Some(50), false),
+    // Public reports, not measured here.
+    client("cursor", Some(540), false),
+    client("visual studio code", Some(270), false),
+    client("vscode", Some(270), false),
+    client("windsurf", Some(50), false),
+    client("trae", Some(50), false),
+];
+
+/// Clients not in the table: the MCP TypeScript SDK's 60 s default, minus a margin.
+pub const UNKNOWN_CLIENT_WAIT: u64 = 50;
+
+/// What the wait limit of one call was chosen from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitSource {
+    /// The call's `timeoutSec`.
+    Argument,
+    /// `HOLDLINE_MAX_WAIT_SEC`.
+    Environment,
+    /// `MCP_TOOL_TIMEOUT` (Claude Code's setting) under the client's own limit.
+    ToolTimeout,
+    /// The table entry for this client; `progress` when its timer is reset by progress.
+    Client {
+        needle: &'static str,
+        progress: bool,
+    },
+    /// The official Python SDK, which has no request timeout unless the caller sets one.
+    PythonSdk,
+    /// A client not in the table.
+    Unknown,
+}
+
+/// The inputs of [`choose`].
+#[derive(Debug, Clone, Default)]
+pub struct LimitInputs<'a> {
+    pub client_name: Option<&'a str>,
+    pub has_progress_token: bool,
+    pub argument_secs: Option<u64>,
+    /// `HOLDLINE_MAX_WAIT_SEC`: `Some(None)` means no limit.
+    pub env_max: Option<Option<Duration>>,
+    /// `MCP_TOOL_TIMEOUT`, in the bridge's environment.
+    pub tool_timeout: Option<Duration>,
+}
+
+/// How long one call may block before answering "no reply yet" (`None`: until a reply),
+/// and why.
+pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
+    if let Some(secs) = inputs.argument_secs.filter(|s| *s > 0) {
+        return (Some(Duration::from_secs(secs)), LimitSource::Argument);
+    }
+    if let Some(limit) = inputs.env_max {
+        return (limit, LimitSource::Environment);
+    }
+    let Some(name) = inputs.client_name.map(str::to_lowercase) else {
+        return (
+            Some(Duration::from_secs(UNKNOWN_CLIENT_WAIT)),
+            LimitSource::Unknown,
+        );
+    };
+    if name == "mcp" {
+        return (None, LimitSource::PythonSdk);
+    }
+    let Some(entry) = CLIENT_LIMITS.iter().find(|c| name.contains(c.needle)) else {
+        return (
+            Some(Duration::from_secs(UNKNOWN_CLIENT_WAIT)),
+            LimitSource::Unknown,
+        );
+    };
+    let progress = entry.progress_resets && inputs.has_progress_token;
+    let mut limit = if progress {
+        None
+    } else {
+        entry.wait_secs.map(Duration::from_secs)
+    };
+    let mut source = LimitSource::Client {
+        needle: entry.needle,
+        progress,
+    };
+    if entry.needle == "claude"
+        && let Some(hard) = inputs.tool_timeout
+    {
+        // A hard limit that progress does not extend: end a margin before it.
+        let capped = hard.saturating_sub(margin(hard));
+        if limit.is_none_or(|l| capped < l) {
+            limit = Some(capped.max(Duration::from_secs(1)));
+            source = LimitSource::ToolTimeout;
+        }
+    }
+    (limit, source)
+}
+
+/// How much earlier than a client's limit the bridge answers: a tenth, 2 to 30 seconds.
+pub fn margin(limit: Duration) -> Duration {
+    (limit / 10).clamp(Duration::from_secs(2), Duration::from_secs(30))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(name: Option<&str>, progress: bool) -> Option<u64> {
+        let inputs = LimitInputs {
+            client_name: name,
+            has_progress_token: progress,
+            ..LimitInputs::default()
+        };
+        choose(&inputs).0.map(|d| d.as_secs())
+    }
+
+    #[test]
+    fn measured_clients() {
+        assert_eq!(limit(Some("codex-mcp-client"), true), Some(290));
+        assert_eq!(limit(Some("gemini-cli-mcp-client"), true), Some(570));
+        assert_eq!(
+            limit(Some("qwen-cli-mcp-client-holdline"), false),
+            Some(570)
+        );
+        assert_eq!(limit(Some("@cline/core"), false), Some(50));
+        assert_eq!(limit(Some("continue-cli-client"), false), Some(50));
+        // Progress resets these clients' timers: no limit, but only with a token.
+        assert_eq!(limit(Some("opencode"), true), None);
+        assert_eq!(limit(Some("opencode"), false), Some(50));
+        assert_eq!(limit(Some("copilot-cli"), true), None);
+        assert_eq!(limit(Some("claude-code"), true), None);
+        assert_eq!(limit(Some("claude-code"), false), Some(1740));
+    }
+
+    #[test]
+    fn public_reports_and_unknown_clients() {
+        assert_eq!(limit(Some("cursor-vscode"), true), Some(540));
+        assert_eq!(limit(Some("Visual Studio Code"), true), Some(270));
+        assert_eq!(
+            limit(Some("something-new"), true),
+            Some(UNKNOWN_CLIENT_WAIT)
+        );
+        assert_eq!(limit(None, true), Some(UNKNOWN_CLIENT_WAIT));
+        assert_eq!(limit(Some("mcp"), false), None);
+    }
+
+    #[test]
+    fn argument_then_environment_then_tool_timeout() {
+        let mut inputs = LimitInputs {
+            client_name: Some("claude-code"),
+            has_progress_token: true,
+            argument_secs: Some(7),
+            env_max: Some(Some(Duration::from_secs(9))),
+            tool_timeout: Some(Duration::from_secs(120)),
+        };
+        assert_eq!(
+            choose(&inputs),
+            (Some(Duration::from_secs(7)), LimitSource::Argument)
+        );
+        inputs.argument_secs = None;
+        assert_eq!(choose(&inputs).1, LimitSource::Environment);
+        inputs.env_max = None;
+        assert_eq!(
+            choose(&inputs),
+            (Some(Duration::from_secs(108)), LimitSource::ToolTimeout)
+        );
+        inputs.client_name = Some("codex-mcp-client");
+        assert_eq!(choose(&inputs).0, Some(Duration::from_secs(290)));
+    }
+}

@@ -1,0 +1,347 @@
+//! What the bridge tests share: a real `holdline-hub` process on an ephemeral port with a
+//! temporary home, and the real `holdline-mcp` binary over stdio driven by an rmcp client.
+//!
+//! Needs the hub binary: `cargo build -p holdline-hub` (scripts/test.sh builds the workspace).
+
+#![allow(dead_code, unused_imports)]
+
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use rmcp::{
+    ClientHandler, RoleClient, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+        Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        Request, Root, ServerResult,
+    },
+    service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService},
+    transport::TokioChildProcess,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+pub const PNG_1PX: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+pub fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug")
+}
+
+pub fn hub_bin() -> PathBuf {
+    let bin = target_dir().join(format!("holdline-hub{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p holdline-hub` first",
+        bin.display()
+    );
+    bin
+}
+
+pub fn bridge_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_holdline-mcp"))
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real hub process; killed on drop.
+pub struct TestHub {
+    pub child: Child,
+    pub home: PathBuf,
+    pub addr: String,
+    pub secret: String,
+    pub http: reqwest::Client,
+}
+
+impl TestHub {
+    pub async fn start(home: &Path) -> anyhow::Result<TestHub> {
+        TestHub::start_on(home, "127.0.0.1:0").await
+    }
+
+    pub async fn start_on(home: &Path, listen: &str) -> anyhow::Result<TestHub> {
+        let addr_file = home.join("hub.addr");
+        let _ = std::fs::remove_file(&addr_file);
+        let child = Command::new(hub_bin())
+            .arg("--home")
+            .arg(home)
+            .arg("serve")
+            .arg("--listen")
+            .arg(listen)
+            .env_remove("HOLDLINE_MONGO_URI")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("spawn holdline-hub")?;
+        let started = Instant::now();
+        let addr = loop {
+            if let Ok(a) = std::fs::read_to_string(&addr_file)
+                && !a.trim().is_empty()
+            {
+                break a.trim().to_owned();
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("hub did not write {}", addr_file.display());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let secret = std::fs::read_to_string(home.join("secret"))?
+            .trim()
+            .to_owned();
+        let hub = TestHub {
+            child,
+            home: home.to_owned(),
+            addr,
+            secret,
+            http: reqwest::Client::new(),
+        };
+        hub.wait_healthy().await?;
+        Ok(hub)
+    }
+
+    pub async fn wait_healthy(&self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        loop {
+            let ok = self
+                .http
+                .get(format!("{}/healthz", self.url()))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("hub not healthy");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// SIGKILL: no flush, no goodbye.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub async fn reply(&self, token: &str, text: &str, images: Value) -> anyhow::Result<Value> {
+        let r = self
+            .http
+            .post(format!("{}/api/reply", self.url()))
+            .bearer_auth(&self.secret)
+            .json(&json!({"token": token, "text": text, "images": images}))
+            .send()
+            .await?;
+        let status = r.status();
+        let body: Value = r.json().await?;
+        if !status.is_success() {
+            bail!("reply answered {status}: {body}");
+        }
+        Ok(body)
+    }
+
+    pub async fn session(&self, token: &str) -> anyhow::Result<Value> {
+        let r = self
+            .http
+            .get(format!("{}/api/sessions/{token}?limit=200", self.url()))
+            .bearer_auth(&self.secret)
+            .send()
+            .await?;
+        Ok(r.error_for_status()?.json().await?)
+    }
+
+    /// Polls the session until its status is `status`.
+    pub async fn wait_status(&self, token: &str, status: &str) -> anyhow::Result<Value> {
+        let started = Instant::now();
+        loop {
+            let s = self.session(token).await?;
+            if s["status"] == status {
+                return Ok(s);
+            }
+            if started.elapsed() > Duration::from_secs(15) {
+                bail!("session {token} stayed {} (wanted {status})", s["status"]);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for TestHub {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The rmcp client side: records progress, answers roots.
+#[derive(Clone)]
+pub struct TestClient {
+    pub name: String,
+    pub root: Option<String>,
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.root.is_some() {
+            ClientCapabilities::builder().enable_roots().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new(self.name.clone(), "1.0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(ListRootsResult::new(
+            self.root.iter().map(|r| Root::new(r.clone())).collect(),
+        ))
+    }
+}
+
+pub type Client = RunningService<RoleClient, TestClient>;
+
+pub struct BridgeOptions<'a> {
+    pub hubs: String,
+    pub secret: Option<&'a str>,
+    pub home: &'a Path,
+    pub host: &'a str,
+    pub client_name: &'a str,
+    pub root: Option<&'a str>,
+    pub autostart: bool,
+    pub extra_env: Vec<(&'a str, String)>,
+}
+
+impl<'a> BridgeOptions<'a> {
+    pub fn for_hub(hub: &'a TestHub) -> Self {
+        BridgeOptions {
+            hubs: hub.url(),
+            secret: Some(&hub.secret),
+            home: &hub.home,
+            host: "test-host",
+            client_name: "holdline-test",
+            root: Some("file:///home/dev/project%20one"),
+            autostart: false,
+            extra_env: vec![("HOLDLINE_POLL_MS", "400".to_owned())],
+        }
+    }
+}
+
+pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
+    let mut cmd = tokio::process::Command::new(bridge_bin());
+    cmd.env("HOLDLINE_HUB", &o.hubs)
+        .env("HOLDLINE_HOME", o.home)
+        .env("HOME", o.home)
+        .env("HOLDLINE_HOST_ID", o.host)
+        .env_remove("HOLDLINE_SECRET")
+        .env_remove("HOLDLINE_MAX_WAIT_SEC")
+        .env_remove("HOLDLINE_HUB_BIN")
+        .env("HOLDLINE_LOG", "holdline_mcp=debug");
+    if let Some(s) = o.secret {
+        cmd.env("HOLDLINE_SECRET", s);
+    }
+    if !o.autostart {
+        cmd.env("HOLDLINE_NO_AUTOSTART", "1");
+    } else {
+        cmd.env_remove("HOLDLINE_NO_AUTOSTART");
+    }
+    for (k, v) in &o.extra_env {
+        cmd.env(k, v);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let client = TestClient {
+        name: o.client_name.to_owned(),
+        root: o.root.map(str::to_owned),
+        progress: Arc::default(),
+    };
+    Ok(client.serve(transport).await?)
+}
+
+pub fn args(v: Value) -> rmcp::model::JsonObject {
+    v.as_object().cloned().expect("object")
+}
+
+pub async fn call(client: &Client, tool: &'static str, a: Value) -> anyhow::Result<CallToolResult> {
+    Ok(client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(args(a)))
+        .await?)
+}
+
+/// Starts a tool call and hands back its handle (for cancel, progress token).
+pub async fn start_call(
+    client: &Client,
+    tool: &'static str,
+    a: Value,
+) -> anyhow::Result<rmcp::service::RequestHandle<RoleClient>> {
+    Ok(client
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new(tool).with_arguments(args(a)),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await?)
+}
+
+pub async fn finish(
+    handle: rmcp::service::RequestHandle<RoleClient>,
+) -> anyhow::Result<CallToolResult> {
+    match handle.await_response().await? {
+        ServerResult::CallToolResult(r) => Ok(r),
+        other => bail!("unexpected answer {other:?}"),
+    }
+}
+
+pub fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn structured(r: &CallToolResult) -> &Value {
+    r.structured_content.as_ref().expect("structuredContent")
+}
+
+pub async fn init(client: &Client, title: &str) -> anyhow::Result<String> {
+    let r = call(client, "init_conversation", json!({"cursorTitle": title})).await?;
+    assert_ne!(r.is_error, Some(true), "init failed: {}", text(&r));
+    assert!(text(&r).contains("wait_for_user_input"));
+    Ok(structured(&r)["token"].as_str().unwrap().to_owned())
+}
+
+pub fn count_messages(session: &Value, content: &str) -> usize {
+    session["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["content"] == content).count())
+        .unwrap_or(0)
+}
