@@ -178,6 +178,7 @@ function wireStatic() {
   $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
   notify.initNotifySettings(drawToolbar);
+  notify.registerWorker((token) => select(token));
   document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });
   let searchTimer = null;
   $('#search').addEventListener('input', (e) => {
@@ -309,7 +310,7 @@ function remember(s, live) {
     const since = s.waitingSince || s.lastActiveAt;
     // The conversation the person is looking at needs no chime: they see it.
     if (live && !watching && state.announced.get(s.token) !== since) {
-      notify.announce(t('notifyTitle', { title: title(s) }), plainText(s.lastReview?.nextStep || s.preview || ''), () => select(s.token));
+      notify.announce(t('notifyTitle', { title: title(s) }), plainText(s.lastReview?.nextStep || s.preview || ''), () => select(s.token), { token: s.token });
     }
     state.announced.set(s.token, since);
   } else {

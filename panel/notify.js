@@ -90,15 +90,35 @@ export function chime(name = sound()) {
   }
 }
 
-/** Tells the person `title` waits: sound plus a desktop notification; `onClick` focuses it. `force`: even when off (the test button). */
-export function announce(title, body, onClick, { force = false } = {}) {
+/**
+ * Registers the service worker (secure contexts only): it makes the panel
+ * installable and shows notifications where a page may not. `onOpen(token)`
+ * when the person clicks one of its notifications.
+ */
+export function registerWorker(onOpen) {
+  if (!window.isSecureContext || !('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.register('sw.js').catch(() => { /* the page notifies by itself then */ });
+  navigator.serviceWorker.addEventListener('message', (e) => {
+    if (e.data && e.data.type === 'open-session' && e.data.token) onOpen(e.data.token);
+  });
+}
+
+/**
+ * Tells the person `title` waits: sound plus a desktop notification. `token`:
+ * the session a click opens (`onClick` for the page's own notification).
+ * `force`: even when off (the test button).
+ */
+export function announce(title, body, onClick, { force = false, token = null } = {}) {
   if (!enabled() && !force) return;
   chime();
-  if ('Notification' in window && Notification.permission === 'granted') {
-    try {
-      const n = new Notification(title, { body, tag: `holdline-${title}`, renotify: true });
-      n.onclick = () => { window.focus(); if (onClick) onClick(); n.close(); };
-    } catch { /* some browsers only allow notifications from a service worker */ }
+  if (!('Notification' in window) || Notification.permission !== 'granted') return;
+  const options = { body, tag: `holdline-${token || title}`, renotify: true, data: { token } };
+  try {
+    const n = new Notification(title, options);
+    n.onclick = () => { window.focus(); if (onClick) onClick(); n.close(); };
+  } catch {
+    // Android's Chrome allows notifications only from a service worker.
+    navigator.serviceWorker?.ready.then((reg) => reg.showNotification(title, { ...options, icon: 'icon-192.png' })).catch(() => {});
   }
 }
 

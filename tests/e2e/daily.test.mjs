@@ -547,3 +547,39 @@ test('notification settings: on/off, a sound to choose, a test button; plain htt
     await lan.stop();
   }
 });
+
+test('an installable web app: a manifest and a service worker that notifies where a page may not', async () => {
+  const { page, context } = await browser();
+  await context.grantPermissions(['notifications'], { origin: hub.base });
+  // As on Android's Chrome: the page's own Notification constructor refuses.
+  await context.addInitScript(() => {
+    const Real = window.Notification;
+    window.Notification = class extends Real {
+      constructor() { throw new TypeError('Illegal constructor. Use ServiceWorkerRegistration.showNotification() instead.'); }
+    };
+  });
+  await openPanel(page, hub);
+  const manifest = await page.evaluate(async () => {
+    const href = document.querySelector('link[rel="manifest"]').href;
+    const res = await fetch(href);
+    return { type: res.headers.get('content-type'), body: await res.json() };
+  });
+  assert.match(manifest.type, /manifest\+json|application\/json/);
+  assert.equal(manifest.body.display, 'standalone');
+  assert.ok(manifest.body.icons.some((i) => i.sizes === '512x512'), 'a 512 px icon');
+  for (const icon of manifest.body.icons) {
+    assert.equal(await page.evaluate(async (src) => (await fetch(src)).headers.get('content-type'), icon.src), 'image/png');
+  }
+  assert.equal(await page.evaluate(async () => (await navigator.serviceWorker.ready).active.scriptURL.endsWith('/sw.js')), true);
+
+  const a = await newAgent(hub, 'Worker notifies');
+  await a.wait('are you there?');
+  let shown = [];
+  for (const deadline = Date.now() + 10_000; !shown.length && Date.now() < deadline; await sleep(100)) {
+    shown = await page.evaluate(async () => (await (await navigator.serviceWorker.ready).getNotifications())
+      .map((n) => ({ title: n.title, token: n.data && n.data.token })));
+  }
+  assert.equal(shown.length, 1, 'the worker showed the notification');
+  assert.match(shown[0].title, /Worker notifies/);
+  assert.equal(shown[0].token, a.token, 'a click opens that session');
+});
