@@ -453,9 +453,11 @@ function sessionEvent(s) {
   }
   if (s.token === state.current) {
     const wasMirror = !!state.detail.mirror;
+    const wasClosed = CLOSED.has(state.detail.status);
     Object.assign(state.detail, s);
     drawHeader();
-    if (wasMirror !== !!s.mirror) composer.showSession(s.token, CLOSED.has(s.status), !!s.mirror);
+    // Closed or reopened (archive, merge, restore from anywhere): the reply box follows at once.
+    if (wasMirror !== !!s.mirror || wasClosed !== CLOSED.has(s.status)) composer.showSession(s.token, CLOSED.has(s.status), !!s.mirror);
     // The reply's delivery is judged on the refreshed detail (its messages and queue in one answer).
     clearTimeout(detailTimer);
     detailTimer = setTimeout(() => loadDetail(s.token), 80);
