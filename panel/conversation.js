@@ -2,7 +2,7 @@
 // automatic replies, queued/delivered marks, a copy button each; keeps one element per message
 // (keyed by seq) so live updates do not re-render the whole history.
 
-import { h } from './ui.js';
+import { h, icon } from './ui.js';
 import { t, clock, bytes } from './i18n.js';
 import { renderInto } from './markdown.js';
 import { copyText } from './export.js';
@@ -69,7 +69,7 @@ function buildMessage(m) {
     h('button', {
       type: 'button', class: 'icon copy', testid: 'copy-message', title: t('copyMessage'), 'aria-label': t('copyMessage'),
       onclick: () => copyText(m.content || ''),
-    }, '⧉'),
+    }, icon('copy')),
   );
 
   return h('article', {
