@@ -84,11 +84,14 @@ pub struct ServeArgs {
     pub mongo_uri: Option<String>,
 }
 
-/// A quick-reply template shown in the panel.
+/// A quick-reply template shown in the panel; one with a `lang` (`en`,
+/// `zh`) shows only when the panel speaks that language.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Template {
     pub label: String,
     pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
 }
 
 /// sled's page cache when `cache_mb` is not set. Every session's metadata is
@@ -401,25 +404,32 @@ pub fn mask_uri(uri: &str) -> String {
     }
 }
 
-/// Quick replies every new panel starts with, in Chinese and English.
+/// Quick replies every new panel starts with: each in Chinese and in
+/// English, tagged so the panel shows the ones in its language.
 pub fn default_templates() -> Vec<Template> {
     [
-        ("继续", "继续"),
-        ("Continue", "Continue."),
-        ("先写测试", "先补测试，再继续。"),
-        ("Run the tests", "Run the tests and show me the result."),
-        ("提交", "可以，提交吧。"),
-        ("Looks good, commit", "Looks good. Commit it."),
-        ("停", "先停下，等我看一下。"),
+        ("zh", "继续", "继续"),
+        ("en", "Continue", "Continue."),
+        ("zh", "先写测试", "先补测试，再继续。"),
         (
+            "en",
+            "Run the tests",
+            "Run the tests and show me the result.",
+        ),
+        ("zh", "提交", "可以，提交吧。"),
+        ("en", "Looks good, commit", "Looks good. Commit it."),
+        ("zh", "停", "先停下，等我看一下。"),
+        (
+            "en",
             "Stop and explain",
             "Stop here and explain what you changed.",
         ),
     ]
     .into_iter()
-    .map(|(l, t)| Template {
+    .map(|(lang, l, t)| Template {
         label: l.into(),
         text: t.into(),
+        lang: Some(lang.into()),
     })
     .collect()
 }

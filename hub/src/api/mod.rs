@@ -82,6 +82,7 @@ fn router(state: AppState) -> Router {
         )
         .route("/api/sessions", get(person::list))
         .route("/api/sessions/{token}", get(person::detail))
+        .route("/api/sessions/{token}/find", get(person::find))
         .route("/api/sessions/{token}/archive", post(person::archive))
         .route("/api/sessions/{token}/restore", post(person::restore))
         .route("/api/sessions/{token}/merge", post(person::merge))

@@ -423,6 +423,26 @@ impl Hub {
             }
             let mut w = Write::new();
             let history = store.messages(from, None, usize::MAX)?;
+            // A trace in the target: where the messages that follow came from.
+            let source = if src.display_title.is_empty() {
+                &src.title
+            } else {
+                &src.display_title
+            };
+            let trace = Message {
+                role: Role::System,
+                content: format!(
+                    "Merged from “{source}” ({from}, {} @ {}): {} messages follow.",
+                    src.workspace,
+                    src.host_ip,
+                    history.len()
+                ),
+                at: now_ms(),
+                auto: false,
+                images: vec![],
+                reply_id: None,
+            };
+            self.append(&mut dst, &mut w, trace);
             for (_, m) in history {
                 self.append(&mut dst, &mut w, m);
             }
