@@ -5,6 +5,7 @@
 
 mod inproc;
 mod notifyfake;
+mod realhub;
 
 use std::time::{Duration, Instant};
 
@@ -484,4 +485,172 @@ async fn a_channel_that_hangs_does_not_slow_replies() {
         medians[1] < medians[0] * 5 + Duration::from_millis(200),
         "{medians:?}"
     );
+}
+
+/// `config.toml` with every channel at the fake (`after_sec = 0`).
+fn config_toml(fake: &Fake) -> String {
+    let mut t = String::from("[notify]\nafter_sec = 0\n");
+    for (_, name) in FORMATS {
+        t.push_str(&format!(
+            "\n[[notify.webhook]]\nurl = \"{}/hook/{name}\"\nformat = \"{name}\"\n",
+            fake.url
+        ));
+    }
+    t.push_str(&format!(
+        "\n[[notify.ntfy]]\nurl = \"{}/ntfy/phone-topic\"\n\n[notify.telegram]\nbot_token = \"{BOT}\"\nchat_ids = [{CHAT}]\napi_base = \"{}\"\n",
+        fake.url, fake.url
+    ));
+    t
+}
+
+async fn cli(home: &std::path::Path, args: &'static [&'static str]) -> std::process::Output {
+    let home = home.to_owned();
+    tokio::task::spawn_blocking(move || realhub::run_cli(&home, args))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_real_hub_notifies_and_its_logs_hold_no_token_or_channel_url() {
+    let fake = Fake::start().await;
+    // Failures make the hub log about each channel.
+    fake.fail("/hook/json", &[500, 400]);
+    fake.fail(&format!("/bot{BOT}/editMessageText"), &[400]);
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), config_toml(&fake)).unwrap();
+    let mut hub = realhub::RealHub::start_logging(&home, realhub::free_addr()).await;
+    let token = hub
+        .api
+        .ok(
+            "/api/init",
+            &json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "10.0.0.2"}),
+        )
+        .await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wait = hub
+        .api
+        .ok(
+            "/api/wait/register",
+            &json!({"token": token, "message": "go on?",
+        "cursorTitle": "t", "workspace": "/w", "hostIp": "10.0.0.2", "requestId": "q1"}),
+        )
+        .await["waitId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let note = notification(&fake, "go on?").await;
+    let id = message_id_of(&fake, &note);
+    fake.push_update(
+        json!({"message": {"message_id": 9, "chat": {"id": 999}, "text": "x",
+        "reply_to_message": {"message_id": id}}}),
+    );
+    fake.push_update(
+        json!({"message": {"message_id": 10, "chat": {"id": CHAT}, "text": "yes",
+        "reply_to_message": {"message_id": id}}}),
+    );
+    let (_, v) = hub
+        .api
+        .post(
+            "/api/wait/poll",
+            &json!({"token": token, "waitId": wait, "timeoutMs": 5000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v["reply"]["text"], "yes", "{v}");
+    // The edit is refused (400): the hub follows up instead.
+    notification(&fake, "Answered").await;
+    assert_eq!(
+        fake.wait_for("/hook/json", 3, WAIT).await.len(),
+        3,
+        "500 retried, then 400 given up"
+    );
+    hub.stop();
+
+    let logs = format!(
+        "{}\n{}",
+        hub.stderr(),
+        std::fs::read_to_string(home.join("logs/hub.log")).unwrap()
+    );
+    assert!(logs.contains("notification given up"), "{logs}");
+    assert!(logs.contains("not in chat_ids"), "{logs}");
+    let fake_addr = fake.url.trim_start_matches("http://");
+    for secret in [BOT, "TEST-token", fake_addr, "/hook/", "phone-topic"] {
+        assert!(!logs.contains(secret), "{secret:?} in the logs:\n{logs}");
+    }
+    let shown = cli(&home, &["config"]).await;
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("[notify.telegram]") && shown.contains("format = \"wecom\""),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(BOT) && !shown.contains("/hook/") && !shown.contains("phone-topic"),
+        "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn notify_test_reports_each_channel_and_a_bad_table_is_refused_with_its_line() {
+    let fake = Fake::start().await;
+    fake.fail("/hook/discord", &[404]);
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), config_toml(&fake)).unwrap();
+    let out = cli(&home, &["notify", "test"]).await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "a failed channel fails the command: {text}"
+    );
+    for line in [
+        "webhook 1 (json): sent",
+        "webhook 3 (discord): FAILED: 404",
+        "ntfy 1: sent",
+        "telegram: sent",
+    ] {
+        assert!(text.contains(line), "{line:?} missing:\n{text}");
+    }
+    assert!(!text.contains(BOT) && !text.contains(&fake.url), "{text}");
+    assert_eq!(fake.seen("/ntfy/").len(), 1);
+    let tg = fake.seen(&format!("/bot{BOT}/sendMessage"));
+    assert_eq!(tg[0].body["chat_id"], CHAT);
+    assert!(
+        tg[0].body["text"]
+            .as_str()
+            .unwrap()
+            .contains("test notification")
+    );
+
+    for (bad, line) in [
+        (
+            "[notify]\nafter_sec = 1\n\n[[notify.webhook]]\nurl = \"http://127.0.0.1:9/h\"\nformat = \"teams\"\n",
+            "line 6",
+        ),
+        (
+            "[notify.telegram]\nbot_token = \"1:a\"\nchat_ids = [1, \"me\"]\n",
+            "line 3",
+        ),
+        (
+            "[notify.telegram]\nbot_token_file = \"/nonexistent/token\"\nchat_ids = [1]\n",
+            "line 2",
+        ),
+    ] {
+        std::fs::write(home.join("config.toml"), bad).unwrap();
+        let out = cli(&home, &["serve", "--listen", "127.0.0.1:0"]).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}");
+        assert!(
+            err.contains("config.toml") && err.contains(line),
+            "{bad:?}: {err}"
+        );
+    }
 }

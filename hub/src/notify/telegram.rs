@@ -41,17 +41,22 @@ pub struct TelegramChannel {
     sent: Mutex<Sent>,
 }
 
+/// One notification in one chat: (chat, message id, its text).
+type Told = (i64, i64, String);
+/// A question: (token, requestId).
+type Question = (Token, String);
+
 #[derive(Default)]
 struct Sent {
     /// (chat, message id) → the session it told about.
     by_message: HashMap<(i64, i64), Token>,
     /// (token, requestId) → the messages that told about it, with their text.
-    by_wait: HashMap<(Token, String), Vec<(i64, i64, String)>>,
-    order: VecDeque<(Token, String)>,
+    by_wait: HashMap<Question, Vec<Told>>,
+    order: VecDeque<Question>,
 }
 
 impl Sent {
-    fn remember(&mut self, key: (Token, String), chat: i64, message: i64, text: String) {
+    fn remember(&mut self, key: Question, chat: i64, message: i64, text: String) {
         self.by_message.insert((chat, message), key.0.clone());
         let entry = self.by_wait.entry(key.clone()).or_default();
         if entry.is_empty() {
