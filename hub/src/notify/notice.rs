@@ -75,12 +75,17 @@ impl Outcome {
 }
 
 impl Notice {
-    /// The headline: `⏳ <title> is waiting (5 min)`.
+    /// The headline: `⏳ holdline · <title> is waiting (5 min)` (the word
+    /// `holdline` is what keyword-guarded group bots check for).
     pub fn headline(&self) -> String {
         if self.test {
             return "holdline: test notification".into();
         }
-        format!("⏳ {} is waiting ({})", self.title, human(self.waited))
+        format!(
+            "⏳ holdline · {} is waiting ({})",
+            self.title,
+            human(self.waited)
+        )
     }
 
     /// Everything below the headline, as plain text.
@@ -110,7 +115,7 @@ impl Notice {
 
     /// The follow-up sent when the wait ends on channels that cannot edit.
     pub fn follow_up(&self, outcome: Outcome) -> String {
-        format!("{} — {}", self.title, outcome.sentence())
+        format!("holdline · {} — {}", self.title, outcome.sentence())
     }
 }
 
