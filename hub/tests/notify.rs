@@ -345,7 +345,10 @@ async fn a_telegram_reply_to_the_notification_answers_the_wait_and_others_are_ig
         "the other chat was answered"
     );
 
+    // An update too large to read (5 MiB) is skipped, not retried forever.
     fake.push_update(json!({"message": {"message_id": 11, "chat": {"id": CHAT},
+        "text": "y".repeat(5 << 20), "reply_to_message": {"message_id": id}}}));
+    fake.push_update(json!({"message": {"message_id": 12, "chat": {"id": CHAT},
         "text": "yes, go", "reply_to_message": {"message_id": id}}}));
     let v = hub.poll(&token, &wait, 5000).await;
     assert_eq!(
@@ -367,7 +370,7 @@ async fn a_telegram_reply_to_the_notification_answers_the_wait_and_others_are_ig
     .await;
 
     // A reply to that notification now, with no wait open: queued, and the person is told.
-    fake.push_update(json!({"message": {"message_id": 12, "chat": {"id": CHAT},
+    fake.push_update(json!({"message": {"message_id": 13, "chat": {"id": CHAT},
         "text": "also: bump the version", "reply_to_message": {"message_id": id}}}));
     notification(&fake, "Queued").await;
     assert_eq!(hub.session(&token).await["queuedReplies"], 1);

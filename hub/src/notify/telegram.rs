@@ -210,37 +210,43 @@ impl TelegramChannel {
         let shutdown = hub.shutdown_token().clone();
         let mut offset: i64 = 0;
         let mut backoff = Duration::from_secs(1);
+        // After an answer too large to read: one update at a time, to find the culprit.
+        let mut one_at_a_time = false;
         loop {
             let body = json!({
                 "offset": offset,
-                "timeout": LONG_POLL_SEC,
-                "limit": 20,
+                "timeout": if one_at_a_time { 0 } else { LONG_POLL_SEC },
+                "limit": if one_at_a_time { 1 } else { 20 },
                 "allowed_updates": ["message", "callback_query"],
             });
             let got = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 r = self.call(&http, "getUpdates", &body, Duration::from_secs(LONG_POLL_SEC + 10)) => r,
             };
-            let updates = match got {
-                Ok(Value::Array(updates)) => updates,
-                Ok(_) => Vec::new(),
-                Err(SendError::TooLarge(head)) => {
-                    // Skip what cannot be read whole: the first update's id is near the start.
-                    match first_update_id(&head) {
-                        Some(id) => {
-                            tracing::warn!(
-                                update = id,
-                                "a Telegram update too large to read was skipped"
-                            );
-                            offset = id + 1;
-                            continue;
-                        }
-                        None => {
-                            report(Err("getUpdates: an answer too large to read".into()));
-                            Vec::new()
-                        }
-                    }
+            let got = match got {
+                Ok(Value::Array(updates)) => Ok(updates),
+                Ok(_) => Ok(Vec::new()),
+                Err(SendError::TooLarge(_)) if !one_at_a_time => {
+                    one_at_a_time = true;
+                    continue;
                 }
+                Err(SendError::TooLarge(_)) => match self.skip_one(&http, offset).await {
+                    Some(id) => {
+                        tracing::warn!(
+                            update = id,
+                            "a Telegram update too large to read was skipped"
+                        );
+                        offset = offset.max(id + 1);
+                        continue;
+                    }
+                    None => Err(SendError::Retry(
+                        "getUpdates: an update too large to read, and no update_id in it".into(),
+                    )),
+                },
+                Err(e) => Err(e),
+            };
+            let updates = match got {
+                Ok(updates) => updates,
                 Err(e) => {
                     report(Err(e.to_string()));
                     tokio::select! {
@@ -252,6 +258,7 @@ impl TelegramChannel {
                 }
             };
             backoff = Duration::from_secs(1);
+            one_at_a_time = false;
             for u in updates {
                 if let Some(id) = u["update_id"].as_i64() {
                     offset = offset.max(id + 1);
@@ -259,6 +266,40 @@ impl TelegramChannel {
                 self.take(&hub, &http, &u).await;
             }
         }
+    }
+
+    /// Fetches the single update at `offset` without keeping it, to learn
+    /// its id: the body is scanned as it streams (up to 64 MiB), never held.
+    async fn skip_one(&self, http: &reqwest::Client, offset: i64) -> Option<i64> {
+        const SCAN_LIMIT: usize = 64 * 1024 * 1024;
+        let url = format!(
+            "{}/bot{}/getUpdates",
+            self.cfg.api_base, self.cfg.bot_token.0
+        );
+        let body = json!({ "offset": offset, "limit": 1, "timeout": 0 });
+        let mut resp = http
+            .post(url)
+            .timeout(Duration::from_secs(120))
+            .json(&body)
+            .send()
+            .await
+            .ok()?;
+        // The last bytes of the previous chunk, so a key cut in two is still found.
+        let mut window: Vec<u8> = Vec::new();
+        let mut read = 0usize;
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            read += chunk.len();
+            window.extend_from_slice(&chunk);
+            if let Some(id) = first_update_id(&window) {
+                return Some(id);
+            }
+            if read > SCAN_LIMIT {
+                return None;
+            }
+            let keep = window.len().min(64);
+            window.drain(..window.len() - keep);
+        }
+        None
     }
 
     /// One update: a reply or a button from an allowed chat becomes a reply.
@@ -450,11 +491,12 @@ fn first_update_id(head: &[u8]) -> Option<i64> {
     let key = b"\"update_id\"";
     let at = head.windows(key.len()).position(|w| w == key)? + key.len();
     let rest = std::str::from_utf8(&head[at..(at + 40).min(head.len())]).ok()?;
-    let digits: String = rest
-        .trim_start_matches([' ', ':'])
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
+    let rest = rest.trim_start_matches([' ', ':']);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    // Digits cut off by the end of what was read are not the whole id.
+    if rest.len() == digits.len() {
+        return None;
+    }
     digits.parse().ok()
 }
 
@@ -471,6 +513,11 @@ mod tests {
             Some(981)
         );
         assert_eq!(first_update_id(b"\xff\xfe garbage"), None);
+        assert_eq!(
+            first_update_id(b"{\"update_id\": 98"),
+            None,
+            "cut mid-number"
+        );
     }
 
     #[test]
