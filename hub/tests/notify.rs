@@ -357,6 +357,17 @@ async fn a_telegram_reply_to_the_notification_answers_the_wait_and_others_are_ig
         "{v}"
     );
 
+    // The panel shows where the reply was written.
+    let session = hub.session(&token).await;
+    let sent = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"] == "yes, go")
+        .cloned()
+        .unwrap();
+    assert_eq!(sent["via"], "telegram", "{sent}");
+
     // The notification is edited: the phone shows no stale question.
     let edits = fake
         .wait_for(&format!("/bot{BOT}/editMessageText"), 1, WAIT)

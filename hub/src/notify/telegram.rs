@@ -376,7 +376,7 @@ impl TelegramChannel {
             }
             (text, images)
         };
-        let result = match hub.reply(&token, text, images) {
+        let result = match hub.reply_via(&token, text, images, Some("telegram")) {
             Ok(r) => hub.flush().await.map(|_| r),
             Err(e) => Err(e),
         };
