@@ -161,6 +161,7 @@ wait_healthy() { # the service answers `holdline-hub status` within ~15 s
 }
 
 STARTED=0
+NO_SERVICE_REASON=""
 install_systemd() {
   local dir="${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"
   local file="$dir/$UNIT"
@@ -231,12 +232,10 @@ if [ "$SERVICE" = 1 ]; then
       if command -v systemctl >/dev/null 2>&1 && systemctl --user show-environment >/dev/null 2>&1; then
         install_systemd
       else
-        warn "no systemd user manager here (systemctl --user does not answer); service not installed."
-        warn "Run the hub yourself: $PREFIX/holdline-hub serve"
-        warn "or install the system unit: see docs/operations.md (systemd/holdline-hub-system.service)."
+        NO_SERVICE_REASON="this machine has no systemd user manager (\`systemctl --user\` does not answer: a container, WSL without systemd, or a root shell)"
       fi
       ;;
-    *) warn "no service support for $(uname -s); run: $PREFIX/holdline-hub serve" ;;
+    *) NO_SERVICE_REASON="install.sh has no service support for $(uname -s)" ;;
   esac
 elif [ -n "$SERVICE_KIND" ] && [ "$SERVICE_KIND" = systemd ] && [ -f "$SERVICE_FILE" ]; then
   say "Note: --no-service: the existing service ($SERVICE_FILE) was not restarted."
@@ -249,9 +248,15 @@ case ":$PATH:" in
   *) say "Note: $PREFIX is not on your PATH. Add it, e.g.: echo 'export PATH=\"$PREFIX:\$PATH\"' >> ~/.profile" ;;
 esac
 
+HUB_RUNNING=0
+"${HUB[@]}" status >/dev/null 2>&1 && HUB_RUNNING=1
 say ""
 if URL="$("${HUB[@]}" panel-url --no-qr 2>/dev/null)" && [ -n "$URL" ]; then
-  say "Panel (open it once in a browser; it keeps you signed in):"
+  if [ "$HUB_RUNNING" = 1 ]; then
+    say "Panel (open it once in a browser; it keeps you signed in):"
+  else
+    say "Panel, once the hub runs (open it once in a browser; it keeps you signed in):"
+  fi
   say "$URL"
   say "('$PREFIX/holdline-hub panel-url' prints it again, with a QR code for a phone.)"
 else
@@ -264,5 +269,27 @@ fi
 say ""
 say "Next: connect your IDE — in your project folder run, e.g.:"
 say "  $PREFIX/holdline-mcp install --client cursor"
-say "  (clients: cursor, claude-code, codex, vscode, windsurf, trae, cline, gemini; --print to only show)"
+say "  (clients: cursor, claude-code, codex, vscode, windsurf, trae, cline, gemini, qwen,"
+say "   copilot, opencode, continue; --print to only show)"
 say "then restart that IDE and ask its agent to wait for your input through holdline."
+
+# Said last, where it is seen: without a service nothing starts the hub.
+if [ -n "$NO_SERVICE_REASON" ]; then
+  q() { local sq="'\\''"; printf "'%s'" "${1//\'/$sq}"; } # one shell word, single-quoted
+  LOG="$HL_HOME/logs/hub.log"
+  say ""
+  say "No service was installed: $NO_SERVICE_REASON."
+  if [ "$HUB_RUNNING" = 1 ]; then
+    say "A hub is running now, but nothing will start it again after a restart."
+  else
+    say "The hub is NOT running. Start it now (it keeps running after this shell closes):"
+    say "  nohup $(q "$PREFIX/holdline-hub") serve >> $(q "$LOG") 2>&1 &"
+  fi
+  say "To start it at every boot without a service, add it to your crontab:"
+  # In a crontab line % ends the command unless escaped.
+  CRON_LINE="@reboot \"$PREFIX/holdline-hub\" serve >> \"$LOG\" 2>&1"
+  CRON_LINE="${CRON_LINE//%/\\%}"
+  say "  (crontab -l 2>/dev/null; echo $(q "$CRON_LINE")) | crontab -"
+  say "An IDE's holdline-mcp also starts the hub by itself when none answers."
+  say "With root and systemd, the system unit is another way: see docs/operations.md."
+fi

@@ -9,7 +9,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 # scripts/test.sh builds the workspace first; on its own, build the two binaries under test.
-if [ ! -x target/debug/holdline-hub ] || [ ! -x target/debug/holdline-mcp ]; then
+debug="${CARGO_TARGET_DIR:-target}/debug"
+if [ ! -x "$debug/holdline-hub" ] || [ ! -x "$debug/holdline-mcp" ]; then
   cargo build -q -p holdline-hub -p holdline-mcp || {
     echo "bench: 0 passed, 1 failed (build)"
     exit 1
@@ -19,7 +20,7 @@ cargo build -q -p holdline-bench || {
   echo "bench: 0 passed, 1 failed (build)"
   exit 1
 }
-bench=target/debug/holdline-bench
+bench="$debug/holdline-bench"
 # HUB_BIN=PATH tries another hub build (e.g. one with a fix) with the same checks.
 hub_args=()
 [ -n "${HUB_BIN:-}" ] && hub_args=(--hub-bin "$HUB_BIN")

@@ -2,14 +2,26 @@
 # End-to-end tests of the reply panel (tests/e2e): installs what they need —
 # Debian's chromium (and a CJK font for readable screenshots) when missing,
 # playwright-core from npm — then runs them with node's test runner against
-# the hub binary (target/debug/holdline-hub, or $HOLDLINE_HUB_BIN).
+# the hub binary ($CARGO_TARGET_DIR or target/, debug/holdline-hub; or $HOLDLINE_HUB_BIN).
 # The caller builds the hub first: `cargo build -p holdline-hub`.
+#
+#   scripts/test-e2e.sh                       screenshots go to target/screenshots/
+#   scripts/test-e2e.sh --update-screenshots  rewrite the tracked docs/screenshots/
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-hub_bin="${HOLDLINE_HUB_BIN:-$root/target/debug/holdline-hub}"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+# A test run leaves the tracked screenshots alone unless asked.
+export HOLDLINE_SCREENSHOTS_DIR="${HOLDLINE_SCREENSHOTS_DIR:-$target_dir/screenshots}"
+case "${1:-}" in
+  --update-screenshots) HOLDLINE_SCREENSHOTS_DIR="$root/docs/screenshots" ;;
+  "") ;;
+  *) echo "test-e2e: unknown option '$1'" >&2; exit 2 ;;
+esac
+
+hub_bin="${HOLDLINE_HUB_BIN:-$target_dir/debug/holdline-hub}"
 if [[ ! -x "$hub_bin" ]]; then
   echo "test-e2e: no hub binary at $hub_bin; run \`cargo build -p holdline-hub\` first" >&2
   exit 1

@@ -8,8 +8,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 cargo build -q -p holdline-hub -p holdline-mcp
-HUB_BIN="$ROOT/target/debug/holdline-hub"
-BRIDGE_BIN="$ROOT/target/debug/holdline-mcp"
+DEBUG_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
+HUB_BIN="$DEBUG_DIR/holdline-hub"
+BRIDGE_BIN="$DEBUG_DIR/holdline-mcp"
 
 VENV="$ROOT/target/py-venv"
 if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then

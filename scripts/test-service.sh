@@ -99,6 +99,49 @@ if [ "$have_bins" = 1 ]; then
     check "uninstall.sh --purge (run $round) deleted the home and the binaries" bash -c "
       test ! -e '$HL' && test ! -e '$PREFIX/holdline-hub' && test ! -e '$PREFIX/holdline-mcp'"
   done
+  # uninstall.sh takes holdline out of the IDEs before deleting the binary they run.
+  check "install.sh for the IDE checks exits 0" \
+    in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX"
+  printf '{\n  "mcpServers": {\n    "other": {\n      "command": "x"\n    }\n  }\n}\n' > "$FAKE_HOME/.claude.json"
+  cp "$FAKE_HOME/.claude.json" "$TMP/claude.json.before"
+  check "holdline-mcp install --client claude-code exits 0" \
+    in_fake_home bash -c "cd \"\$HOME\" && '$PREFIX/holdline-mcp' install --client claude-code"
+  check "... wrote holdline's entry" grep -q '"holdline"' "$FAKE_HOME/.claude.json"
+  out="$(in_fake_home "$ROOT/scripts/uninstall.sh" 2>&1)"
+  check "uninstall.sh removed holdline's IDE entry and left the rest byte for byte" \
+    cmp -s "$TMP/claude.json.before" "$FAKE_HOME/.claude.json"
+  check "uninstall.sh said so" has_all "$out" "removed holdline's entry"
+  # --purge after a plain uninstall: the binaries are gone, the home is not.
+  out="$(in_fake_home "$ROOT/scripts/uninstall.sh" --purge 2>&1)"
+  check "uninstall.sh --purge after an uninstall deletes the home without a contradiction" bash -c "
+    test ! -e '$HL' && grep -q 'Deleted' <<<\"\$1\" && ! grep -q 'Nothing to remove' <<<\"\$1\"" _ "$out"
+  rm -f "$FAKE_HOME/.claude.json"
+
+  # No systemd user manager (a container, WSL without systemd, a root shell): a
+  # systemctl that cannot reach the user bus stands in for it.
+  if [ "$(uname -s)" = Linux ]; then
+    mkdir -p "$TMP/no-user-manager"
+    printf '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n' > "$TMP/no-user-manager/systemctl"
+    chmod +x "$TMP/no-user-manager/systemctl"
+    out="$(in_fake_home env PATH="$TMP/no-user-manager:$PATH" "$ROOT/scripts/install.sh" --bin-dir "$BIN_DIR" --prefix "$PREFIX" 2>&1)"
+    rc=$?
+    check "install.sh without a systemd user manager exits 0: the binaries are installed" \
+      bash -c "test '$rc' = 0 && test -x '$PREFIX/holdline-hub'"
+    check "... says last that no service was installed, and how to start and keep the hub" bash -c '
+      tail_block="$(printf "%s\n" "$1" | sed -n "/^No service was installed/,\$p")"
+      test -n "$tail_block" &&
+      grep -q "The hub is NOT running" <<<"$tail_block" &&
+      grep -q "nohup .*holdline-hub'"'"' serve" <<<"$tail_block" &&
+      grep -q "crontab" <<<"$tail_block" &&
+      ! grep -q "^Next:" <<<"$tail_block"' _ "$out"
+    check "... does not present the panel as if the hub ran" bash -c '! grep -q "^Panel (open it once" <<<"$1"' _ "$out"
+    check "... wrote no service file" test ! -e "$FAKE_HOME/.config/systemd/user/holdline-hub.service"
+  fi
+  in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$TMP/no-such-dir" --prefix "$TMP/p2" >/dev/null 2>&1
+  rc=$?
+  check "install.sh exits non-zero when nothing was installed" bash -c "test '$rc' != 0 && test ! -e '$TMP/p2/holdline-hub'"
+  in_fake_home "$ROOT/scripts/uninstall.sh" --purge >/dev/null 2>&1
+
   # Leave binaries at the default prefix of the fake home for the unit checks.
   check "install.sh with the default prefix (~/.local/bin) exits 0" \
     in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR"

@@ -10,6 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
+# What git sees before the run: the run itself must change nothing in the tree.
+tree_state() { git status --porcelain=v1 --untracked-files=all 2>/dev/null || true; }
+tree_before="$(tree_state)"
+
 passed=0
 failed=0
 failures=()
@@ -53,6 +57,20 @@ for script in test-mcp-python test-crash test-service test-bench; do
 done
 if [ -z "${SKIP_E2E:-}" ]; then
   suite test-e2e scripts/test-e2e.sh
+fi
+
+# Last: the suites wrote only to ignored places (target/, node_modules/, temp folders).
+tree_unchanged() {
+  local after
+  after="$(tree_state)"
+  if [ "$after" != "$tree_before" ]; then
+    echo "the test run changed the working tree:"
+    diff <(printf '%s\n' "$tree_before") <(printf '%s\n' "$after") | sed -n 's/^> /  /p'
+    return 1
+  fi
+}
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  suite clean-tree tree_unchanged
 fi
 
 echo

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Remove what scripts/install.sh added: the service (stopped first) and the
-# two binaries. The home (~/.holdline: secret, config.toml, db/, archive/,
-# logs/) is kept unless --purge is given.
+# Remove what scripts/install.sh added: holdline's entry and rule in every
+# IDE (`holdline-mcp uninstall --all`, so no IDE keeps pointing at a deleted
+# binary), the service (stopped first) and the two binaries. The home
+# (~/.holdline: secret, config.toml, db/, archive/, logs/) is kept unless
+# --purge is given.
 #
-#   scripts/uninstall.sh                 remove service and binaries, keep the data
+#   scripts/uninstall.sh                 remove IDE entries, service and binaries, keep the data
 #   scripts/uninstall.sh --purge         also delete the home and all sessions in it
+#   scripts/uninstall.sh --keep-ide      leave the IDE entries and rules alone
 #   scripts/uninstall.sh --prefix DIR    where the binaries are, when the install
 #                                        manifest is gone (default ~/.local/bin)
 #
+# Run it from a project folder to also remove that project's rule files.
 # Safe to run again: what is already gone is skipped. It never asks anything.
 set -euo pipefail
 
 PREFIX="${HOME}/.local/bin"
 PURGE=0
+KEEP_IDE=0
 HL_HOME="${HOLDLINE_HOME:-${HOME}/.holdline}"
 LABEL="dev.holdline.hub"
 UNIT="holdline-hub.service"
@@ -24,9 +29,10 @@ die() { printf 'uninstall: %s\n' "$*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --purge) PURGE=1; shift ;;
+    --keep-ide) KEEP_IDE=1; shift ;;
     --prefix) [ $# -ge 2 ] || die "--prefix needs a folder"; PREFIX="$2"; shift 2 ;;
     --prefix=*) PREFIX="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -50,6 +56,26 @@ SERVICE_FILES+=("systemd"$'\t'"${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user/$U
 SERVICE_FILES+=("launchd"$'\t'"$HOME/Library/LaunchAgents/$LABEL.plist")
 
 removed=0
+
+# IDE entries first, while holdline-mcp is still there to take them out.
+if [ "$KEEP_IDE" = 0 ]; then
+  MCP=""
+  for b in ${BINS[@]+"${BINS[@]}"}; do
+    [ "$(basename "$b")" = holdline-mcp ] && [ -x "$b" ] && MCP="$b"
+  done
+  if [ -n "$MCP" ]; then
+    if ide_out="$("$MCP" uninstall --all 2>&1)"; then
+      if ! grep -q "nothing changed" <<<"$ide_out"; then
+        printf '%s\n' "$ide_out"
+        removed=$((removed + 1))
+      fi
+    else
+      warn "could not remove every IDE entry (the rest of the uninstall goes on):"
+      printf '%s\n' "$ide_out" | sed 's/^/  /' >&2
+    fi
+  fi
+fi
+
 for entry in "${SERVICE_FILES[@]}"; do
   kind="${entry%%$'\t'*}"; file="${entry#*$'\t'}"
   [ -f "$file" ] || continue
@@ -86,7 +112,11 @@ if [ "$PURGE" = 1 ]; then
   case "$HL_HOME" in
     ""|"/"|"$HOME"|"$HOME/") die "refusing to delete '$HL_HOME'" ;;
   esac
-  if [ -d "$HL_HOME" ]; then rm -rf "$HL_HOME"; say "Deleted $HL_HOME (all sessions, secret and config)"; fi
+  if [ -d "$HL_HOME" ]; then
+    rm -rf "$HL_HOME"
+    say "Deleted $HL_HOME (all sessions, secret and config)"
+    removed=$((removed + 1))
+  fi
 elif [ -d "$HL_HOME" ]; then
   say "Kept $HL_HOME (sessions, secret, config). Delete it with: scripts/uninstall.sh --purge"
 fi

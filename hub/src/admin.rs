@@ -63,6 +63,28 @@ pub async fn notify_test(config: &Config) -> Result<()> {
     Ok(())
 }
 
+/// `1 session`, `2 sessions`.
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Nothing answers at `base`: say how to start the hub.
+fn not_running(base: &str) -> AdminError {
+    let service = if cfg!(target_os = "macos") {
+        "launchctl kickstart gui/$(id -u)/dev.holdline.hub"
+    } else {
+        "systemctl --user start holdline-hub"
+    };
+    AdminError::Message(format!(
+        "no holdline-hub is running at {base}. Start it with `holdline-hub serve` \
+         (or, if you installed the service, `{service}`), then try again"
+    ))
+}
+
 /// Where the running hub answers, as a base URL.
 pub fn hub_url(config: &Config) -> String {
     let home = Home::new(config.home.clone());
@@ -88,10 +110,18 @@ impl Client {
     fn new(config: &Config) -> Result<Client> {
         let home = Home::new(config.home.clone());
         let secret = home.read_secret().map_err(|e| {
-            AdminError::Message(format!(
-                "cannot read the secret in {}: {e}; start the hub once (`holdline-hub serve`) to make it",
-                home.root.display()
-            ))
+            if e.kind() == std::io::ErrorKind::NotFound {
+                AdminError::Message(format!(
+                    "no hub has run with the home {} yet (it has no secret). Start it with \
+                     `holdline-hub serve`, then try again",
+                    home.root.display()
+                ))
+            } else {
+                AdminError::Message(format!(
+                    "cannot read the secret in {}: {e}",
+                    home.root.display()
+                ))
+            }
         })?;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
@@ -115,7 +145,11 @@ impl Client {
 
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value> {
         let res = req.bearer_auth(&self.secret).send().await.map_err(|e| {
-            AdminError::Message(format!("the hub at {} did not answer: {e}", self.base))
+            if e.is_connect() {
+                not_running(&self.base)
+            } else {
+                AdminError::Message(format!("the hub at {} did not answer: {e}", self.base))
+            }
         })?;
         let status = res.status();
         let body: Value = res.json().await.unwrap_or(Value::Null);
@@ -169,16 +203,16 @@ pub async fn status(config: &Config) -> Result<()> {
         .get(format!("{}/healthz", c.base))
         .send()
         .await
-        .map_err(|_| AdminError::Message(format!("holdline-hub is not running at {}", c.base)))?;
+        .map_err(|_| not_running(&c.base))?;
     let h: Value = res
         .json()
         .await
         .map_err(|e| AdminError::Message(e.to_string()))?;
     println!(
-        "holdline-hub {} at {}: {} sessions, {} waiting, up {}s",
+        "holdline-hub {} at {}: {}, {} waiting, up {}s",
         h["version"].as_str().unwrap_or("?"),
         c.base,
-        h["sessions"],
+        count(h["sessions"].as_u64().unwrap_or(0), "session"),
         h["waiting"],
         h["uptimeMs"].as_u64().unwrap_or(0) / 1000
     );
@@ -276,8 +310,8 @@ pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
                 AdminError::Message(format!("cannot write {}: {e}", path.display()))
             })?;
             eprintln!(
-                "exported {} sessions to {}",
-                file.as_object().map_or(0, |o| o.len()),
+                "exported {} to {}",
+                count(file.as_object().map_or(0, |o| o.len()) as u64, "session"),
                 path.display()
             );
         }
@@ -321,6 +355,21 @@ pub async fn import(config: &Config, path: &Path) -> Result<()> {
             r
         }
     };
-    println!("imported {imported} sessions, skipped {skipped} already present");
+    println!(
+        "imported {}, skipped {skipped} already present",
+        count(imported as u64, "session")
+    );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count(0, "session"), "0 sessions");
+        assert_eq!(count(1, "session"), "1 session");
+        assert_eq!(count(2, "session"), "2 sessions");
+    }
 }

@@ -45,7 +45,14 @@ pub enum Command {
         all: bool,
     },
     /// Send a reply to a session, as the panel would.
-    Reply { token: String, text: String },
+    Reply {
+        /// The session's token (`ct_` and 32 hex digits; `holdline-hub sessions` lists them).
+        #[arg(value_name = "TOKEN")]
+        token: String,
+        /// The reply, as the person would type it (quote it in the shell).
+        #[arg(value_name = "TEXT")]
+        text: String,
+    },
     /// Write every session in the sessions.json format.
     Export {
         /// Write here instead of standard output.
@@ -53,7 +60,12 @@ pub enum Command {
         out: Option<PathBuf>,
     },
     /// Read a sessions.json (from holdline or the earlier Node hub).
-    Import { file: PathBuf },
+    Import {
+        /// The sessions.json to read (`holdline-hub export` writes one); sessions the
+        /// hub already has are skipped.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
     /// Print the effective configuration, secrets masked.
     Config,
     /// Notification channels (`[notify]` in config.toml).
@@ -71,8 +83,9 @@ pub enum NotifyAction {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on, e.g. 0.0.0.0:13458 for the LAN.
-    #[arg(long, env = "HOLDLINE_LISTEN", value_name = "ADDR")]
+    /// Address to listen on, HOST:PORT: 127.0.0.1:13458 (this machine only, the
+    /// default) or 0.0.0.0:13458 for the LAN.
+    #[arg(long, env = "HOLDLINE_LISTEN", value_name = "HOST:PORT", value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
     /// MongoDB URI for optional sync (database `holdline`).
     #[arg(
@@ -105,6 +118,7 @@ pub const MAX_WAIT_GRACE_SEC: u64 = 86_400;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
+    #[serde(default, deserialize_with = "listen_from_file")]
     pub listen: Option<SocketAddr>,
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
@@ -143,6 +157,8 @@ pub struct Config {
     /// sled page cache.
     pub cache_bytes: u64,
     pub templates: Vec<Template>,
+    /// Values out of range that were clamped, said once at start (`serve`, `config`).
+    pub warnings: Vec<String>,
     /// Where and when the person is told of a wait (`[notify]`).
     pub notify: NotifyConfig,
 }
@@ -158,6 +174,20 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("no home folder: set HOLDLINE_HOME or HOME")]
     NoHome,
+    #[error(
+        "cannot open the holdline home {path}: {source}; it must be a folder you can read \
+         and write (check `ls -ld {path}`), or pass --home DIR"
+    )]
+    HomeUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "mongo_uri {uri} is not a MongoDB URI: {reason}. Expected mongodb://HOST[:PORT]/ or \
+         mongodb+srv://HOST/; fix it (config.toml, --mongo-uri or HOLDLINE_MONGO_URI), or \
+         remove it to turn sync off"
+    )]
+    MongoUri { uri: String, reason: String },
     #[error("{name}={value:?} is not valid: {expected}")]
     Env {
         name: &'static str,
@@ -184,7 +214,18 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 (FileConfig::default(), String::new())
             }
-            Err(source) => return Err(ConfigError::Read { path, source }),
+            Err(source) => {
+                // When the home itself cannot be opened, say so, not "cannot read config.toml".
+                if let Err(home_error) = std::fs::read_dir(&home)
+                    && home_error.kind() != std::io::ErrorKind::NotFound
+                {
+                    return Err(ConfigError::HomeUnreadable {
+                        path: home,
+                        source: home_error,
+                    });
+                }
+                return Err(ConfigError::Read { path, source });
+            }
         };
         let notify = file.notify.take();
         let mut c = Config::from_file(home, file);
@@ -234,7 +275,44 @@ impl Config {
         c
     }
 
+    /// Checks what `serve` would find out only later: a `mongo_uri` that is not one
+    /// (before the hub says it is listening, so a service does not restart in a loop).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let Some(uri) = &self.mongo_uri else {
+            return Ok(());
+        };
+        mongodb::options::ConnectionString::parse(uri)
+            .map(|_| ())
+            .map_err(|e| ConfigError::MongoUri {
+                uri: mask_uri(uri),
+                reason: match *e.kind {
+                    mongodb::error::ErrorKind::InvalidArgument { message, .. } => message,
+                    other => other.to_string(),
+                },
+            })
+    }
+
     fn from_file(home: PathBuf, f: FileConfig) -> Config {
+        let mut warnings = Vec::new();
+        let mut clamp = |name: &str, value: Option<u64>, default: u64, lo: u64, hi: u64| {
+            let v = value.unwrap_or(default);
+            let c = v.clamp(lo, hi);
+            if c != v {
+                warnings.push(format!(
+                    "{name} = {v} in config.toml is out of range ({lo} to {hi}); using {c}"
+                ));
+            }
+            c
+        };
+        let poll_timeout_ms = clamp("poll_timeout_ms", f.poll_timeout_ms, 10_000, 1, 60_000);
+        let wait_grace_sec = clamp(
+            "wait_grace_sec",
+            f.wait_grace_sec,
+            DEFAULT_WAIT_GRACE_SEC,
+            0,
+            MAX_WAIT_GRACE_SEC,
+        );
+        let cache_mb = clamp("cache_mb", f.cache_mb, DEFAULT_CACHE_MB, 4, 4096);
         Config {
             home,
             listen: f
@@ -243,20 +321,17 @@ impl Config {
             allowed_hosts: f.allowed_hosts,
             allowed_origins: f.allowed_origins,
             mongo_uri: f.mongo_uri,
-            poll_timeout_ms: f.poll_timeout_ms.unwrap_or(10_000).clamp(1, 60_000),
-            wait_grace: Duration::from_secs(
-                f.wait_grace_sec
-                    .unwrap_or(DEFAULT_WAIT_GRACE_SEC)
-                    .min(MAX_WAIT_GRACE_SEC),
-            ),
+            poll_timeout_ms,
+            wait_grace: Duration::from_secs(wait_grace_sec),
             continue_prompt: f
                 .continue_prompt
                 .unwrap_or_else(|| crate::session::DEFAULT_CONTINUE_PROMPT.into()),
             max_auto_streak: f
                 .max_auto_streak
                 .unwrap_or(crate::session::DEFAULT_MAX_AUTO_STREAK),
-            cache_bytes: f.cache_mb.unwrap_or(DEFAULT_CACHE_MB).clamp(4, 4096) * 1024 * 1024,
+            cache_bytes: cache_mb * 1024 * 1024,
             templates: f.templates.unwrap_or_else(default_templates),
+            warnings,
             notify: NotifyConfig::default(),
         }
     }
@@ -317,6 +392,33 @@ fn parse_file(path: &Path, text: &str) -> Result<FileConfig, ConfigError> {
     })
 }
 
+const LISTEN_FORM: &str = "expected HOST:PORT with an IP address, e.g. 127.0.0.1:13458 (this machine only) or 0.0.0.0:13458 (the LAN)";
+
+/// `--listen` / `HOLDLINE_LISTEN`: an IP address and a port; `localhost` means 127.0.0.1.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(addr) = s.parse() {
+        return Ok(addr);
+    }
+    if let Some(port) = s.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "'{s}' is not an address to listen on: {LISTEN_FORM}"
+    ))
+}
+
+fn listen_from_file<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_listen(&s)
+        .map(Some)
+        .map_err(|_| serde::de::Error::custom(format!("listen = {s:?}: {LISTEN_FORM}")))
+}
+
 /// Hides the password (and user) of a `scheme://user:pass@host/...` URI.
 pub fn mask_uri(uri: &str) -> String {
     match (uri.find("://"), uri.rfind('@')) {
@@ -365,6 +467,61 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 3") && err.contains("listn"), "{err}");
+    }
+
+    #[test]
+    fn listen_errors_show_the_expected_form() {
+        let e = parse_listen("13458").unwrap_err();
+        assert!(
+            e.contains("HOST:PORT") && e.contains("127.0.0.1:13458"),
+            "{e}"
+        );
+        assert_eq!(
+            parse_listen("localhost:9").unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
+        let e = parse_file(Path::new("c.toml"), "listen = \"13458\"\n").unwrap_err();
+        assert!(e.to_string().contains("HOST:PORT"), "{e}");
+        assert_eq!(
+            parse_file(Path::new("c.toml"), "listen = \"0.0.0.0:1\"\n")
+                .unwrap()
+                .listen,
+            Some("0.0.0.0:1".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn bad_mongo_uri_and_out_of_range_values_are_said() {
+        let mut c = Config::for_home(PathBuf::from("/h"), "127.0.0.1:1".parse().unwrap());
+        c.mongo_uri = Some("foo://alice:pw@bar".into());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("mongodb://HOST") && e.contains("foo://***@bar"),
+            "{e}"
+        );
+        assert!(!e.contains("pw") && !e.contains("labels"), "{e}");
+        c.mongo_uri = Some("mongodb://db:27017/".into());
+        c.validate().unwrap();
+        let f = parse_file(Path::new("c.toml"), "poll_timeout_ms = 0\ncache_mb = 1\n").unwrap();
+        let c = Config::from_file(PathBuf::from("/h"), f);
+        assert_eq!(c.poll_timeout_ms, 1);
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].contains("poll_timeout_ms = 0"),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
+    fn an_unusable_home_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let e = Config::load(file.join("home"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cannot open the holdline home"), "{e}");
     }
 
     #[test]

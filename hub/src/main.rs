@@ -65,6 +65,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         _ => None,
     };
     let config = Config::load(home, serve_args.as_ref())?;
+    if matches!(cli.command, Command::Serve(_) | Command::Config) {
+        config.validate()?;
+        for w in &config.warnings {
+            eprintln!("holdline-hub: warning: {w}");
+        }
+    }
     match cli.command {
         Command::Serve(_) => serve(config).await,
         Command::PanelUrl { no_qr } => Ok(admin::panel_url(&config, no_qr)?),
@@ -92,14 +98,32 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let _log_guard = init_logging(&home)?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {}: is another holdline-hub running there (`holdline-hub status`)? Stop it or pass --listen ADDR",
-                config.listen
-            )
-        })?;
+        .map_err(|e| anyhow::anyhow!(bind_error(config.listen, &e)))?;
     holdline_hub::run(listener, config, shutdown_signal()).await?;
     Ok(())
+}
+
+/// What to do when the listen address cannot be bound, by cause.
+fn bind_error(addr: std::net::SocketAddr, e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let fix = "set `listen` in config.toml or pass --listen HOST:PORT";
+    match e.kind() {
+        ErrorKind::AddrInUse => format!(
+            "cannot listen on {addr}: the port is taken. Is another holdline-hub running there \
+             (`holdline-hub status`)? Stop it, or {fix} with another port"
+        ),
+        ErrorKind::AddrNotAvailable => format!(
+            "cannot listen on {addr}: {} is not an address of this machine ({e}). Use \
+             127.0.0.1 (this machine only), 0.0.0.0 (every interface) or one of this \
+             machine's addresses: {fix}",
+            addr.ip()
+        ),
+        ErrorKind::PermissionDenied => format!(
+            "cannot listen on {addr}: not allowed ({e}); ports below 1024 need root. \
+             Use a port above 1023: {fix}"
+        ),
+        _ => format!("cannot listen on {addr}: {e}; {fix}"),
+    }
 }
 
 /// Logs to stderr and to `logs/hub.log` (0600). Never message text or secrets.

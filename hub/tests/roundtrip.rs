@@ -239,7 +239,7 @@ async fn export_import_keeps_every_field_and_archive_files_are_written() {
     let home_c = dir.path().join("c");
     pin_listen(&home_c, free_addr());
     let out = cli_ok(&home_c, &["import", file.to_str().unwrap()]);
-    assert!(out.contains("imported 1 sessions"), "{out}");
+    assert!(out.contains("imported 1 session,"), "{out}");
 
     // Export from the running hub, import into a fresh home with no hub.
     let export = dir.path().join("sessions.json");

@@ -1,12 +1,13 @@
-//! Bridge configuration from the environment: hub list, secret source, host id, wait limits.
+//! Bridge configuration from the environment: hub list (or the local hub, found where it
+//! really listens), secret source, host id, wait limits.
 
 use std::{
-    net::{IpAddr, Ipv4Addr, UdpSocket},
-    path::PathBuf,
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket},
+    path::{Path, PathBuf},
     time::Duration,
 };
 
-/// The hub every bridge tries when `HOLDLINE_HUB` is not set.
+/// The hub's own default address, used when nothing says where the local hub listens.
 pub const DEFAULT_HUB: &str = "http://127.0.0.1:13458";
 
 /// One long poll at the hub, and the progress interval: the hub's default renewal.
@@ -81,10 +82,13 @@ impl Config {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let hubs = parse_hub_list(nonempty("HOLDLINE_HUB").as_deref().unwrap_or(DEFAULT_HUB));
         let home = nonempty("HOLDLINE_HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| user_home(&get).join(".holdline"));
+        let hubs = match nonempty("HOLDLINE_HUB") {
+            Some(list) => parse_hub_list(&list),
+            None => vec![local_hub(&home, nonempty("HOLDLINE_LISTEN").as_deref())],
+        };
         let secret = match nonempty("HOLDLINE_SECRET") {
             Some(s) => SecretSource::Given(s),
             None => SecretSource::File(home.join("secret")),
@@ -140,6 +144,45 @@ pub fn parse_hub_list(raw: &str) -> Vec<String> {
         vec![DEFAULT_HUB.to_owned()]
     } else {
         hubs
+    }
+}
+
+/// The URL of the hub on this machine, found the way the hub itself decides where to
+/// listen: the address a running hub wrote to `<home>/hub.addr`, else `HOLDLINE_LISTEN`,
+/// else `listen` in `<home>/config.toml`, else the default. A hub listening on every
+/// interface (`0.0.0.0`, `::`) is reached on loopback. Auto-start uses this address too.
+pub fn local_hub(home: &Path, listen_env: Option<&str>) -> String {
+    let running = std::fs::read_to_string(home.join("hub.addr"))
+        .ok()
+        .and_then(|s| s.trim().parse::<SocketAddr>().ok());
+    let configured = || {
+        listen_env
+            .and_then(|v| v.trim().parse::<SocketAddr>().ok())
+            .or_else(|| config_listen(&home.join("config.toml")))
+    };
+    match running.or_else(configured) {
+        Some(addr) => format!("http://{}", reachable(addr)),
+        None => DEFAULT_HUB.to_owned(),
+    }
+}
+
+/// `listen` in the hub's `config.toml`, when the file has a valid one.
+fn config_listen(path: &Path) -> Option<SocketAddr> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc: toml_edit::DocumentMut = text.parse().ok()?;
+    doc.get("listen")?.as_str()?.trim().parse().ok()
+}
+
+/// Where to connect to reach a hub bound to `addr`.
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
+        }
+        _ => addr,
     }
 }
 
@@ -213,6 +256,42 @@ mod tests {
         let c = config(&[]);
         assert_eq!(c.max_wait, None);
         assert!(c.autostart);
+    }
+
+    #[test]
+    fn local_hub_is_found_where_it_listens() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path().to_str().unwrap();
+        let hubs = |vars: &[(&str, &str)]| {
+            let mut v = vec![("HOLDLINE_HOME", h)];
+            v.extend_from_slice(vars);
+            config(&v).hubs
+        };
+        assert_eq!(hubs(&[]), vec![DEFAULT_HUB]);
+        std::fs::write(
+            home.path().join("config.toml"),
+            "listen = \"0.0.0.0:14001\"\n",
+        )
+        .unwrap();
+        assert_eq!(hubs(&[]), vec!["http://127.0.0.1:14001"]);
+        assert_eq!(
+            hubs(&[("HOLDLINE_LISTEN", "[::]:14002")]),
+            vec!["http://[::1]:14002"]
+        );
+        std::fs::write(home.path().join("hub.addr"), "127.0.0.1:14003\n").unwrap();
+        assert_eq!(
+            hubs(&[]),
+            vec!["http://127.0.0.1:14003"],
+            "the running hub wins"
+        );
+        assert_eq!(
+            hubs(&[("HOLDLINE_HUB", "http://10.0.0.2:1")]),
+            vec!["http://10.0.0.2:1"],
+            "HOLDLINE_HUB beats discovery"
+        );
+        std::fs::write(home.path().join("hub.addr"), "garbage").unwrap();
+        std::fs::write(home.path().join("config.toml"), "listen = [\n").unwrap();
+        assert_eq!(hubs(&[]), vec![DEFAULT_HUB], "unreadable files fall back");
     }
 
     #[test]

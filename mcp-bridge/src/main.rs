@@ -19,6 +19,8 @@ enum Command {
     Serve,
     /// Write (or print) an IDE's MCP entry and a short rule file for holdline.
     Install(holdline_mcp::install::InstallArgs),
+    /// Remove holdline's MCP entry and rule from an IDE (or from all of them).
+    Uninstall(holdline_mcp::install::UninstallArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,7 +36,8 @@ fn main() -> std::process::ExitCode {
         )
         .init();
     let result = match cli.command.unwrap_or(Command::Serve) {
-        Command::Install(args) => holdline_mcp::install::run(&args),
+        Command::Install(args) => holdline_mcp::install::run(&args).map_err(Into::into),
+        Command::Uninstall(args) => holdline_mcp::install::uninstall(&args).map_err(Into::into),
         // One thread: the bridge only forwards, and a reply crosses no thread hand-off.
         Command::Serve => tokio::runtime::Builder::new_current_thread()
             .enable_all()

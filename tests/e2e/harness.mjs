@@ -15,7 +15,9 @@ import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '..', '..');
-export const screenshotDir = join(repoRoot, 'docs', 'screenshots');
+// Fresh screenshots go to target/screenshots/; the tracked docs/screenshots/ only on
+// purpose (scripts/test-e2e.sh --update-screenshots sets this).
+export const screenshotDir = process.env.HOLDLINE_SCREENSHOTS_DIR || join(repoRoot, 'target', 'screenshots');
 
 const HUB_BIN = process.env.HOLDLINE_HUB_BIN || join(repoRoot, 'target', 'debug', 'holdline-hub');
 const CHROMIUM = process.env.HOLDLINE_CHROMIUM || '/usr/bin/chromium';

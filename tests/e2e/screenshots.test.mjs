@@ -1,4 +1,5 @@
-// screenshots.test.mjs — keeps docs/screenshots/ current: the panel with a
+// screenshots.test.mjs — takes the docs' screenshots (into target/screenshots/, or
+// docs/screenshots/ with scripts/test-e2e.sh --update-screenshots): the panel with a
 // few realistic sessions at desktop size (light and dark) and on a phone,
 // checking each view for sideways scrolling on the way.
 

@@ -1,0 +1,163 @@
+//! What the `holdline-hub` command line says when something is wrong: each bad input or
+//! situation gets one clear sentence with what to do, and `serve` refuses a bad config
+//! before it says "listening". Runs the real binary with temporary homes.
+
+use std::{
+    net::TcpListener,
+    path::Path,
+    process::{Command, Output},
+    time::Duration,
+};
+
+fn hub(home: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_holdline-hub"));
+    cmd.arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("HOLDLINE_LISTEN")
+        .env_remove("HOLDLINE_MONGO_URI")
+        .env_remove("HOLDLINE_HOME");
+    // A hub that wrongly started would run forever: bound every run.
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_mongo_uri_is_refused_before_listening() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "listen = \"127.0.0.1:0\"\nmongo_uri = \"foo://alice:pw@db\"\n",
+    )
+    .unwrap();
+    for args in [&["serve"][..], &["config"][..]] {
+        let out = hub(home.path(), args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("is not a MongoDB URI"), "{err}");
+        assert!(err.contains("mongodb://HOST"), "{err}");
+        assert!(!err.contains("listening"), "{err}");
+        assert!(!err.contains("pw"), "the password is masked: {err}");
+        assert!(!err.contains("labels:"), "no raw driver error: {err}");
+    }
+    assert!(!home.path().join("hub.addr").exists());
+}
+
+#[test]
+fn listen_errors_say_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
+    let out = hub(home.path(), &["serve", "--listen", "13458"]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("HOST:PORT") && err.contains("0.0.0.0:13458"),
+        "{err}"
+    );
+
+    // An address this machine does not have (os error 99): binding sends nothing.
+    let out = hub(home.path(), &["serve", "--listen", "192.0.2.1:13458"]);
+    let err = stderr(&out);
+    assert!(err.contains("is not an address of this machine"), "{err}");
+    assert!(!err.contains("another holdline-hub"), "{err}");
+
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = hub(home.path(), &["serve", "--listen", &addr]);
+    let err = stderr(&out);
+    assert!(err.contains("the port is taken"), "{err}");
+
+    std::fs::write(home.path().join("config.toml"), "listen = \"13458\"\n").unwrap();
+    let out = hub(home.path(), &["config"]);
+    let err = stderr(&out);
+    assert!(err.contains("line 1") && err.contains("HOST:PORT"), "{err}");
+}
+
+#[test]
+fn out_of_range_values_are_said() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), "poll_timeout_ms = 0\n").unwrap();
+    let out = hub(home.path(), &["config"]);
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: poll_timeout_ms = 0 in config.toml is out of range"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("poll_timeout_ms = 1"));
+}
+
+#[test]
+fn an_unusable_home_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-folder");
+    std::fs::write(&file, "x").unwrap();
+    let out = hub(&file.join("home"), &["sessions"]);
+    let err = stderr(&out);
+    assert!(err.contains("cannot open the holdline home"), "{err}");
+    assert!(!err.contains("config.toml"), "{err}");
+}
+
+#[test]
+fn admin_commands_against_a_stopped_hub_say_to_start_it() {
+    let home = tempfile::tempdir().unwrap();
+    let out = hub(home.path(), &["sessions"]);
+    let err = stderr(&out);
+    assert!(err.contains("holdline-hub serve"), "no secret yet: {err}");
+
+    // A home a hub has used: the secret is there, nothing listens.
+    std::fs::write(
+        home.path().join("secret"),
+        "0123456789abcdef0123456789abcdef\n",
+    )
+    .unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("listen = \"127.0.0.1:{port}\"\n"),
+    )
+    .unwrap();
+    for args in [
+        &["sessions"][..],
+        &["reply", "ct_00000000000000000000000000000000", "hi"][..],
+        &["status"][..],
+    ] {
+        let out = hub(home.path(), args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            err.contains("no holdline-hub is running at") && err.contains("holdline-hub serve"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn reply_and_import_explain_their_arguments() {
+    let home = tempfile::tempdir().unwrap();
+    let help = String::from_utf8_lossy(&hub(home.path(), &["reply", "--help"]).stdout).into_owned();
+    assert!(help.contains("The session's token"), "{help}");
+    assert!(help.contains("The reply"), "{help}");
+    let help =
+        String::from_utf8_lossy(&hub(home.path(), &["import", "--help"]).stdout).into_owned();
+    assert!(help.contains("The sessions.json to read"), "{help}");
+}

@@ -1,0 +1,150 @@
+//! Reading and rewriting a person's config and rule files: a symlink is written through to
+//! its target, the mode and owner of an existing file are kept, the old text is backed up
+//! beside it, and the new text replaces it in one rename.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use super::InstallError;
+
+/// A file as `install` found it.
+#[derive(Debug, Clone)]
+pub struct TextFile {
+    /// The path the client reads (maybe a symlink).
+    pub path: PathBuf,
+    /// The file the text really lives in: `path` with every symlink followed.
+    pub target: PathBuf,
+    /// The text, `None` when the file does not exist.
+    pub text: Option<String>,
+}
+
+impl TextFile {
+    /// Reads `path` through any symlinks; a missing file (or a dangling link) reads as `None`.
+    pub fn read(path: &Path) -> Result<TextFile, InstallError> {
+        let target = follow_links(path)?;
+        let text = match std::fs::read_to_string(&target) {
+            Ok(s) => Some(s),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(InstallError::io("cannot read", &target, e)),
+        };
+        Ok(TextFile {
+            path: path.to_owned(),
+            target,
+            text,
+        })
+    }
+
+    /// Where the text lives, said the way a person recognises it: `PATH` or `PATH -> TARGET`.
+    pub fn describe(&self) -> String {
+        if self.path == self.target {
+            self.path.display().to_string()
+        } else {
+            format!("{} -> {}", self.path.display(), self.target.display())
+        }
+    }
+
+    /// Replaces the text: backs the old one up first, keeps mode and owner, and renames a
+    /// finished file into place so a client reading it never sees half of it.
+    /// Answers the backup's path, if there was an old file.
+    pub fn write(&self, text: &str) -> Result<Option<PathBuf>, InstallError> {
+        let target = &self.target;
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| InstallError::io("cannot create", parent, e))?;
+        }
+        let old = std::fs::metadata(target).ok();
+        let backup = if old.is_some() {
+            let secs = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let backup = sibling(target, &format!("{}.holdline-backup-{secs}", name(target)));
+            // fs::copy keeps the permission bits: a 0600 file's backup is 0600 too.
+            std::fs::copy(target, &backup)
+                .map_err(|e| InstallError::io("cannot back up", target, e))?;
+            if let Some(meta) = &old {
+                keep_owner(&backup, meta);
+            }
+            Some(backup)
+        } else {
+            None
+        };
+        let tmp = sibling(target, &format!(".{}.holdline-tmp", name(target)));
+        std::fs::write(&tmp, text).map_err(|e| InstallError::io("cannot write", &tmp, e))?;
+        if let Some(meta) = &old {
+            std::fs::set_permissions(&tmp, meta.permissions())
+                .map_err(|e| InstallError::io("cannot set the mode of", &tmp, e))?;
+            keep_owner(&tmp, meta);
+        }
+        std::fs::rename(&tmp, target).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            InstallError::io("cannot replace", target, e)
+        })?;
+        Ok(backup)
+    }
+
+    /// Deletes the file the client reads (the link itself, when it is one).
+    pub fn delete(&self) -> Result<(), InstallError> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(InstallError::io("cannot delete", &self.path, e)),
+        }
+    }
+}
+
+/// `path` with every symlink in its last component followed, also when the final target
+/// does not exist yet (a dangling link is written through, creating its target).
+fn follow_links(path: &Path) -> Result<PathBuf, InstallError> {
+    let mut current = path.to_owned();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&current)
+                    .map_err(|e| InstallError::io("cannot read the link", &current, e))?;
+                current = if link.is_absolute() {
+                    link
+                } else {
+                    current.parent().unwrap_or(Path::new(".")).join(link)
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(InstallError::Refused(format!(
+        "{} is a loop of symlinks; fix it, then run install again",
+        path.display()
+    )))
+}
+
+fn name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn sibling(path: &Path, name: &str) -> PathBuf {
+    path.with_file_name(name)
+}
+
+/// Gives `path` the owner of the file it replaces (root editing a person's file must not
+/// leave it root's). Only root may change an owner; for anyone else the file is theirs anyway.
+#[cfg(unix)]
+fn keep_owner(path: &Path, old: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(now) = std::fs::metadata(path) else {
+        return;
+    };
+    if (now.uid(), now.gid()) != (old.uid(), old.gid())
+        && let Err(e) = std::os::unix::fs::chown(path, Some(old.uid()), Some(old.gid()))
+    {
+        eprintln!(
+            "note: could not give {} its old owner back: {e}",
+            path.display()
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_path: &Path, _old: &std::fs::Metadata) {}

@@ -1,0 +1,496 @@
+//! `holdline-mcp install` and `uninstall`: holdline's MCP server entry in each client's
+//! config, merged into what the person has (their keys survive; only what the flags say
+//! changes), and the rule that keeps the agent waiting. Uninstall takes out exactly those.
+//!
+//! - `clients`: where each client keeps what, and holdline's entry for it.
+//! - `entry`: the merge policy, format-free.
+//! - `json_doc`, `codex_toml`, `continue_yaml`: in-place edits of each file format.
+//! - `rule`: the rule text, its own file or its marked section.
+//! - `file`: symlinks followed, mode and owner kept, backups, atomic replace.
+
+mod clients;
+mod codex_toml;
+mod continue_yaml;
+mod entry;
+mod file;
+mod json_doc;
+mod rule;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+pub use clients::{
+    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, Plan, RuleTarget, Setup,
+    plan,
+};
+pub use entry::{Change, Overwrite};
+pub use rule::{BEGIN, END, RULE, RuleKind};
+
+use file::TextFile;
+use json_doc::{DocError, JsonDoc};
+
+/// The name of holdline's entry in every client's server list.
+pub const SERVER_NAME: &str = "holdline";
+
+/// What stops `install` or `uninstall`; each says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("{action} {}: {error}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl InstallError {
+    fn io(action: &'static str, path: &Path, error: std::io::Error) -> InstallError {
+        InstallError::Io {
+            action,
+            path: path.to_owned(),
+            error,
+        }
+    }
+}
+
+/// `holdline-mcp install` arguments.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// The IDE or agent to set up.
+    #[arg(long, value_enum)]
+    pub client: Client,
+    /// Print the config entry on stdout (and where it goes on stderr) without writing anything.
+    #[arg(long)]
+    pub print: bool,
+    /// Hub URL list for HOLDLINE_HUB (comma separated, primary first); default: the local
+    /// hub, found where it listens.
+    #[arg(long, value_name = "URLS")]
+    pub hub: Option<String>,
+    /// Project folder for clients whose rule file lives in the project (default: current folder).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The command the entry runs (default: this holdline-mcp's absolute path).
+    #[arg(long, value_name = "PATH")]
+    pub command: Option<String>,
+    /// Write into this config file instead of the client's default one (e.g. the
+    /// config.yaml given to `cn --config`, or a project's opencode.json).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Put every key holdline writes back to holdline's value (keys you added still stay).
+    #[arg(long)]
+    pub reset: bool,
+    /// Gemini CLI / Qwen Code: mark the project folder trusted, so they start holdline.
+    #[arg(long)]
+    pub trust: bool,
+    /// Set a variable in the entry's environment, e.g. HOLDLINE_MAX_WAIT_SEC=8 or
+    /// HOLDLINE_SECRET=… (repeatable; replaces the value already there).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+}
+
+fn parse_env_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
+}
+
+/// `holdline-mcp uninstall` arguments.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["client", "all"])))]
+pub struct UninstallArgs {
+    /// The IDE or agent to remove holdline from.
+    #[arg(long, value_enum)]
+    pub client: Option<Client>,
+    /// Every client install knows.
+    #[arg(long)]
+    pub all: bool,
+    /// Project folder for clients whose rule file lives in the project (default: current folder).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Remove holdline from this config file instead of the client's default one.
+    #[arg(long, value_name = "FILE", conflicts_with = "all")]
+    pub config: Option<PathBuf>,
+}
+
+fn home_dir() -> Result<PathBuf, InstallError> {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| InstallError::Refused("HOME is not set".into()))
+}
+
+fn project_dir(flag: Option<&Path>) -> Result<PathBuf, InstallError> {
+    let dir = match flag {
+        Some(p) => p.to_owned(),
+        None => std::env::current_dir()
+            .map_err(|e| InstallError::io("cannot read", Path::new("the current folder"), e))?,
+    };
+    Ok(std::path::absolute(&dir).unwrap_or(dir))
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn plan_for(
+    client: Client,
+    command: String,
+    hub: Option<String>,
+    project: PathBuf,
+    config: Option<&Path>,
+) -> Result<Plan, InstallError> {
+    let setup = Setup {
+        command,
+        hub,
+        home: home_dir()?,
+        project,
+        env: &env_var,
+    };
+    let mut plan = plan(client, &setup);
+    if let Some(path) = config {
+        plan.configs.truncate(1);
+        plan.configs[0].path = std::path::absolute(path).unwrap_or(path.to_owned());
+    }
+    Ok(plan)
+}
+
+/// Runs `holdline-mcp install`.
+pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
+    let command = match &args.command {
+        Some(c) => c.clone(),
+        None => {
+            let exe = std::env::current_exe().map_err(|e| {
+                InstallError::io("cannot find", Path::new("holdline-mcp's own path"), e)
+            })?;
+            exe.canonicalize().unwrap_or(exe).display().to_string()
+        }
+    };
+    let project = project_dir(args.project.as_deref())?;
+    let mut plan = plan_for(
+        args.client,
+        command,
+        args.hub.clone(),
+        project.clone(),
+        args.config.as_deref(),
+    )?;
+    for target in &mut plan.configs {
+        if let Some(env) = target.entry[target.env_key].as_object_mut() {
+            for (k, v) in &args.env {
+                env.insert(k.clone(), json!(v));
+            }
+        }
+    }
+    if args.print {
+        // One document on stdout, so it parses; every file it goes into on stderr (Cline's
+        // CLI and extension files take the same entry).
+        print!("{}", snippet(&plan.configs[0]));
+        for target in &plan.configs {
+            eprintln!("# Put the entry above into {}", target.path.display());
+        }
+        eprintln!(
+            "# and this rule into {}:\n\n{}",
+            plan.rule.path.display(),
+            plan.rule.text
+        );
+        return Ok(());
+    }
+    let mut overwrite = Overwrite {
+        paths: vec!["command".into()],
+        all: args.reset,
+    };
+    let mut flagged_env: Vec<&str> = args.env.iter().map(|(k, _)| k.as_str()).collect();
+    if args.hub.is_some() {
+        flagged_env.push("HOLDLINE_HUB");
+    }
+    for target in &plan.configs {
+        for key in &flagged_env {
+            overwrite.paths.push(format!("{}.{key}", target.env_key));
+        }
+    }
+    for target in &plan.configs {
+        install_config(target, &overwrite)?;
+    }
+    install_rule(&plan.rule)?;
+    if let Some(trusted) = &plan.trusted_folders {
+        trust_project(args.client, trusted, &project, args.trust)?;
+    }
+    eprintln!(
+        "Restart (or reload the MCP servers of) the client; the agent then sees the holdline tools."
+    );
+    Ok(())
+}
+
+/// Runs `holdline-mcp uninstall`.
+pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
+    let clients: Vec<Client> = match args.client {
+        Some(c) if !args.all => vec![c],
+        _ => Client::ALL.to_vec(),
+    };
+    let project = project_dir(args.project.as_deref())?;
+    let mut removed = 0;
+    let mut failed = 0;
+    // One file that cannot be changed does not stop the others.
+    let mut tally = |result: Result<bool, InstallError>| match result {
+        Ok(changed) => removed += usize::from(changed),
+        Err(e) => {
+            eprintln!("{e}");
+            failed += 1;
+        }
+    };
+    for client in clients {
+        let plan = plan_for(
+            client,
+            String::new(),
+            None,
+            project.clone(),
+            args.config.as_deref(),
+        )?;
+        for target in &plan.configs {
+            tally(uninstall_config(target));
+        }
+        tally(uninstall_rule(&plan.rule));
+    }
+    if failed > 0 {
+        return Err(InstallError::Refused(format!(
+            "{failed} file(s) still have holdline in them (see above); the rest is done"
+        )));
+    }
+    if removed == 0 {
+        eprintln!("holdline was not installed there; nothing changed.");
+    }
+    Ok(())
+}
+
+/// The entry as a person pastes it: valid JSON, TOML or YAML for the client.
+pub fn snippet(target: &ConfigTarget) -> String {
+    let text = match target.format {
+        Format::Json(key) => Ok(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&json!({ key: { SERVER_NAME: target.entry } }))
+                .expect("json")
+        )),
+        Format::CodexToml => codex_toml::with_entry("", &target.entry).map_err(|e| e.0),
+        Format::ContinueYaml => {
+            continue_yaml::with_entry("mcpServers: []\n", &target.entry).map_err(|e| e.0)
+        }
+    };
+    text.expect("holdline's own entry always renders")
+}
+
+/// A refusal that ends with the entry to paste by hand.
+fn refuse(target: &ConfigTarget, why: &str) -> InstallError {
+    InstallError::Refused(format!(
+        "{} {why}. Nothing was changed; add holdline's entry by hand:\n{}",
+        target.path.display(),
+        snippet(target).trim_end()
+    ))
+}
+
+fn doc_error(target: &ConfigTarget, e: DocError) -> InstallError {
+    match e {
+        DocError::Syntax(e) => refuse(target, &format!("is not valid JSON ({e})")),
+        DocError::NotAnObject(key) => {
+            refuse(target, &format!("has \"{key}\" that is not an object"))
+        }
+        DocError::EntryNotPlainJson => refuse(
+            target,
+            "has comments or trailing commas inside holdline's entry, which install would lose",
+        ),
+    }
+}
+
+fn current_entry(target: &ConfigTarget, text: &str) -> Result<Option<Value>, InstallError> {
+    match target.format {
+        Format::Json(key) => JsonDoc::parse(text)
+            .and_then(|d| d.entry(key, SERVER_NAME))
+            .map_err(|e| doc_error(target, e)),
+        Format::CodexToml => codex_toml::entry(text)
+            .map_err(|e| refuse(target, &format!("is not valid TOML ({})", e.0))),
+        Format::ContinueYaml => continue_yaml::entry(text)
+            .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
+    }
+}
+
+fn text_with_entry(
+    target: &ConfigTarget,
+    text: &str,
+    value: &Value,
+) -> Result<String, InstallError> {
+    match target.format {
+        Format::Json(key) => JsonDoc::parse(text)
+            .and_then(|d| d.with_entry(key, SERVER_NAME, value))
+            .map_err(|e| doc_error(target, e)),
+        Format::CodexToml => codex_toml::with_entry(text, value)
+            .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
+        Format::ContinueYaml => continue_yaml::with_entry(text, value)
+            .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
+    }
+}
+
+fn text_without_entry(target: &ConfigTarget, text: &str) -> Result<Option<String>, InstallError> {
+    let fail = |why: String| {
+        InstallError::Refused(format!(
+            "{} {why}; remove holdline's entry by hand. Nothing was changed.",
+            target.path.display()
+        ))
+    };
+    match target.format {
+        Format::Json(key) => JsonDoc::parse(text)
+            .and_then(|d| d.without_entry(key, SERVER_NAME))
+            .map_err(|e| match e {
+                DocError::Syntax(e) => fail(format!("is not valid JSON ({e})")),
+                DocError::NotAnObject(k) => fail(format!("has \"{k}\" that is not an object")),
+                DocError::EntryNotPlainJson => fail("cannot be read".into()),
+            }),
+        Format::CodexToml => codex_toml::without_entry(text)
+            .map_err(|e| fail(format!("is not valid TOML ({})", e.0))),
+        Format::ContinueYaml => continue_yaml::without_entry(text)
+            .map_err(|e| fail(format!("cannot be edited: {}", e.0))),
+    }
+}
+
+fn report_backup(backup: Option<PathBuf>) {
+    if let Some(b) = backup {
+        eprintln!("  (the old file is saved as {})", b.display());
+    }
+}
+
+fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), InstallError> {
+    let file = TextFile::read(&target.path)?;
+    let text = file.text.clone().unwrap_or_default();
+    let existing = current_entry(target, &text)?;
+    let (merged, changes) = entry::merge(existing.as_ref(), &target.entry, overwrite);
+    let name = file.describe();
+    if existing.is_some() && changes.is_empty() {
+        eprintln!("{name}: unchanged (holdline's entry is up to date)");
+        return Ok(());
+    }
+    let new_text = text_with_entry(target, &text, &merged)?;
+    let backup = file.write(&new_text)?;
+    if existing.is_none() {
+        eprintln!("{name}: added holdline's entry");
+    } else {
+        eprintln!("{name}: updated holdline's entry:");
+        for change in &changes {
+            eprintln!("  {change}");
+        }
+    }
+    report_backup(backup);
+    Ok(())
+}
+
+fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {
+    let file = TextFile::read(&target.path)?;
+    let new_text = rule::with_rule(target.kind, file.text.as_deref(), &target.text);
+    let name = file.describe();
+    if file.text.as_deref() == Some(new_text.as_str()) {
+        eprintln!("{name}: unchanged (the holdline rule is up to date)");
+        return Ok(());
+    }
+    let backup = file.write(&new_text)?;
+    eprintln!("{name}: wrote the holdline rule");
+    report_backup(backup);
+    Ok(())
+}
+
+fn uninstall_config(target: &ConfigTarget) -> Result<bool, InstallError> {
+    let file = TextFile::read(&target.path)?;
+    let Some(text) = &file.text else {
+        return Ok(false);
+    };
+    let Some(new_text) = text_without_entry(target, text)? else {
+        return Ok(false);
+    };
+    let backup = file.write(&new_text)?;
+    eprintln!("{}: removed holdline's entry", file.describe());
+    report_backup(backup);
+    Ok(true)
+}
+
+fn uninstall_rule(target: &RuleTarget) -> Result<bool, InstallError> {
+    let file = TextFile::read(&target.path)?;
+    let Some(text) = &file.text else {
+        return Ok(false);
+    };
+    let name = file.describe();
+    match target.kind {
+        RuleKind::OwnFile => {
+            if !text.contains(rule::RULE_TITLE) {
+                return Ok(false);
+            }
+            file.delete()?;
+            eprintln!("{}: removed the holdline rule file", target.path.display());
+        }
+        RuleKind::Section => match rule::without_section(text) {
+            None => return Ok(false),
+            Some(None) => {
+                file.delete()?;
+                eprintln!("{name}: removed the holdline rule (the file held nothing else)");
+            }
+            Some(Some(rest)) => {
+                let backup = file.write(&rest)?;
+                eprintln!("{name}: removed the holdline rule section");
+                report_backup(backup);
+            }
+        },
+    }
+    Ok(true)
+}
+
+/// Gemini CLI and Qwen Code start stdio servers only in trusted folders: trust the project
+/// with `--trust`, else say how.
+fn trust_project(
+    client: Client,
+    trusted_folders: &Path,
+    project: &Path,
+    trust: bool,
+) -> Result<(), InstallError> {
+    let file = TextFile::read(trusted_folders)?;
+    let current: Value = match file.text.as_deref().map(str::trim) {
+        None | Some("") => json!({}),
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            InstallError::Refused(format!(
+                "{} is not valid JSON ({e}); fix it, or trust {} from inside the client",
+                trusted_folders.display(),
+                project.display()
+            ))
+        })?,
+    };
+    if clients::is_trusted(&current, project) {
+        return Ok(());
+    }
+    let name = if client == Client::Qwen {
+        "Qwen Code"
+    } else {
+        "Gemini CLI"
+    };
+    if !trust {
+        eprintln!(
+            "note: {name} starts stdio MCP servers such as holdline only in folders it trusts. \
+             Trust {} by running {} there and choosing \"Trust folder\", or run this again \
+             with --trust.",
+            project.display(),
+            if client == Client::Qwen {
+                "qwen"
+            } else {
+                "gemini"
+            }
+        );
+        return Ok(());
+    }
+    let mut map = current.as_object().cloned().unwrap_or_default();
+    map.insert(project.display().to_string(), json!("TRUST_FOLDER"));
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&Value::Object(map)).expect("json")
+    );
+    let backup = file.write(&text)?;
+    eprintln!("{}: trusted {}", file.describe(), project.display());
+    report_backup(backup);
+    Ok(())
+}
