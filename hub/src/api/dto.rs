@@ -325,6 +325,9 @@ pub struct Health {
     pub waiting: usize,
     pub uptime_ms: u64,
     pub mongo: Option<serde_json::Value>,
+    /// Notification channels; only for a caller with the secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Vec<crate::notify::ChannelState>>,
 }
 
 #[derive(Debug, Serialize)]

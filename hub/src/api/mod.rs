@@ -34,6 +34,8 @@ pub struct AppState {
     pub logins: Arc<guard::LoginLimiter>,
     /// MongoDB sync, when configured.
     pub sync: Option<crate::sync::Sync>,
+    /// Notification channels, when `[notify]` has any.
+    pub notify: Option<crate::notify::Notifier>,
 }
 
 /// The whole HTTP surface: API, health, metrics, panel. The connections

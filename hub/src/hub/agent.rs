@@ -159,6 +159,7 @@ impl Hub {
                     auto: false,
                     images: vec![],
                     reply_id: None,
+                    via: None,
                 };
                 hub.append(s, w, message);
                 s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
@@ -203,6 +204,7 @@ impl Hub {
             auto: true,
             images: vec![],
             reply_id: Some(reply.id.clone()),
+            via: None,
         };
         self.append(s, w, message);
         w.enqueue(&s.token, reply);

@@ -831,6 +831,7 @@ mod tests {
             auto: false,
             images: vec![],
             reply_id: None,
+            via: None,
         }
     }
 
