@@ -443,6 +443,7 @@ impl Hub {
                 auto: false,
                 images: vec![],
                 reply_id: None,
+                via: None,
             };
             self.append(&mut dst, &mut w, trace);
             for (_, m) in history {
