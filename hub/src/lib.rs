@@ -15,6 +15,7 @@
 //! - [`api`]         the only code that knows HTTP and JSON
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
+//! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
 //! tests bind `127.0.0.1:0` and never sleep to wait for start.
@@ -29,6 +30,7 @@ pub mod home;
 pub mod hub;
 pub mod interchange;
 pub mod net;
+pub mod notify;
 pub mod panel;
 pub mod server;
 pub mod session;
@@ -85,6 +87,7 @@ pub async fn run(
     let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
     hub.resume_waits();
     tokio::spawn(hub.clone().watch_waits());
+    let notify = notify::Notifier::start(&hub);
     let (sessions, waiting) = hub.counts();
     tracing::info!(%addr, sessions, waiting, "holdline-hub listening");
     eprintln!("holdline-hub listening on http://{addr}");
@@ -100,6 +103,7 @@ pub async fn run(
         hub: hub.clone(),
         secret: Arc::new(api::guard::Secret::new(secret)),
         logins: Arc::default(),
+        notify,
     };
     let signal = stop.clone();
     tokio::spawn(async move {

@@ -63,7 +63,8 @@ export async function startHub(home, env = {}) {
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info', HOLDLINE_HOME: home, ...env },
   });
   let log = '';
-  const onData = (d) => { log += d; out.write(d); };
+  // Output can still arrive after 'exit' (before 'close'): the log file may be ended by then.
+  const onData = (d) => { log += d; if (!out.writableEnded) out.write(d); };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
   const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
@@ -119,7 +120,8 @@ export function spawnClient({ cmd, args, env, cwd, dir, log: logName = 'client.l
   const out = createWriteStream(join(dir, logName)).on('error', () => { /* a full disk loses the copy, not the run */ });
   const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  const onData = (d) => { log += d; out.write(d); };
+  // Output can still arrive after 'exit' (before 'close'): the log file may be ended by then.
+  const onData = (d) => { log += d; if (!out.writableEnded) out.write(d); };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
   const exited = new Promise((r) => child.once('exit', (code, signal) => { out.end(); r({ code, signal }); }));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
@@ -41,8 +41,9 @@ pub async fn stream(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-/// `GET /healthz`: liveness and a few counts, no secret needed.
-pub async fn health(State(app): State<AppState>) -> Json<Health> {
+/// `GET /healthz`: liveness and a few counts, no secret needed; with the
+/// secret, each notification channel's state too.
+pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Health> {
     let (sessions, waiting) = app.hub.counts();
     Json(Health {
         ok: true,
@@ -51,6 +52,11 @@ pub async fn health(State(app): State<AppState>) -> Json<Health> {
         waiting,
         uptime_ms: app.hub.uptime().as_millis() as u64,
         mongo: app.sync_state(),
+        notify: app
+            .notify
+            .as_ref()
+            .filter(|_| super::guard::is_authorized(&app.secret, &headers))
+            .map(|n| n.states()),
     })
 }
 

@@ -640,6 +640,30 @@ impl Store {
         Ok(false)
     }
 
+    /// The newest `limit` messages of the session that contain `needle`
+    /// (already lowercased), newest first, with their sequence numbers.
+    pub fn find_messages(
+        &self,
+        token: &Token,
+        needle: &str,
+        limit: usize,
+    ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let mut hits = std::collections::VecDeque::with_capacity(limit.min(64));
+        for kv in self.history.scan_prefix(token.as_str().as_bytes()) {
+            let (_, v) = kv?;
+            for (seq, m) in history::entries(&v)? {
+                let m: Message = decode(m)?;
+                if limit > 0 && m.content.to_lowercase().contains(needle) {
+                    if hits.len() == limit {
+                        hits.pop_front();
+                    }
+                    hits.push_back((seq, m));
+                }
+            }
+        }
+        Ok(hits.into_iter().rev().collect())
+    }
+
     /// The replies queued for a session, oldest first.
     pub fn queued_replies(&self, token: &Token) -> Result<Vec<QueuedReply>, StoreError> {
         self.replies
@@ -807,6 +831,7 @@ mod tests {
             auto: false,
             images: vec![],
             reply_id: None,
+            via: None,
         }
     }
 

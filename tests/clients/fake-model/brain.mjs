@@ -42,8 +42,11 @@ export function findTokens(text) {
 }
 
 export function findResume(text) {
+  // A client may hand the result over JSON-encoded (Cline, Continue): `resume \"abc\"` reads
+  // as `resume "abc"` to a model, so the escapes go before matching.
+  const t = String(text ?? '').replace(/\\+"/g, '"');
   for (const re of RESUME_RES) {
-    const m = String(text ?? '').match(re);
+    const m = t.match(re);
     if (m) return m[1];
   }
   return null;
@@ -109,7 +112,8 @@ export function createBrain(knobs = {}) {
     else out = hooks.resolve?.(conv, bare, args) ?? null;
     if (!out) return { kind: 'text', text: `I cannot find the tool ${bare} (tools: ${conv.tools.join(', ')}).` };
     // `bare` only when the call is the holdline tool itself, not a step towards it.
-    return { kind: 'tool', ...out, bare: out.name ? bareName(out.name) : null };
+    // A hook that wraps the call (Qwen's `tool_call`) names the tool it reaches as `bare`.
+    return { kind: 'tool', ...out, bare: 'bare' in out ? out.bare : (out.name ? bareName(out.name) : null) };
   }
 
   function decide(conv) {
