@@ -57,7 +57,7 @@ export async function installPackage(pkg, version) {
 export async function startHub(home, env = {}) {
   mkdirSync(home, { recursive: true });
   rmSync(join(home, 'hub.addr'), { force: true });
-  const out = createWriteStream(join(home, 'hub.log'));
+  const out = createWriteStream(join(home, 'hub.log')).on('error', () => { /* a full disk loses the copy, not the run */ });
   const child = spawn(HUB_BIN, ['serve', '--listen', '127.0.0.1:0', '--home', home], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info', HOLDLINE_HOME: home, ...env },
@@ -117,7 +117,7 @@ export async function startHub(home, env = {}) {
  * Ctrl-C does; `stop()` makes sure nothing of it is left.
  */
 export function spawnClient({ cmd, args, env, cwd, dir, log: logName = 'client.log' }) {
-  const out = createWriteStream(join(dir, logName));
+  const out = createWriteStream(join(dir, logName)).on('error', () => { /* a full disk loses the copy, not the run */ });
   const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   // Output can still arrive after 'exit' (before 'close'): the log file may be ended by then.
@@ -142,9 +142,13 @@ export function spawnClient({ cmd, args, env, cwd, dir, log: logName = 'client.l
   };
 }
 
-/** Runs `holdline-mcp install --client X` with HOME = `home`. */
-export async function holdlineInstall(client, { home, hubUrl, project, env = {} }) {
-  const { stdout, stderr } = await run(MCP_BIN, ['install', '--client', client, '--hub', hubUrl, '--project', project], {
+/**
+ * Runs `holdline-mcp install --client X` with HOME = `home`; `bridgeEnv` goes into the
+ * entry's environment (`--env K=V`), `args` are further install flags (e.g. `--trust`).
+ */
+export async function holdlineInstall(client, { home, hubUrl, project, bridgeEnv = {}, args = [], env = {} }) {
+  const envArgs = Object.entries(bridgeEnv).flatMap(([k, v]) => ['--env', `${k}=${v}`]);
+  const { stdout, stderr } = await run(MCP_BIN, ['install', '--client', client, '--hub', hubUrl, '--project', project, ...envArgs, ...args], {
     env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), ...env },
   });
   return stdout + stderr;

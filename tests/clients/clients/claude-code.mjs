@@ -27,12 +27,10 @@ export const brainHooks = {
 };
 
 export async function prepare(ctx) {
-  await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
   patchJson(join(ctx.home, '.claude.json'), (c) => {
-    const entry = c.mcpServers.holdline;
-    entry.env = { ...entry.env, ...ctx.bridgeEnv };
-    // Claude Code's own per-call limit (ms), kept well above the bridge's short waits.
-    entry.timeout = ctx.clientTimeoutSec * 1000;
+    // Claude Code's own per-call limit (ms), low but above the bridge's short waits.
+    c.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;
     c.hasCompletedOnboarding = true;
     c.projects = { [ctx.project]: { hasTrustDialogAccepted: true, allowedTools: [] } };
     return c;

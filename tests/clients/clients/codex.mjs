@@ -1,7 +1,7 @@
 // codex.mjs — Codex CLI driven headless (`codex exec --json`) against the fake OpenAI
 // Responses API, holdline put in by `holdline-mcp install --client codex`
 // ($CODEX_HOME/config.toml, AGENTS.md). The provider lines go in front of the installer's
-// table; the entry's short limits are `-c` overrides, so its own lines stay as written.
+// table; Codex's short per-call limit is a `-c` override, so the entry stays as written.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ export const expects = { images: true };
 
 export async function prepare(ctx) {
   const codexHome = join(ctx.home, '.codex');
-  await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, env: { CODEX_HOME: codexHome } });
+  await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
   const file = join(codexHome, 'config.toml');
   const provider = [
     'model = "fake-model"',
@@ -31,8 +31,8 @@ export async function prepare(ctx) {
     '',
   ].join('\n');
   writeFileSync(file, provider + readFileSync(file, 'utf8'));
-  const overrides = Object.entries(ctx.bridgeEnv).flatMap(([k, v]) => ['-c', `mcp_servers.holdline.env.${k}="${v}"`]);
-  overrides.push('-c', `mcp_servers.holdline.tool_timeout_sec=${ctx.clientTimeoutSec}`);
+  // Codex's own per-call limit, low but above the bridge's short waits.
+  const overrides = ['-c', `mcp_servers.holdline.tool_timeout_sec=${ctx.clientTimeoutSec}`];
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'codex');
   return {
     cmd: bin,

@@ -1,7 +1,8 @@
 // gemini.mjs — Gemini CLI driven headless (`gemini -p … --yolo`) against the fake Gemini
 // API (GOOGLE_GEMINI_BASE_URL), holdline put in by `holdline-mcp install --client gemini`
-// (~/.gemini/settings.json, GEMINI.md); API-key auth and a trusted project folder, since
-// headless Gemini refuses other auth and runs stdio servers only in trusted folders.
+// --trust (~/.gemini/settings.json, GEMINI.md, the project in trustedFolders.json: Gemini
+// starts stdio servers only in trusted folders); API-key auth, since headless Gemini
+// refuses the others.
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
@@ -13,17 +14,15 @@ export const interrupt = 'SIGINT';
 export const expects = { images: true };
 
 export async function prepare(ctx) {
-  await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ['--trust'] });
   patchJson(join(ctx.home, '.gemini', 'settings.json'), (s) => {
-    const entry = s.mcpServers.holdline;
-    entry.env = { ...entry.env, ...ctx.bridgeEnv };
-    entry.timeout = ctx.clientTimeoutSec * 1000;
+    // Gemini's own per-call limit (ms), low but above the bridge's short waits.
+    s.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;
     s.security = { ...s.security, auth: { selectedType: 'gemini-api-key' } };
     s.privacy = { usageStatisticsEnabled: false };
     s.general = { ...s.general, disableAutoUpdate: true, disableUpdateNag: true };
     return s;
   });
-  patchJson(join(ctx.home, '.gemini', 'trustedFolders.json'), (t) => ({ ...t, [ctx.project]: 'TRUST_FOLDER' }));
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'gemini');
   return {
     cmd: process.execPath,
