@@ -58,6 +58,8 @@ export const api = {
     if (before !== null && before !== undefined) p.set('before', String(before));
     return call('GET', `/api/sessions/${enc(token)}?${p}`);
   },
+  /** Where `q` occurs in one session: `{hits: [{seq, role, at, snippet}]}`, newest first. */
+  find: (token, q, limit = 1) => call('GET', `/api/sessions/${enc(token)}/find?${new URLSearchParams({ q, limit: String(limit) })}`),
   /** `body` is sent as prepared (already JSON text) so the caller can size-check it first. */
   reply: (json) => call('POST', '/api/reply', json),
   config: (token, fields) => call('POST', '/api/session/config', { token, ...fields }),

@@ -1,11 +1,20 @@
-// app.js — the panel's entry point: login, the session list, the open
-// conversation and its actions (settings, rename, merge, archive, restore),
-// live updates from SSE, notifications, language and theme switches.
+// app.js — the panel's entry point: login, the session list (held still
+// under the pointer, new-since-you-looked marks, Alt+N to the next waiting
+// session), the open conversation and its actions (settings, rename, merge,
+// archive, restore), live updates from SSE with a banner while the hub is
+// away, notifications, language and theme switches.
 
 import { api, followEvents } from './api.js';
 import { t, lang, setLang, applyStatic, duration, ago } from './i18n.js';
-import { $, h, icon, toast, runDialog, confirmBox, applyTheme, toggleTheme } from './ui.js';
+import { $, h, icon, toast, applyTheme, toggleTheme, markMatches, clearMarks } from './ui.js';
 import { renderMessages, resetMessages } from './conversation.js';
+import { plainText } from './markdown.js';
+import { showSessionInfo } from './export.js';
+import { startSyncBadge, stopSyncBadge, drawSync } from './syncbadge.js';
+import { keepAliveText, tickKeepAlive } from './keepalive.js';
+import { sessionItem } from './listitem.js';
+import { markSeen, seenCount } from './seen.js';
+import { initActions } from './actions.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
 
@@ -13,6 +22,8 @@ const CLOSED = new Set(['merged', 'archived']);
 const PAGE = 50;
 /** Messages fetched when a live event says the open session changed. */
 const REFRESH = 10;
+/** Phone layout: one pane at a time (matches style.css). */
+const PHONE = '(max-width: 720px)';
 
 const state = {
   /** 'open' or 'archived': which list is shown. */
@@ -33,7 +44,21 @@ const state = {
   listGen: 0,
   /** token → Session from events received while a list fetch was in flight. */
   heardDuringFetch: null,
+  /** The selected session keeps the list position it had when picked: `{token, index}`. */
+  pin: null,
+  /** token → `{q, seq, snippet}` where the search `q` matched (seq null: in the title only). */
+  hits: new Map(),
 };
+
+function isNew(s) {
+  const seen = seenCount(s.token);
+  return seen !== undefined && s.msgCount > seen && !(s.token === state.current && conversationOnScreen());
+}
+
+/** Whether the open conversation is what the person sees (the tab is visible; on a phone, the conversation pane). */
+function conversationOnScreen() {
+  return document.visibilityState === 'visible' && (!matchMedia(PHONE).matches || document.body.classList.contains('conv-open'));
+}
 
 // ---------------------------------------------------------------- login
 
@@ -90,7 +115,7 @@ async function logout(everywhere = false) {
   } catch { /* the cookie may already be gone */ }
   state.current = null;
   state.detail = null;
-  clearInterval(state.healthTimer);
+  stopSyncBadge();
   showLogin('');
 }
 
@@ -108,62 +133,30 @@ function start() {
   if (!state.stopEvents) {
     state.stopEvents = followEvents({
       onSession: sessionEvent,
-      onState: (live) => {
-        const el = $('#live');
-        el.dataset.state = live ? 'on' : 'off';
-        el.textContent = live ? t('connected') : t('disconnected');
+      onState: drawLive,
+      onReconnect: () => {
+        refreshList();
+        if (state.current) loadDetail(state.current, { quiet: true });
+        composer.flushPending();
       },
-      onReconnect: () => { refreshList(); if (state.current) loadDetail(state.current); },
       onUnauthorized: () => showLogin(''),
     });
   }
   $('#attach').replaceChildren(icon('image'));
   clearInterval(state.ticker);
   state.ticker = setInterval(tick, 1000);
-  clearInterval(state.healthTimer);
-  pollHealth();
-  state.healthTimer = setInterval(pollHealth, 5000);
+  startSyncBadge();
 }
 
-// ---------------------------------------------------------------- sync state
-
-/** Asks `/healthz` for the MongoDB sync state (null when sync is off). */
-async function pollHealth() {
-  if ($('#app').hidden) return;
-  try {
-    const res = await api.healthz();
-    state.mongo = res && res.mongo ? res.mongo : null;
-    state.mongoSeen = true;
-  } catch {
-    // The hub is unreachable: the live indicator already says so; keep the last state.
-  }
-  drawSync();
-}
-
-function drawSync() {
-  const el = $('#sync');
-  const m = state.mongo;
-  if (!m) {
-    el.hidden = true;
-    el.textContent = '';
-    el.removeAttribute('title');
-    return;
-  }
-  const pending = Math.max(0, Number(m.pending) || 0);
-  const secs = Math.max(0, Math.round((Number(m.lagMs) || 0) / 1000));
-  let view;
-  if (pending > 0) view = 'behind';
-  else if (m.state === 'ok') view = 'ok';
-  else view = m.state === 'connecting' ? 'connecting' : 'down';
-  el.hidden = false;
-  el.dataset.state = view;
-  el.dataset.mongo = String(m.state || '');
-  el.textContent = view === 'ok' ? t('syncOk')
-    : view === 'behind' ? t('syncBehind', { n: pending, s: secs })
-      : view === 'connecting' ? t('syncConnecting') : t('syncDown');
-  const tip = [t('syncTitle', { state: m.state || '?', n: pending })];
-  if (m.lastError) tip.push(String(m.lastError));
-  el.title = tip.join('\n');
+let awayTimer = null;
+/** The live dot, and the banner once the hub has been away for a moment (a blip shows nothing). */
+function drawLive(live) {
+  const el = $('#live');
+  el.dataset.state = live ? 'on' : 'off';
+  el.textContent = live ? t('connected') : t('disconnected');
+  clearTimeout(awayTimer);
+  if (live) $('#offline-banner').hidden = true;
+  else awayTimer = setTimeout(() => { $('#offline-banner').hidden = false; }, 1000);
 }
 
 function wireStatic() {
@@ -187,10 +180,8 @@ function wireStatic() {
   $('#lang-toggle').addEventListener('click', switchLang);
   $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
-  $('#notify-toggle').addEventListener('click', () => {
-    notify.setEnabled(!notify.enabled());
-    drawToolbar();
-  });
+  notify.initNotifySettings(drawToolbar);
+  notify.registerWorker((token) => select(token));
   document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });
   let searchTimer = null;
   $('#search').addEventListener('input', (e) => {
@@ -200,30 +191,54 @@ function wireStatic() {
   $('#view-open').addEventListener('click', () => setView('open'));
   $('#view-archived').addEventListener('click', () => setView('archived'));
   $('#back').addEventListener('click', () => {
-    document.body.classList.remove('conv-open');
+    document.body.classList.remove('conv-open', 'actions-open');
+    drawList();
+  });
+  $('#conv-menu').addEventListener('click', () => {
+    const open = document.body.classList.toggle('actions-open');
+    $('#conv-menu').setAttribute('aria-expanded', String(open));
+  });
+  $('#waiting-count').addEventListener('click', nextWaiting);
+  document.addEventListener('keydown', (e) => {
+    // Alt+N (by key position, so it works whatever Alt+N types on the keyboard layout).
+    if (e.altKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyN' && !$('#app').hidden) {
+      e.preventDefault();
+      nextWaiting();
+    }
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (state.current && conversationOnScreen()) markSeen(state.current, state.known.get(state.current)?.msgCount);
+  });
+  $('#new-below').addEventListener('click', () => {
+    const list = $('#messages');
+    list.scrollTop = list.scrollHeight;
+    state.stick = true;
+    $('#new-below').hidden = true;
   });
   $('#load-older').addEventListener('click', loadOlder);
   // Images decode after the scroll to the bottom; keep the newest message in view.
   const messages = $('#messages');
   messages.addEventListener('scroll', () => {
     state.stick = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
+    if (state.stick) $('#new-below').hidden = true;
   }, { passive: true });
   messages.addEventListener('load', () => { if (state.stick) messages.scrollTop = messages.scrollHeight; }, true);
-  $('#rename').addEventListener('click', rename);
-  $('#settings-open').addEventListener('click', editSettings);
-  $('#merge-open').addEventListener('click', merge);
-  $('#archive').addEventListener('click', archive);
-  $('#restore').addEventListener('click', restore);
-  composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok); } });
+  $('#info-open').addEventListener('click', () => { if (state.current) showSessionInfo(state.current); });
+  initActions({ detail: () => state.detail, applySession, select, refreshList, title });
+  // The person's own reply is followed to the bottom, even when they had scrolled up.
+  composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok, { follow: true }); } });
 }
 
 function drawToolbar() {
   const on = notify.enabled();
   const bell = $('#notify-toggle');
   bell.replaceChildren(icon(on ? 'bell' : 'bellOff'));
-  bell.title = on ? t('notifyOn') : t('notifyOff');
-  bell.setAttribute('aria-label', bell.title);
+  // Notifications on but the page cannot show them (plain http on the LAN): the bell says so.
+  const blocked = on && notify.blocker();
+  bell.title = `${on ? t('notifyOn') : t('notifyOff')}${blocked ? ` — ${t(`blocked.${blocked}`, { host: location.host })}` : ''} (${t('notifySettings')})`;
+  bell.setAttribute('aria-label', on ? t('notifyOn') : t('notifyOff'));
   bell.dataset.state = on ? 'on' : 'off';
+  bell.classList.toggle('blocked', !!blocked);
   $('#lang-toggle').textContent = t('language');
   $('#view-open').setAttribute('aria-selected', String(state.view === 'open'));
   $('#view-archived').setAttribute('aria-selected', String(state.view === 'archived'));
@@ -264,9 +279,10 @@ async function refreshList() {
     }
     state.nextCursor = res.nextCursor || null;
     drawList();
+    if (q) findHits();
   } catch (e) {
     if (e.status === 401) showLogin('');
-    else toast(t('errorGeneric', { msg: e.message }), 'error');
+    else if (e.status !== 0) toast(t('errorGeneric', { msg: e.message }), 'error');
   } finally {
     if (gen === state.listGen) state.heardDuringFetch = null;
   }
@@ -291,10 +307,13 @@ async function loadMoreSessions() {
  */
 function remember(s, live) {
   state.known.set(s.token, s);
+  const watching = s.token === state.current && conversationOnScreen();
+  if (watching || seenCount(s.token) === undefined) markSeen(s.token, s.msgCount);
   if (s.status === 'waiting' && !s.mirror) {
     const since = s.waitingSince || s.lastActiveAt;
-    if (live && state.announced.get(s.token) !== since) {
-      notify.announce(t('notifyTitle', { title: title(s) }), s.lastReview?.nextStep || s.preview || '', () => select(s.token));
+    // The conversation the person is looking at needs no chime: they see it.
+    if (live && !watching && state.announced.get(s.token) !== since) {
+      notify.announce(t('notifyTitle', { title: title(s) }), plainText(s.lastReview?.nextStep || s.preview || ''), () => select(s.token), { token: s.token });
     }
     state.announced.set(s.token, since);
   } else {
@@ -317,10 +336,26 @@ function sortSessions(list) {
   });
 }
 
+/** The list in order, the selected session held where it was when picked (no jump under the pointer). */
+function listOrder() {
+  const sessions = sortSessions([...state.listed.values()]);
+  const pin = state.pin;
+  if (pin && pin.token === state.current) {
+    const at = sessions.findIndex((s) => s.token === pin.token);
+    if (at >= 0 && at !== pin.index) {
+      const [held] = sessions.splice(at, 1);
+      sessions.splice(Math.min(pin.index, sessions.length), 0, held);
+    }
+  }
+  return sessions;
+}
+
 function drawList() {
   const ul = $('#session-list');
-  const sessions = sortSessions([...state.listed.values()]);
-  ul.replaceChildren(...sessions.map(sessionItem));
+  const sessions = listOrder();
+  ul.replaceChildren(...sessions.map((s) => sessionItem(s, {
+    selected: s.token === state.current, isNew: isNew(s), q: state.q, hit: searchHit(s.token), title: title(s), onSelect: select,
+  })));
   if (state.nextCursor) {
     ul.append(h('li', { class: 'more' }, h('button', { type: 'button', testid: 'load-more-sessions', onclick: loadMoreSessions }, t('loadMore'))));
   }
@@ -330,39 +365,56 @@ function drawList() {
   drawWaitingCount();
 }
 
-function sessionItem(s) {
-  const waiting = s.status === 'waiting';
-  const review = s.lastReview || {};
-  const pct = Number.isFinite(review.completionPct) ? Math.max(0, Math.min(100, review.completionPct)) : null;
-  const item = h('li', {
-    class: `session${waiting ? ' waiting' : ''}${s.token === state.current ? ' selected' : ''}`,
-    testid: 'session-item',
-    dataset: { token: s.token, status: s.status },
-  },
-  h('button', { type: 'button', class: 'session-button', onclick: () => select(s.token) },
-    h('div', { class: 'row' },
-      h('span', { class: 'title', testid: 'session-title' }, title(s)),
-      h('span', { class: `badge status-${s.status}`, testid: 'session-status' }, t(`status.${s.status}`)),
-    ),
-    h('div', { class: 'row small muted' },
-      waiting
-        ? h('span', { class: 'waited', testid: 'session-waited', dataset: { since: String(s.waitingSince || s.lastActiveAt || Date.now()) } },
-          t('waitingFor', { d: duration(Date.now() - (s.waitingSince || s.lastActiveAt || Date.now())) }))
-        : h('span', { class: 'ago', dataset: { at: String(s.lastActiveAt || 0) } }, ago(s.lastActiveAt)),
-      s.queuedReplies > 0 ? h('span', { class: 'tag queued', testid: 'session-queued' }, t('queuedN', { n: s.queuedReplies })) : null,
-      s.mirror ? h('span', { class: 'tag mirror', testid: 'session-mirror', title: t('mirrorTagTitle', { hub: s.hub || '?' }) }, t('mirrorTag', { hub: s.hub || '?' })) : null,
-      h('span', { class: 'host' }, s.hostIp || ''),
-    ),
-    pct !== null || review.nextStep
-      ? h('div', { class: 'progress-row', testid: 'session-progress' },
-        pct !== null ? h('span', { class: 'progress', role: 'progressbar', 'aria-valuenow': pct, 'aria-valuemin': 0, 'aria-valuemax': 100 },
-          h('span', { class: 'bar', style: `width:${pct}%` })) : null,
-        pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
-        review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
-      : null,
-    s.preview ? h('div', { class: 'preview muted small' }, s.preview) : null,
-  ));
-  return item;
+/** Asks the hub where the search matched in each listed session (the first few dozen), for snippets and jumps. */
+async function findHits() {
+  const q = state.q;
+  const todo = [...state.listed.keys()].filter((tok) => state.hits.get(tok)?.q !== q).slice(0, 30);
+  if (!q || !todo.length) return;
+  await Promise.all(todo.map(async (tok) => {
+    try {
+      const hit = (await api.find(tok, q, 1)).hits[0];
+      state.hits.set(tok, hit ? { q, seq: hit.seq, snippet: hit.snippet } : { q, seq: null });
+    } catch { /* the result stays listed without a snippet */ }
+  }));
+  if (state.q === q) drawList();
+}
+
+function searchHit(token) {
+  const hit = state.hits.get(token);
+  return hit && state.q && hit.q === state.q ? hit : null;
+}
+
+/** Opens the conversation at the message the search matched, loading older pages as needed, with the words marked. */
+async function jumpToHit(token) {
+  const hit = searchHit(token);
+  if (!hit || hit.seq === null) return;
+  const q = hit.q;
+  for (let i = 0; i < 40; i++) {
+    const d = state.detail;
+    if (state.current !== token || !d || !d.messages.length || d.messages[0].seq <= hit.seq || d.nextBefore == null) break;
+    await loadOlder();
+  }
+  const list = $('#message-list');
+  const el = list.querySelector(`[data-seq="${hit.seq}"]`);
+  if (state.current !== token || !el) return;
+  clearMarks(list);
+  for (const old of list.querySelectorAll('.msg.hit')) old.classList.remove('hit');
+  el.classList.add('hit');
+  markMatches(el.querySelector('.content'), q);
+  el.scrollIntoView({ block: 'center' });
+  state.stick = false;
+}
+
+/** Opens the longest-waiting session other than the one on screen (Alt+N; then type, Enter, Alt+N …). */
+function nextWaiting() {
+  const next = sortSessions([...state.known.values()])
+    .find((s) => s.status === 'waiting' && !s.mirror && s.token !== state.current && belongsInView(s));
+  if (!next) {
+    toast(t('noneWaiting'));
+    return;
+  }
+  if (!state.listed.has(next.token) && !state.q) state.listed.set(next.token, next);
+  select(next.token);
 }
 
 function drawWaitingCount() {
@@ -371,7 +423,8 @@ function drawWaitingCount() {
   const el = $('#waiting-count');
   el.hidden = n === 0;
   el.textContent = String(n);
-  el.title = t('status.waiting');
+  el.title = t('nextWaiting');
+  el.setAttribute('aria-label', `${n} ${t('status.waiting')} — ${t('nextWaiting')}`);
 }
 
 function tick() {
@@ -379,6 +432,8 @@ function tick() {
   for (const el of document.querySelectorAll('[data-testid="session-waited"]')) {
     el.textContent = t('waitingFor', { d: duration(now - Number(el.dataset.since)) });
   }
+  tickKeepAlive(now);
+  if (state.detail) drawKeepAlive(state.detail, now);
   if (now % 15000 < 1000) {
     for (const el of document.querySelectorAll('#session-list .ago')) el.textContent = ago(Number(el.dataset.at), now);
   }
@@ -401,10 +456,12 @@ function sessionEvent(s) {
   }
   if (s.token === state.current) {
     const wasMirror = !!state.detail.mirror;
+    const wasClosed = CLOSED.has(state.detail.status);
     Object.assign(state.detail, s);
     drawHeader();
-    if (wasMirror !== !!s.mirror) composer.showSession(s.token, CLOSED.has(s.status), !!s.mirror);
-    composer.sessionChanged(state.detail);
+    // Closed or reopened (archive, merge, restore from anywhere): the reply box follows at once.
+    if (wasMirror !== !!s.mirror || wasClosed !== CLOSED.has(s.status)) composer.showSession(s.token, CLOSED.has(s.status), !!s.mirror);
+    // The reply's delivery is judged on the refreshed detail (its messages and queue in one answer).
     clearTimeout(detailTimer);
     detailTimer = setTimeout(() => loadDetail(s.token), 80);
   }
@@ -413,12 +470,23 @@ function sessionEvent(s) {
 // ---------------------------------------------------------------- conversation
 
 async function select(token, { quiet = false } = {}) {
+  const index = [...document.querySelectorAll('#session-list .session')].findIndex((li) => li.dataset.token === token);
+  state.pin = index >= 0 ? { token, index } : null;
   state.current = token;
   sessionStorage.setItem('holdline.current', token);
   document.body.classList.add('conv-open');
-  for (const li of document.querySelectorAll('#session-list .session')) li.classList.toggle('selected', li.dataset.token === token);
+  document.body.classList.remove('actions-open');
+  markSelected(token);
   const ok = await loadDetail(token, { fresh: true, quiet });
-  if (ok && state.current === token && !matchMedia('(max-width: 720px)').matches) $('#reply-input').focus();
+  if (ok && state.current === token) {
+    drawList();
+    if (!matchMedia(PHONE).matches) $('#reply-input').focus();
+    await jumpToHit(token);
+  }
+}
+
+function markSelected(token) {
+  for (const li of document.querySelectorAll('#session-list .session')) li.classList.toggle('selected', li.dataset.token === token);
 }
 
 function mergeMessages(older, newer) {
@@ -428,7 +496,7 @@ function mergeMessages(older, newer) {
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
-async function loadDetail(token, { fresh = false, quiet = false } = {}) {
+async function loadDetail(token, { fresh = false, quiet = false, follow = false } = {}) {
   try {
     // A live refresh only needs the newest few messages (a 1 MB one is not sent again and again).
     const had = !fresh && state.detail && state.detail.token === token ? state.detail.messages : null;
@@ -439,21 +507,41 @@ async function loadDetail(token, { fresh = false, quiet = false } = {}) {
     // Keep what is on screen unless the refresh left a gap (more new messages than fetched).
     const keep = had && state.detail && state.detail.token === token && !(got.length && got[0].seq > lastSeq + 1);
     const list = $('#messages');
-    const atBottom = !keep || list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-    if (had && !keep && got.length === REFRESH) return loadDetail(token, { fresh: true, quiet });
+    const atBottom = follow || !keep || list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+    if (had && !keep && got.length === REFRESH) return loadDetail(token, { fresh: true, quiet, follow });
     const messages = keep ? mergeMessages(state.detail.messages, got) : got;
     const nextBefore = keep ? state.detail.nextBefore : res.nextBefore;
+    const grew = keep && messages.length && had.length && messages[messages.length - 1].seq > had[had.length - 1].seq;
     state.detail = { ...res, messages, nextBefore };
     state.known.set(token, { ...(state.known.get(token) || {}), ...stripMessages(res) });
+    if (conversationOnScreen()) markSeen(token, res.msgCount);
     drawDetail();
     composer.sessionChanged(state.detail);
     if (atBottom) {
       list.scrollTop = list.scrollHeight;
       state.stick = true;
+      $('#new-below').hidden = true;
+    } else if (grew) {
+      // Reading further up: say there is more below instead of pulling the page away.
+      $('#new-below').hidden = false;
     }
+    if (!keep) $('#new-below').hidden = true;
     return true;
   } catch (e) {
     if (e.status === 401) { showLogin(''); return false; }
+    if (e.status === 0 || e.status >= 502) {
+      // The hub is away: keep what is on screen (and selected) as it was; the reconnect refreshes it.
+      const shown = state.detail && !$('#conv-body').hidden ? state.detail.token : null;
+      if (state.current === token && shown !== token) {
+        state.current = shown;
+        state.pin = null;
+        if (shown) sessionStorage.setItem('holdline.current', shown);
+        else document.body.classList.remove('conv-open');
+        markSelected(shown);
+        toast(t('hubAwayToast'));
+      }
+      return false;
+    }
     if (state.current === token) {
       state.current = null;
       sessionStorage.removeItem('holdline.current');
@@ -508,6 +596,7 @@ function drawHeader() {
   if (r.nextStep) bits.push(t('nextStep', { step: r.nextStep }));
   if (d.queuedReplies > 0) bits.push(t('queuedN', { n: d.queuedReplies }));
   $('#conv-progress').textContent = bits.join(' · ');
+  drawKeepAlive(d);
   const closed = CLOSED.has(d.status);
   // A mirror is another hub's session seen through MongoDB: this hub answers 403 to any change.
   const mirror = !!d.mirror;
@@ -520,6 +609,13 @@ function drawHeader() {
   $('#settings-open').disabled = closed || mirror;
   $('#rename').disabled = d.status === 'merged' || mirror;
   drawMirrorNotice(d);
+}
+
+function drawKeepAlive(d, now = Date.now()) {
+  const el = $('#conv-keepalive');
+  const text = CLOSED.has(d.status) ? null : keepAliveText(d, now);
+  el.hidden = !text;
+  if (text && el.textContent !== text) el.textContent = text;
 }
 
 /** The notice over a mirror's messages, linking to the hub that owns it. */
@@ -567,98 +663,6 @@ function applySession(s) {
   if (s.token === state.current) {
     Object.assign(state.detail, s);
     drawDetail();
-  }
-}
-
-async function rename() {
-  const d = state.detail;
-  const dialog = $('#rename-dialog');
-  $('#rename-input').value = d.displayTitle || '';
-  if ((await runDialog(dialog)) !== 'ok') return;
-  try {
-    applySession(await api.config(d.token, { displayTitle: $('#rename-input').value.trim() }));
-    toast(t('saved'));
-  } catch (e) {
-    toast(t('saveFailed', { msg: e.message }), 'error');
-  }
-}
-
-async function editSettings() {
-  const d = state.detail;
-  const dialog = $('#settings-dialog');
-  const mode = d.timedReplyEnabled ? 'timed' : d.sessionAutoContinue ? 'auto' : 'hold';
-  for (const r of dialog.querySelectorAll('input[name=mode]')) r.checked = r.value === mode;
-  $('#set-interval').value = d.timedReplyIntervalMs ? Math.round(d.timedReplyIntervalMs / 1000) : 300;
-  $('#set-prompt').value = d.continuePrompt || '';
-  $('#set-mode').value = d.continueMode || '';
-  $('#set-streak').value = d.maxAutoStreak ?? 20;
-  $('#settings-info').textContent = `${t('token')}: ${d.token} · ${t('workspace')}: ${d.workspace || ''} · ${t('host')}: ${d.hostIp || ''}`;
-  if ((await runDialog(dialog)) !== 'ok') return;
-  const chosen = dialog.querySelector('input[name=mode]:checked')?.value || 'hold';
-  const fields = {
-    timedReplyEnabled: chosen === 'timed',
-    sessionAutoContinue: chosen === 'auto',
-    timedReplyIntervalMs: Math.max(1, Math.round(Number($('#set-interval').value) || 300)) * 1000,
-    continueMode: $('#set-mode').value.trim() || d.continueMode || 'optimize',
-    maxAutoStreak: Math.max(0, Math.round(Number($('#set-streak').value) || 0)),
-  };
-  // The hub refuses an empty continue prompt: leave it as it is then.
-  if ($('#set-prompt').value.trim()) fields.continuePrompt = $('#set-prompt').value;
-  try {
-    applySession(await api.config(d.token, fields));
-    toast(t('saved'));
-  } catch (e) {
-    toast(t('saveFailed', { msg: e.message }), 'error');
-  }
-}
-
-async function merge() {
-  const d = state.detail;
-  let open;
-  try {
-    open = (await api.sessions({ limit: 200 })).sessions.filter((s) => s.token !== d.token && !CLOSED.has(s.status));
-  } catch (e) {
-    toast(t('errorGeneric', { msg: e.message }), 'error');
-    return;
-  }
-  if (!open.length) {
-    toast(t('mergeNoTarget'));
-    return;
-  }
-  const picker = $('#merge-target');
-  picker.replaceChildren(...open.map((s) => h('option', { value: s.token }, `${title(s)} — ${s.workspace || ''} @ ${s.hostIp || ''}`)));
-  $('#merge-hint').textContent = t('mergeHint', { from: title(d) });
-  if ((await runDialog($('#merge-dialog'))) !== 'ok') return;
-  const target = open.find((s) => s.token === picker.value);
-  if (!target) return;
-  if (!(await confirmBox(t('mergeConfirm', { from: title(d), to: title(target) }), t('merge')))) return;
-  try {
-    const merged = await api.merge(d.token, target.token);
-    toast(t('merged', { to: title(target) }));
-    await refreshList();
-    await select(merged?.token || target.token);
-  } catch (e) {
-    toast(t('errorGeneric', { msg: `${e.code}: ${e.message}` }), 'error');
-  }
-}
-
-async function archive() {
-  const d = state.detail;
-  if (!(await confirmBox(t('archiveConfirm', { title: title(d) }), t('archive')))) return;
-  try {
-    applySession(await api.archive(d.token));
-  } catch (e) {
-    toast(t('errorGeneric', { msg: e.message }), 'error');
-  }
-}
-
-async function restore() {
-  const d = state.detail;
-  if (!(await confirmBox(t('restoreConfirm', { title: title(d) }), t('restore')))) return;
-  try {
-    applySession(await api.restore(d.token));
-  } catch (e) {
-    toast(t('errorGeneric', { msg: e.message }), 'error');
   }
 }
 

@@ -1,11 +1,13 @@
 // composer.js — the reply box: Enter sends / Shift+Enter breaks a line,
 // per-session drafts in localStorage (keyed by token, never shared), pasted
-// and dropped images, quick replies from the editable templates, and the
-// queued/delivered line under the box.
+// and dropped images, quick replies (put in the box, then sent) from the
+// editable templates, replies that wait while the hub is away and go out
+// when it is back, and the queued/delivered line under the box.
 
 import { api } from './api.js';
 import { $, h, toast, runDialog } from './ui.js';
-import { t, bytes, DEFAULT_TEMPLATES } from './i18n.js';
+import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
+import { queuedReplyIds, deliveryState } from './conversation.js';
 
 /** The hub's body cap for /api/reply. */
 export const REPLY_LIMIT = 10 * 1024 * 1024;
@@ -19,8 +21,11 @@ let mirror = false;
 let templates = [];
 /** Images waiting to be sent, per session token (kept in memory only: they can be large). */
 const attachments = new Map();
-/** The last reply sent per token: `{replyId, queued}`; drives the status line. */
+/** The last reply sent per token: `{replyId, state}`; drives the status line. */
 const lastSent = new Map();
+/** Sessions whose reply (their draft and images) waits for the hub to answer again. */
+const pending = new Set();
+let flushing = false;
 let onSent = () => {};
 
 export function draftKey(tok) { return DRAFT_PREFIX + tok; }
@@ -107,12 +112,17 @@ export function showSession(tok, isClosed, isMirror = false) {
   drawStatus(null);
 }
 
-/** Re-checks the status line against the session as the hub now reports it. */
+/**
+ * Re-checks the status line against the session as the hub now reports it
+ * (`session.messages` and `queuedReplies` from one answer): the last reply
+ * is delivered once the hub no longer holds it, whatever the agent does next.
+ */
 export function sessionChanged(session) {
   if (session.token !== token) return;
   const sent = lastSent.get(token);
-  if (sent && sent.state !== 'delivered' && !(session.queuedReplies > 0) && session.status !== 'waiting') {
-    sent.state = 'delivered';
+  const messages = session.messages || [];
+  if (sent && sent.replyId && messages.some((m) => m.replyId === sent.replyId)) {
+    sent.state = deliveryState(session, queuedReplyIds(session, messages), sent.replyId);
   }
   drawStatus(session);
 }
@@ -133,9 +143,10 @@ function drawStatus(session) {
   }
   el.dataset.state = sent.state;
   el.textContent = sent.state === 'sending' ? t('sending')
-    : sent.state === 'queued' ? t('replyQueued')
-      : sent.state === 'delivered' ? t('replyDelivered')
-        : t('replySent');
+    : sent.state === 'pending' ? t('replyPending')
+      : sent.state === 'queued' ? t('replyQueued')
+        : sent.state === 'delivered' ? t('replyDelivered')
+          : t('replySent');
   void session;
 }
 
@@ -200,19 +211,54 @@ async function deliver(tok, text, images) {
     return null;
   }
   lastSent.set(tok, { state: 'sending' });
-  drawStatus(null);
+  if (tok === token) drawStatus(null);
   try {
     const res = await api.reply(body);
+    pending.delete(tok);
     lastSent.set(tok, { replyId: res.replyId, state: res.queued ? 'queued' : 'sent' });
     if (tok === token) drawStatus(null);
     onSent(tok);
     return res;
   } catch (e) {
+    if (hubAway(e)) {
+      // Kept as the draft (and images) and sent when the hub is back: see flushPending.
+      pending.add(tok);
+      lastSent.set(tok, { state: 'pending' });
+      if (tok === token) drawStatus(null);
+      return null;
+    }
     lastSent.delete(tok);
+    if (tok !== token) return null;
     if (e.status === 413) showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
     else if (e.status === 409) showError(t('replyClosed'));
     else showError(t('replyFailed', { msg: e.message }));
     return null;
+  }
+}
+
+/** The hub did not answer (down, restarting, or a proxy in front says so): worth sending again later. */
+function hubAway(e) {
+  return e.status === 0 || e.status === 502 || e.status === 503 || e.status === 504;
+}
+
+/** Sends the replies that waited for the hub, each session's draft and images as they are now. */
+export async function flushPending() {
+  if (flushing) return;
+  flushing = true;
+  try {
+    for (const tok of [...pending]) {
+      const text = tok === token ? input().value : loadDraft(tok);
+      const images = attachments.get(tok) || [];
+      if (!text.trim() && images.length === 0) {
+        pending.delete(tok);
+        lastSent.delete(tok);
+        continue;
+      }
+      const res = await sendFor(tok, text, images);
+      if (!res && pending.has(tok)) break; // still away: the next reconnect tries again
+    }
+  } finally {
+    flushing = false;
   }
 }
 
@@ -225,24 +271,30 @@ export async function send() {
   const images = attachments.get(tok) || [];
   if (!text.trim() && images.length === 0) return;
   $('#reply-send').disabled = true;
-  // Forget the draft before the hub answers: the agent may have the reply
-  // (and the person may reload) before this page hears back. Put it back on failure.
-  saveDraft(tok, '');
   try {
-    const res = await deliver(tok, text, images);
-    if (res) {
-      attachments.delete(tok);
-      if (token === tok) {
-        box.value = '';
-        drawAttachments();
-      }
-    } else if (!loadDraft(tok)) {
-      saveDraft(tok, text);
-    }
+    await sendFor(tok, text, images);
   } finally {
     $('#reply-send').disabled = closed;
     box.focus();
   }
+}
+
+/** Sends `text` and `images` for session `tok`; empties its box and draft once the hub has them. */
+async function sendFor(tok, text, images) {
+  // Forget the draft before the hub answers: the agent may have the reply
+  // (and the person may reload) before this page hears back. Put it back on failure.
+  saveDraft(tok, '');
+  const res = await deliver(tok, text, images);
+  if (res) {
+    attachments.delete(tok);
+    if (token === tok && input().value === text) {
+      input().value = '';
+      drawAttachments();
+    }
+  } else if (!loadDraft(tok)) {
+    saveDraft(tok, text);
+  }
+  return res;
 }
 
 /** Loads the shared templates (or the defaults when the hub has none). */
@@ -256,15 +308,31 @@ export async function loadTemplates() {
   drawTemplates();
 }
 
+/** The templates for the panel's language: those tagged with it and those with no language. */
+function shownTemplates() {
+  return templates.filter((tpl) => !tpl.lang || tpl.lang === lang);
+}
+
 function drawTemplates() {
-  $('#quick-replies').replaceChildren(...templates.map((tpl) => h('button', {
+  $('#quick-replies').replaceChildren(...shownTemplates().map((tpl) => h('button', {
     type: 'button', class: 'chip', testid: 'quick-reply', title: tpl.text, disabled: closed,
-    onclick: () => { if (token && !closed) deliver(token, tpl.text, []); },
+    onclick: () => insertTemplate(tpl.text),
   }, tpl.label || tpl.text)));
 }
 
+/** Puts a quick reply's text in the box (after what is there); Enter or Send sends it. */
+function insertTemplate(text) {
+  if (!token || closed) return;
+  const box = input();
+  const before = box.value.replace(/\s+$/, '');
+  box.value = before ? `${before}\n${text}` : text;
+  saveDraft(token, box.value);
+  box.focus();
+  box.setSelectionRange(box.value.length, box.value.length);
+}
+
 function templateRow(tpl) {
-  const row = h('div', { class: 'template-row', testid: 'template-row' },
+  const row = h('div', { class: 'template-row', testid: 'template-row', dataset: { lang: tpl.lang || '' } },
     h('input', { type: 'text', class: 'tpl-label', value: tpl.label, placeholder: t('templateLabel'), testid: 'template-label', 'aria-label': t('templateLabel') }),
     h('textarea', { class: 'tpl-text', rows: 2, placeholder: t('templateText'), testid: 'template-text', 'aria-label': t('templateText') }),
     h('button', { type: 'button', class: 'icon', title: t('remove'), 'aria-label': t('remove'), testid: 'template-remove', onclick: () => row.remove() }, '✕'),
@@ -278,9 +346,9 @@ async function editTemplates() {
   $('#template-rows').replaceChildren(...templates.map(templateRow));
   if ((await runDialog(dialog)) !== 'ok') return;
   const next = [...document.querySelectorAll('#template-rows .template-row')]
-    .map((row) => ({ label: row.querySelector('.tpl-label').value.trim(), text: row.querySelector('.tpl-text').value }))
+    .map((row) => ({ label: row.querySelector('.tpl-label').value.trim(), text: row.querySelector('.tpl-text').value, lang: row.dataset.lang }))
     .filter((tpl) => tpl.text.trim())
-    .map((tpl) => ({ label: tpl.label || tpl.text.slice(0, 20), text: tpl.text }));
+    .map((tpl) => ({ label: tpl.label || tpl.text.slice(0, 20), text: tpl.text, ...(tpl.lang ? { lang: tpl.lang } : {}) }));
   try {
     await api.saveTemplates(next);
     templates = next.length ? next : DEFAULT_TEMPLATES;

@@ -1,10 +1,11 @@
 // conversation.js — draws a session's messages: roles, Markdown, images,
-// automatic replies, queued/delivered marks; keeps one element per message
+// automatic replies, queued/delivered marks, a copy button each; keeps one element per message
 // (keyed by seq) so live updates do not re-render the whole history.
 
-import { h } from './ui.js';
+import { h, icon } from './ui.js';
 import { t, clock, bytes } from './i18n.js';
 import { renderInto } from './markdown.js';
+import { copyText } from './export.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
 const cache = new Map();
@@ -19,6 +20,11 @@ function imageSrc(img) {
 function openImage(src) {
   const dialog = document.getElementById('image-dialog');
   document.getElementById('image-full').src = src;
+  if (!dialog.dataset.wired) {
+    // A click anywhere (the image or around it) closes the viewer, as does Escape.
+    dialog.addEventListener('click', () => dialog.close());
+    dialog.dataset.wired = '1';
+  }
   dialog.showModal();
 }
 
@@ -60,6 +66,10 @@ function buildMessage(m) {
     m.auto ? h('span', { class: 'tag auto', testid: 'auto-tag' }, t('auto')) : null,
     h('span', { class: 'delivery', testid: 'delivery' }),
     h('time', { class: 'when', datetime: new Date(m.at || 0).toISOString() }, m.at ? clock(m.at) : ''),
+    h('button', {
+      type: 'button', class: 'icon copy', testid: 'copy-message', title: t('copyMessage'), 'aria-label': t('copyMessage'),
+      onclick: () => copyText(m.content || ''),
+    }, icon('copy')),
   );
 
   return h('article', {
@@ -70,10 +80,30 @@ function buildMessage(m) {
 }
 
 /**
- * Shows `messages` (oldest first) of `session` in `list`. Person replies
- * not yet taken by the agent (the newest `session.queuedReplies` of them)
- * are marked queued; earlier ones delivered.
+ * The ids of the replies the hub still holds for the agent. The hub queues
+ * replies (the person's and automatic ones) in the order it records them in
+ * the history, and the agent takes them oldest first, so they are the newest
+ * `session.queuedReplies` messages that carry a reply id.
  */
+export function queuedReplyIds(session, messages) {
+  const ids = new Set();
+  let n = Math.max(0, Number(session.queuedReplies) || 0);
+  for (let i = messages.length - 1; i >= 0 && n > 0; i--) {
+    if (messages[i].replyId) { ids.add(messages[i].replyId); n--; }
+  }
+  return ids;
+}
+
+/**
+ * One reply's state: `queued` (held until the agent next waits), `sent`
+ * (an agent waits and is taking it), `delivered` (the agent has it).
+ */
+export function deliveryState(session, queued, replyId) {
+  if (!replyId || !queued.has(replyId)) return 'delivered';
+  return session.status === 'replied' ? 'sent' : 'queued';
+}
+
+/** Shows `messages` (oldest first) of `session` in `list`, with delivery marks on the person's replies. */
 export function renderMessages(list, session, messages) {
   if (cacheToken !== session.token) {
     cache.clear();
@@ -94,18 +124,13 @@ export function renderMessages(list, session, messages) {
   }
   for (const key of cache.keys()) if (!seen.has(key)) cache.delete(key);
 
-  // Delivery marks on the person's own (non-automatic) replies.
-  let pending = Math.max(0, Number(session.queuedReplies) || 0);
-  for (let i = messages.length - 1; i >= 0; i--) {
+  // Delivery marks on the person's own (non-automatic) replies, each from its own state.
+  const waiting = queuedReplyIds(session, messages);
+  for (let i = 0; i < messages.length; i++) {
     const m = messages[i];
     if (m.role !== 'user' || m.auto) continue;
     const mark = els[i].querySelector('.delivery');
-    let state = 'delivered';
-    if (pending > 0) {
-      // `replied`: an agent waits and is about to take it; otherwise it waits for the next wait.
-      state = session.status === 'replied' ? 'sent' : 'queued';
-      pending--;
-    }
+    const state = deliveryState(session, waiting, m.replyId);
     if (mark.dataset.state !== state) {
       mark.dataset.state = state;
       mark.textContent = t(state);

@@ -83,6 +83,8 @@ const STRINGS = {
     mergeTitle: 'Merge into another session',
     mergeHint: 'The messages of “{from}” are appended to the chosen session; “{from}” is closed and its agent is told the new token.',
     mergeTarget: 'Target session',
+    mergeFind: 'Find the target',
+    mergeFindPlaceholder: 'Title, workspace, host or token',
     mergeNoTarget: 'There is no other open session to merge into.',
     mergeConfirm: 'Merge “{from}” into “{to}”? This cannot be undone.',
     merged: 'Merged into “{to}”.',
@@ -117,6 +119,60 @@ const STRINGS = {
     mirrorTagTitle: 'Read-only copy: the hub at {hub} owns this session',
     mirrorNotice: 'This session belongs to the hub at {hub} — answer it there',
     mirrorClosed: 'Read-only copy of a session on another hub; reply on that hub.',
+    replyPending: 'The hub is not answering: this reply waits here and goes out when it is back.',
+    hubAway: 'The hub is not answering. Replies you send wait here and go out when it is back.',
+    hubAwayToast: 'The hub is not answering; staying on this conversation.',
+    newSince: 'New since you looked',
+    newBadge: 'new',
+    nextWaiting: 'Next waiting session (Alt+N)',
+    noneWaiting: 'No other session is waiting.',
+    newBelow: 'New message ↓',
+    messagesLabel: 'Messages',
+    notifyTitleSettings: 'Notifications',
+    notifyEnabled: 'Notify and play a sound when a session starts waiting',
+    notifySound: 'Sound',
+    'sound.chime': 'Chime',
+    'sound.bell': 'Bell',
+    'sound.soft': 'Soft',
+    'sound.none': 'No sound',
+    notifyTest: 'Test',
+    notifyTestTitle: 'holdline test notification',
+    notifyTestBody: 'This is how a waiting session is announced.',
+    notifySettings: 'Notification settings',
+    'blocked.insecure': 'This page is plain http on {host}, which browsers do not trust with notifications (only https pages and localhost get them): the sound still plays while the page is open, but no desktop or phone notification can show. Open the panel through HTTPS — a reverse proxy such as Caddy in front of the hub, see docs/operations.md — or on this machine as http://localhost.',
+    'blocked.unsupported': 'This browser has no desktop notifications; the sound still plays while the page is open.',
+    'blocked.denied': 'Notifications are blocked for this site in the browser\'s settings; allow them there to be notified.',
+    infoOpen: 'Info',
+    infoTitle: 'Session info and export',
+    loading: 'Loading…',
+    statusLabel: 'Status',
+    createdLabel: 'Created',
+    statRounds: 'Rounds (agent messages)',
+    statWorked: 'Agent worked',
+    statWaited: 'Agent waited for you',
+    statReplies: 'Replies',
+    statRepliesValue: '{yours} yours, {auto} automatic',
+    statMessages: 'Messages',
+    imagesN: '{n} image(s) not included',
+    copy: 'Copy',
+    copyMessage: 'Copy this message',
+    copied: 'Copied.',
+    copyFailed: 'Could not copy: {msg}',
+    copySession: 'Copy as Markdown',
+    exportMarkdown: 'Download Markdown',
+    exportJson: 'Download JSON',
+    exportAll: 'Export all sessions',
+    conversationLabel: 'Conversation',
+    progressLabel: 'Progress',
+    convMenu: 'Actions',
+    keepTimedIn: 'Timed reply in {left}',
+    keepTimedDue: 'Timed reply due',
+    keepTimedEvery: 'Timed reply every {every}',
+    keepAuto: 'Auto-continue',
+    keepPaused: 'Automatic replies paused (limit of {n} reached)',
+    keepTimedShort: '⏱ {left}',
+    keepTimedTag: '⏱ timed',
+    keepAutoTag: 'Auto',
   },
   zh: {
     appName: 'holdline',
@@ -199,6 +255,8 @@ const STRINGS = {
     mergeTitle: '合并到另一个会话',
     mergeHint: '“{from}”的消息会追加到所选会话；“{from}”将关闭，其 agent 会收到新的 token。',
     mergeTarget: '目标会话',
+    mergeFind: '查找目标会话',
+    mergeFindPlaceholder: '标题、工作区、主机或 token',
     mergeNoTarget: '没有其他进行中的会话可以合并。',
     mergeConfirm: '把“{from}”合并到“{to}”？此操作无法撤销。',
     merged: '已合并到“{to}”。',
@@ -233,6 +291,60 @@ const STRINGS = {
     mirrorTagTitle: '只读副本：此会话属于 {hub} 上的 hub',
     mirrorNotice: '此会话属于 {hub} 上的 hub——请在那里回复',
     mirrorClosed: '这是另一个 hub 上会话的只读副本；请在那个 hub 上回复。',
+    replyPending: 'hub 没有响应：这条回复先留在这里，hub 恢复后自动发出。',
+    hubAway: 'hub 没有响应。现在发送的回复会先留在这里，hub 恢复后自动发出。',
+    hubAwayToast: 'hub 没有响应；仍停留在当前会话。',
+    newSince: '你上次查看后有新消息',
+    newBadge: '新',
+    nextWaiting: '下一个等待中的会话（Alt+N）',
+    noneWaiting: '没有其他会话在等待。',
+    newBelow: '新消息 ↓',
+    messagesLabel: '消息',
+    notifyTitleSettings: '通知',
+    notifyEnabled: '会话开始等待时通知并播放提示音',
+    notifySound: '提示音',
+    'sound.chime': '叮咚',
+    'sound.bell': '铃声',
+    'sound.soft': '轻柔',
+    'sound.none': '无声',
+    notifyTest: '测试',
+    notifyTestTitle: 'holdline 测试通知',
+    notifyTestBody: '会话等待时就会这样提醒你。',
+    notifySettings: '通知设置',
+    'blocked.insecure': '此页面通过 http 访问 {host}，浏览器不允许这种页面发通知（只有 https 页面和 localhost 可以）：页面打开时仍会播放提示音，但不会出现桌面或手机通知。请通过 HTTPS 打开面板——在 hub 前面放一个反向代理（例如 Caddy，见 docs/operations.md）——或在本机用 http://localhost 打开。',
+    'blocked.unsupported': '此浏览器不支持桌面通知；页面打开时仍会播放提示音。',
+    'blocked.denied': '浏览器的网站设置禁止了此站点的通知；在那里允许后才能收到通知。',
+    infoOpen: '信息',
+    infoTitle: '会话信息与导出',
+    loading: '加载中…',
+    statusLabel: '状态',
+    createdLabel: '创建于',
+    statRounds: '轮数（agent 消息）',
+    statWorked: 'agent 工作时长',
+    statWaited: 'agent 等你回复的时长',
+    statReplies: '回复',
+    statRepliesValue: '你 {yours} 条，自动 {auto} 条',
+    statMessages: '消息',
+    imagesN: '{n} 张图片未包含',
+    copy: '复制',
+    copyMessage: '复制这条消息',
+    copied: '已复制。',
+    copyFailed: '复制失败：{msg}',
+    copySession: '复制为 Markdown',
+    exportMarkdown: '下载 Markdown',
+    exportJson: '下载 JSON',
+    exportAll: '导出全部会话',
+    conversationLabel: '会话',
+    progressLabel: '进度',
+    convMenu: '操作',
+    keepTimedIn: '定时回复：{left} 后',
+    keepTimedDue: '定时回复即将发出',
+    keepTimedEvery: '定时回复：每 {every}',
+    keepAuto: '自动续跑',
+    keepPaused: '自动回复已暂停（已达 {n} 次上限）',
+    keepTimedShort: '⏱ {left}',
+    keepTimedTag: '⏱ 定时',
+    keepAutoTag: '自动',
   },
 };
 
@@ -262,7 +374,7 @@ export function t(key, vars = {}) {
   return s.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
 }
 
-/** Fills every `[data-i18n]` (text), `[data-i18n-placeholder]` and `[data-i18n-title]` under `root`. */
+/** Fills every `[data-i18n]` (text), `[data-i18n-placeholder]`, `[data-i18n-label]` (aria-label) and `[data-i18n-title]` under `root`. */
 export function applyStatic(root = document) {
   document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
   for (const el of root.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
@@ -272,9 +384,11 @@ export function applyStatic(root = document) {
     // Phones get the short form where there is one.
     el.placeholder = narrow && STRINGS.en[`${key}Phone`] ? t(`${key}Phone`) : t(key);
   }
+  for (const el of root.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
   for (const el of root.querySelectorAll('[data-i18n-title]')) {
     el.title = t(el.dataset.i18nTitle);
-    el.setAttribute('aria-label', el.title);
+    // An icon button is named by its title; a button with words is named by them (what is seen is what is said).
+    if (!el.classList.contains('text')) el.setAttribute('aria-label', el.title);
   }
 }
 
@@ -314,12 +428,23 @@ export function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** The default quick replies, in both languages. */
+/** The quick replies when the hub cannot be asked (the hub has the same defaults), tagged by language. */
 export const DEFAULT_TEMPLATES = [
-  { label: '继续', text: '继续' },
-  { label: 'Continue', text: 'Continue.' },
-  { label: '好的，提交', text: '好的，提交吧。' },
-  { label: 'Looks good, commit', text: 'Looks good, commit it.' },
-  { label: '先跑测试', text: '先跑一遍测试，把结果告诉我。' },
-  { label: 'Run the tests first', text: 'Run the tests first and tell me the result.' },
+  { label: '继续', text: '继续', lang: 'zh' },
+  { label: 'Continue', text: 'Continue.', lang: 'en' },
+  { label: '先写测试', text: '先补测试，再继续。', lang: 'zh' },
+  { label: 'Run the tests', text: 'Run the tests and show me the result.', lang: 'en' },
+  { label: '提交', text: '可以，提交吧。', lang: 'zh' },
+  { label: 'Looks good, commit', text: 'Looks good. Commit it.', lang: 'en' },
+  { label: '停', text: '先停下，等我看一下。', lang: 'zh' },
+  { label: 'Stop and explain', text: 'Stop here and explain what you changed.', lang: 'en' },
 ];
+
+/** A countdown as "9:58" (or "1:02:03"). */
+export function countdown(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const hh = Math.floor(s / 3600);
+  const mm = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return hh ? `${hh}:${String(mm).padStart(2, '0')}:${ss}` : `${mm}:${ss}`;
+}

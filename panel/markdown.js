@@ -1,4 +1,4 @@
-// markdown.js — turns message text into safe DOM: Markdown via the vendored
+// markdown.js — turns message text into safe DOM (and previews into plain text): Markdown via the vendored
 // `marked`, raw HTML shown as text, links limited to http(s)/mailto, the
 // result sanitised by the vendored DOMPurify; huge messages are cut for speed.
 
@@ -43,6 +43,17 @@ export function highlight(code) {
   return out + escapeHtml(code.slice(last));
 }
 
+/** A unified diff, each line coloured by its first character: + added, - removed, @@ hunk. Output is escaped HTML. */
+export function diffHtml(code) {
+  return code.split('\n').map((line) => {
+    const kind = /^(\+\+\+|---)\s/.test(line) ? 'diff-file'
+      : line.startsWith('+') ? 'diff-add'
+        : line.startsWith('-') ? 'diff-del'
+          : line.startsWith('@@') ? 'diff-hunk' : null;
+    return kind ? `<span class="${kind}">${escapeHtml(line)}</span>` : escapeHtml(line);
+  }).join('\n');
+}
+
 const marked = new Marked({
   gfm: true,
   breaks: true,
@@ -50,8 +61,10 @@ const marked = new Marked({
     // Raw HTML in a message is shown as the text the agent wrote, never parsed.
     html({ text }) { return escapeHtml(text); },
     code({ text, lang }) {
-      const cls = lang ? ` class="lang-${escapeHtml(String(lang).split(/\s/)[0])}"` : '';
-      const body = text.length <= 20_000 ? highlight(text) : escapeHtml(text);
+      const name = lang ? String(lang).split(/\s/)[0] : '';
+      const cls = name ? ` class="lang-${escapeHtml(name)}"` : '';
+      const body = /^(diff|patch)$/i.test(name) ? diffHtml(text)
+        : text.length <= 20_000 ? highlight(text) : escapeHtml(text);
       return `<pre><code${cls}>${body}</code></pre>\n`;
     },
     link({ href, title, tokens }) {
@@ -114,4 +127,20 @@ export function renderInto(el, text, { full = false, onTruncated } = {}) {
     return;
   }
   el.innerHTML = renderHtml(text);
+}
+
+/**
+ * `text` without its Markdown marks, on one line: for list previews, where
+ * the hub has already joined the lines (so fences and headings sit mid-line).
+ */
+export function plainText(text) {
+  return String(text ?? '')
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/```[\w+#.-]*/g, ' ')
+    .replace(/`/g, '')
+    .replace(/(^|\s)(?:#{1,6}|>+|[-*+]|\d+[.)])(?=\s)/g, '$1')
+    .replace(/\*\*|__|~~/g, '')
+    .replace(/(^|[\s(])\*(?=\S)|(?<=\S)\*(?=[\s).,:;!?]|$)/g, '$1')
+    .replace(/\s+/g, ' ')
+    .trim();
 }

@@ -1,8 +1,21 @@
 // notify.js — telling the person a session started waiting: a desktop
-// notification and a short chime made with WebAudio (no sound file), both
-// behind one remembered on/off switch.
+// notification and a short sound made with WebAudio (no sound file), behind
+// one remembered on/off switch and a remembered choice of sound, set in the
+// bell's dialog (with a test); and what stands in the way (a page that is
+// not a secure context, a blocked permission).
+
+import { t } from './i18n.js';
+import { $, runDialog } from './ui.js';
 
 const KEY = 'holdline.notify';
+const SOUND_KEY = 'holdline.sound';
+/** The sounds on offer: [frequency, start offset in s] notes, or none. */
+export const SOUNDS = {
+  chime: [[880, 0], [1318.5, 0.14]],
+  bell: [[660, 0], [660, 0.35]],
+  soft: [[523.25, 0]],
+  none: [],
+};
 let audio = null;
 
 /** Whether notifications and sound are on (default on). */
@@ -33,17 +46,41 @@ export function unlockAudio() {
   } catch { /* no audio */ }
 }
 
-/** A short two-note chime. */
-export function chime() {
+/** The remembered sound (default: chime). */
+export function sound() {
+  let v = null;
+  try { v = localStorage.getItem(SOUND_KEY); } catch { /* storage disabled */ }
+  return v && v in SOUNDS ? v : 'chime';
+}
+
+export function setSound(name) {
+  try { localStorage.setItem(SOUND_KEY, name in SOUNDS ? name : 'chime'); } catch { /* storage disabled */ }
+}
+
+/**
+ * Why desktop notifications cannot show here, or null: `insecure` (browsers
+ * give them only to https pages and localhost), `unsupported`, `denied`.
+ */
+export function blocker() {
+  if (!window.isSecureContext) return 'insecure';
+  if (!('Notification' in window)) return 'unsupported';
+  if (Notification.permission === 'denied') return 'denied';
+  return null;
+}
+
+/** Plays the chosen sound (or `name`). */
+export function chime(name = sound()) {
+  const notes = SOUNDS[name] || [];
+  if (!notes.length) return;
   if (!audio) unlockAudio();
   if (!audio) return;
   const now = audio.currentTime;
-  for (const [i, freq] of [[0, 880], [1, 1318.5]]) {
+  for (const [freq, offset] of notes) {
     const osc = audio.createOscillator();
     const gain = audio.createGain();
     osc.type = 'sine';
     osc.frequency.value = freq;
-    const start = now + i * 0.14;
+    const start = now + offset;
     gain.gain.setValueAtTime(0.0001, start);
     gain.gain.exponentialRampToValueAtTime(0.2, start + 0.02);
     gain.gain.exponentialRampToValueAtTime(0.0001, start + 0.3);
@@ -53,14 +90,70 @@ export function chime() {
   }
 }
 
-/** Tells the person `title` waits: chime plus a desktop notification; `onClick` focuses it. */
-export function announce(title, body, onClick) {
-  if (!enabled()) return;
+/**
+ * Registers the service worker (secure contexts only): it makes the panel
+ * installable and shows notifications where a page may not. `onOpen(token)`
+ * when the person clicks one of its notifications.
+ */
+export function registerWorker(onOpen) {
+  if (!window.isSecureContext || !('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.register('sw.js').catch(() => { /* the page notifies by itself then */ });
+  navigator.serviceWorker.addEventListener('message', (e) => {
+    if (e.data && e.data.type === 'open-session' && e.data.token) onOpen(e.data.token);
+  });
+}
+
+/**
+ * Tells the person `title` waits: sound plus a desktop notification. `token`:
+ * the session a click opens (`onClick` for the page's own notification).
+ * `force`: even when off (the test button).
+ */
+export function announce(title, body, onClick, { force = false, token = null } = {}) {
+  if (!enabled() && !force) return;
   chime();
-  if ('Notification' in window && Notification.permission === 'granted') {
-    try {
-      const n = new Notification(title, { body, tag: `holdline-${title}`, renotify: true });
-      n.onclick = () => { window.focus(); if (onClick) onClick(); n.close(); };
-    } catch { /* some browsers only allow notifications from a service worker */ }
+  if (!('Notification' in window) || Notification.permission !== 'granted') return;
+  const options = { body, tag: `holdline-${token || title}`, renotify: true, data: { token } };
+  try {
+    const n = new Notification(title, options);
+    n.onclick = () => { window.focus(); if (onClick) onClick(); n.close(); };
+  } catch {
+    // Android's Chrome allows notifications only from a service worker.
+    navigator.serviceWorker?.ready.then((reg) => reg.showNotification(title, { ...options, icon: 'icon-192.png' })).catch(() => {});
   }
+}
+
+let redrawBell = () => {};
+
+/** Wires the bell's settings dialog; `onChange` redraws the bell after a switch. */
+export function initNotifySettings(onChange) {
+  redrawBell = onChange;
+  $('#notify-toggle').addEventListener('click', openNotifySettings);
+  $('#notify-enabled').addEventListener('change', (e) => {
+    setEnabled(e.target.checked);
+    redrawBell();
+    drawNotifyNote();
+  });
+  $('#notify-sound').addEventListener('change', (e) => setSound(e.target.value));
+  $('#notify-test').addEventListener('click', async () => {
+    unlockAudio();
+    if (!blocker() && Notification.permission === 'default') await Notification.requestPermission().catch(() => {});
+    announce(t('notifyTestTitle'), t('notifyTestBody'), null, { force: true });
+    drawNotifyNote();
+  });
+}
+
+/** The notification settings: on/off, the sound, a test, and what keeps notifications from showing here. */
+function openNotifySettings() {
+  $('#notify-enabled').checked = enabled();
+  $('#notify-sound').value = sound();
+  drawNotifyNote();
+  runDialog($('#notify-dialog'));
+}
+
+function drawNotifyNote() {
+  const why = blocker();
+  const el = $('#notify-note');
+  el.hidden = !why;
+  el.dataset.reason = why || '';
+  el.textContent = why ? t(`blocked.${why}`, { host: location.host }) : '';
 }

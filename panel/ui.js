@@ -1,5 +1,5 @@
 // ui.js — small DOM helpers shared by the panel: element building, toasts,
-// dialogs (confirm and friends), the light/dark theme switch.
+// dialogs (confirm and friends), search-hit marks, the light/dark theme switch.
 
 import { t } from './i18n.js';
 
@@ -25,9 +25,56 @@ export function h(tag, attrs = {}, ...children) {
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
+/** Where `q` occurs in `text`, case-insensitively: `[start, end)` pairs. The one rule for search marks. */
+export function matchRanges(text, q) {
+  const out = [];
+  const needle = String(q || '').trim().toLowerCase();
+  if (!needle) return out;
+  const hay = String(text).toLowerCase();
+  // Only where lowercasing kept the length, so positions match the original text.
+  if (hay.length !== String(text).length) return out;
+  for (let at = hay.indexOf(needle); at >= 0; at = hay.indexOf(needle, at + needle.length)) out.push([at, at + needle.length]);
+  return out;
+}
+
+/** `text` as text nodes with each match of `q` in a `<mark>`. */
+export function withMarks(text, q) {
+  const parts = [];
+  let last = 0;
+  for (const [a, b] of matchRanges(text, q)) {
+    if (a > last) parts.push(text.slice(last, a));
+    parts.push(h('mark', { class: 'search-hit' }, text.slice(a, b)));
+    last = b;
+  }
+  if (last < text.length) parts.push(text.slice(last));
+  return parts;
+}
+
+/** Wraps every match of `q` in the text under `root` in a `<mark>`; answers how many. */
+export function markMatches(root, q) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+  let count = 0;
+  for (const node of nodes) {
+    if (!matchRanges(node.nodeValue, q).length) continue;
+    const parts = withMarks(node.nodeValue, q);
+    count += parts.filter((p) => p instanceof Node).length;
+    node.replaceWith(...parts);
+  }
+  return count;
+}
+
+/** Removes the marks `markMatches` added under `root`. */
+export function clearMarks(root) {
+  for (const m of root.querySelectorAll('mark.search-hit')) m.replaceWith(...m.childNodes);
+  root.normalize();
+}
+
 const ICONS = {
   bell: 'M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9M10.3 21a1.94 1.94 0 0 0 3.4 0',
   bellOff: 'M8.7 3A6 6 0 0 1 18 8a21.3 21.3 0 0 0 .6 5M17 17H3s3-2 3-9a4.67 4.67 0 0 1 .3-1.7M10.3 21a1.94 1.94 0 0 0 3.4 0M2 2l20 20',
+  copy: 'M9 9h11v11H9zM5 15H4V4h11v1',
   image: 'M21 15l-5-5L5 21M3 5a2 2 0 0 1 2-2h14a2 2 0 0 1 2 2v14a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2zM8.5 10a1.5 1.5 0 1 0 0-3 1.5 1.5 0 0 0 0 3',
 };
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end tests of the reply panel (tests/e2e): installs what they need —
-# Debian's chromium (and a CJK font for readable screenshots) when missing,
-# playwright-core from npm — then runs them with node's test runner against
-# the hub binary ($CARGO_TARGET_DIR or target/, debug/holdline-hub; or $HOLDLINE_HUB_BIN).
+# Debian's chromium and caddy (and a CJK font for readable screenshots) when
+# missing, playwright-core and axe-core from npm — then runs them with node's
+# test runner against the hub binary ($CARGO_TARGET_DIR or target/,
+# debug/holdline-hub; or $HOLDLINE_HUB_BIN).
 # The caller builds the hub first: `cargo build -p holdline-hub`.
 #
 #   scripts/test-e2e.sh                       screenshots go to target/screenshots/
@@ -43,6 +44,11 @@ apt_install() {
 if [[ ! -x /usr/bin/chromium ]]; then
   echo "test-e2e: installing chromium"
   apt_install chromium
+fi
+# https.test.mjs puts Debian's Caddy in front of the hub (skipped without it).
+if [[ ! -x /usr/bin/caddy ]]; then
+  echo "test-e2e: installing caddy"
+  apt_install caddy || echo "test-e2e: no caddy; the HTTPS test is skipped" >&2
 fi
 # Chinese text in the screenshots needs a CJK font; the tests pass without one.
 if ! fc-list 2>/dev/null | grep -qiE 'wqy|noto sans cjk|droid sans fallback'; then

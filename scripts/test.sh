@@ -6,6 +6,7 @@
 #
 #   scripts/test.sh            everything
 #   SKIP_E2E=1 scripts/test.sh leave out the browser tests
+#   SKIP_CLIENTS=1 scripts/test.sh leave out the real MCP clients (tests/clients)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -55,6 +56,9 @@ fi
 for script in test-mcp-python test-crash test-service test-bench; do
   [ -x "scripts/$script.sh" ] && suite "$script" "scripts/$script.sh"
 done
+if [ -z "${SKIP_CLIENTS:-}" ]; then
+  suite test-clients scripts/test-clients.sh
+fi
 if [ -z "${SKIP_E2E:-}" ]; then
   suite test-e2e scripts/test-e2e.sh
 fi

@@ -26,6 +26,43 @@ fn fail<T>(msg: impl Into<String>) -> Result<T> {
     Err(AdminError::Message(msg.into()))
 }
 
+/// `notify test`: a test notification to every channel, each result on a
+/// line; fails when any channel failed.
+pub async fn notify_test(config: &Config) -> Result<()> {
+    let n = &config.notify;
+    if !n.is_on() {
+        return fail(format!(
+            "no notification channel is configured: add [notify] to {}",
+            config.home.join("config.toml").display()
+        ));
+    }
+    let link = match &n.panel_url {
+        Some(u) => u.clone(),
+        None => {
+            let home = Home::new(config.home.clone());
+            let addr = std::fs::read_to_string(home.addr_file())
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(config.listen);
+            format!("http://{}/", crate::net::advertised(addr))
+        }
+    };
+    let mut failed = 0;
+    for (name, result) in crate::notify::test(n, &link).await {
+        match result {
+            Ok(()) => println!("{name}: sent"),
+            Err(e) => {
+                failed += 1;
+                println!("{name}: FAILED: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        return fail(format!("{failed} channel(s) failed"));
+    }
+    Ok(())
+}
+
 /// `1 session`, `2 sessions`.
 fn count(n: u64, noun: &str) -> String {
     if n == 1 {

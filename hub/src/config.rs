@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use serde::{Deserialize, Serialize};
 
+use crate::notify::config::{NotifyConfig, NotifyFile};
+
 /// Default listen address: loopback only (SPEC §8).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:13458";
 
@@ -66,6 +68,17 @@ pub enum Command {
     },
     /// Print the effective configuration, secrets masked.
     Config,
+    /// Notification channels (`[notify]` in config.toml).
+    Notify {
+        #[command(subcommand)]
+        action: NotifyAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyAction {
+    /// Send a test notification to every channel and report each result.
+    Test,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -84,11 +97,14 @@ pub struct ServeArgs {
     pub mongo_uri: Option<String>,
 }
 
-/// A quick-reply template shown in the panel.
+/// A quick-reply template shown in the panel; one with a `lang` (`en`,
+/// `zh`) shows only when the panel speaks that language.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Template {
     pub label: String,
     pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
 }
 
 /// sled's page cache when `cache_mb` is not set. Every session's metadata is
@@ -118,6 +134,8 @@ pub struct FileConfig {
     pub max_auto_streak: Option<u32>,
     pub cache_mb: Option<u64>,
     pub templates: Option<Vec<Template>>,
+    /// Checked by [`NotifyConfig::from_file`], which needs the text to name lines.
+    pub notify: Option<NotifyFile>,
 }
 
 /// Everything the hub runs with.
@@ -144,6 +162,8 @@ pub struct Config {
     pub templates: Vec<Template>,
     /// Values out of range that were clamped, said once at start (`serve`, `config`).
     pub warnings: Vec<String>,
+    /// Where and when the person is told of a wait (`[notify]`).
+    pub notify: NotifyConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -192,9 +212,11 @@ impl Config {
     /// Reads `HOME/config.toml` (absent is fine) and applies `serve`'s flags and env.
     pub fn load(home: PathBuf, serve: Option<&ServeArgs>) -> Result<Config, ConfigError> {
         let path = home.join("config.toml");
-        let file = match std::fs::read_to_string(&path) {
-            Ok(text) => parse_file(&path, &text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileConfig::default(),
+        let (mut file, text) = match std::fs::read_to_string(&path) {
+            Ok(text) => (parse_file(&path, &text)?, text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                (FileConfig::default(), String::new())
+            }
             Err(source) => {
                 // When the home itself cannot be opened, say so, not "cannot read config.toml".
                 if let Err(home_error) = std::fs::read_dir(&home)
@@ -208,7 +230,12 @@ impl Config {
                 return Err(ConfigError::Read { path, source });
             }
         };
+        let notify = file.notify.take();
         let mut c = Config::from_file(home, file);
+        if let Some(n) = notify {
+            c.notify = NotifyConfig::from_file(n, &text)
+                .map_err(|message| ConfigError::Parse { path, message })?;
+        }
         if let Some(args) = serve {
             if let Some(l) = args.listen {
                 c.listen = l;
@@ -308,6 +335,7 @@ impl Config {
             cache_bytes: cache_mb * 1024 * 1024,
             templates: f.templates.unwrap_or_else(default_templates),
             warnings,
+            notify: NotifyConfig::default(),
         }
     }
 
@@ -346,6 +374,7 @@ impl Config {
                 q(&t.text)
             ));
         }
+        out.push_str(&self.notify.to_masked_toml());
         out
     }
 }
@@ -401,25 +430,32 @@ pub fn mask_uri(uri: &str) -> String {
     }
 }
 
-/// Quick replies every new panel starts with, in Chinese and English.
+/// Quick replies every new panel starts with: each in Chinese and in
+/// English, tagged so the panel shows the ones in its language.
 pub fn default_templates() -> Vec<Template> {
     [
-        ("继续", "继续"),
-        ("Continue", "Continue."),
-        ("先写测试", "先补测试，再继续。"),
-        ("Run the tests", "Run the tests and show me the result."),
-        ("提交", "可以，提交吧。"),
-        ("Looks good, commit", "Looks good. Commit it."),
-        ("停", "先停下，等我看一下。"),
+        ("zh", "继续", "继续"),
+        ("en", "Continue", "Continue."),
+        ("zh", "先写测试", "先补测试，再继续。"),
         (
+            "en",
+            "Run the tests",
+            "Run the tests and show me the result.",
+        ),
+        ("zh", "提交", "可以，提交吧。"),
+        ("en", "Looks good, commit", "Looks good. Commit it."),
+        ("zh", "停", "先停下，等我看一下。"),
+        (
+            "en",
             "Stop and explain",
             "Stop here and explain what you changed.",
         ),
     ]
     .into_iter()
-    .map(|(l, t)| Template {
+    .map(|(lang, l, t)| Template {
         label: l.into(),
         text: t.into(),
+        lang: Some(lang.into()),
     })
     .collect()
 }

@@ -96,6 +96,9 @@ pub struct ExportMessage {
     pub images: Vec<Image>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_id: Option<String>,
+    /// Where a reply was written, when not in the panel (`"telegram"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
@@ -147,6 +150,7 @@ impl ExportSession {
                     auto: m.auto,
                     images: m.images,
                     reply_id: m.reply_id,
+                    via: m.via,
                 })
                 .collect(),
         }
@@ -237,6 +241,7 @@ impl ExportSession {
                 auto: m.auto,
                 images: m.images,
                 reply_id: m.reply_id,
+                via: m.via,
             });
         }
         if let Some(last) = messages.last() {

@@ -18,6 +18,7 @@
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
+//! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
 //! tests bind `127.0.0.1:0` and never sleep to wait for start.
@@ -35,6 +36,7 @@ pub mod interchange;
 pub mod log_file;
 pub mod logins;
 pub mod net;
+pub mod notify;
 pub mod panel;
 pub mod server;
 pub mod session;
@@ -91,6 +93,7 @@ pub async fn run(
     let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
     hub.resume_waits();
     tokio::spawn(hub.clone().watch_waits());
+    let notify = notify::Notifier::start(&hub);
     let (sessions, waiting) = hub.counts();
     tracing::info!(%addr, sessions, waiting, "holdline-hub listening");
     eprintln!("holdline-hub listening on http://{addr}");
@@ -110,6 +113,7 @@ pub async fn run(
         )),
         logins: Arc::default(),
         refusals: Arc::default(),
+        notify,
     };
     let signal = stop.clone();
     tokio::spawn(async move {

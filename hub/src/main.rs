@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use holdline_hub::config::{self, Cli, Command, Config};
+use holdline_hub::config::{self, Cli, Command, Config, NotifyAction};
 use holdline_hub::{admin, home::Home};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -78,6 +78,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Reply { token, text } => Ok(admin::reply(&config, &token, &text).await?),
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
         Command::Import { file } => Ok(admin::import(&config, &file).await?),
+        Command::Notify {
+            action: NotifyAction::Test,
+        } => Ok(admin::notify_test(&config).await?),
         Command::Config => {
             print!("{}", config.to_masked_toml());
             Ok(())

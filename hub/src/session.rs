@@ -241,6 +241,10 @@ pub struct Message {
     pub images: Vec<Image>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_id: Option<String>,
+    /// Where a person's reply was written when not in the panel or CLI
+    /// (`"telegram"`), for the panel to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// A reply waiting to be delivered to the session's agent, oldest first.

@@ -422,8 +422,17 @@ async fn merge_moves_history_and_ends_the_sources_wait() {
     assert_eq!(src["status"], "merged");
     assert_eq!(src["mergedInto"], to);
     let dst = hub.session(&to).await;
-    assert_eq!(dst["msgCount"], 2);
-    assert_eq!(dst["messages"][0]["content"], "from the old chat");
+    assert_eq!(dst["msgCount"], 3);
+    // A system line says where the merged messages came from, then they follow.
+    assert_eq!(dst["messages"][0]["role"], "system");
+    let trace = dst["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        trace.starts_with("Merged from “Old”")
+            && trace.contains(from.as_str())
+            && trace.contains("2 messages follow"),
+        "{trace}"
+    );
+    assert_eq!(dst["messages"][1]["content"], "from the old chat");
     assert_eq!(dst["queuedReplies"], 1);
     // The old chat's binding now leads to the target.
     let v = hub
@@ -653,6 +662,47 @@ async fn list_puts_waiting_first_and_searches_content() {
         .await;
     assert_eq!(rest["sessions"][0]["token"], b);
     assert!(rest["nextCursor"].is_null());
+}
+
+#[tokio::test]
+async fn find_answers_where_a_search_hit_in_a_session() {
+    let hub = TestHub::start().await;
+    let token = hub.init("t").await;
+    let long = format!(
+        "{} the Zebra-Quartz needle {}",
+        "a".repeat(100),
+        "b".repeat(100)
+    );
+    for text in ["zebra-quartz first", "nothing here", long.as_str()] {
+        hub.ok("/api/reply", json!({"token": token, "text": text}))
+            .await;
+    }
+    let (status, found) = hub
+        .get(&format!("/api/sessions/{token}/find?q=ZEBRA-quartz"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 2, "{found}");
+    assert_eq!(hits[0]["seq"], 2, "newest first");
+    assert_eq!(hits[1]["seq"], 0);
+    let snippet = hits[0]["snippet"].as_str().unwrap();
+    assert!(snippet.contains("the Zebra-Quartz needle"), "{snippet}");
+    assert!(
+        snippet.starts_with('…') && snippet.ends_with('…'),
+        "{snippet}"
+    );
+    assert!(snippet.chars().count() < 110, "{snippet}");
+    let (_, one) = hub
+        .get(&format!("/api/sessions/{token}/find?q=zebra&limit=1"))
+        .await;
+    assert_eq!(one["hits"].as_array().unwrap().len(), 1);
+    let (status, body) = hub.get(&format!("/api/sessions/{token}/find?q=%20")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&body), "BAD_REQUEST");
+    let (status, _) = hub
+        .get("/api/sessions/ct_00000000000000000000000000000000/find?q=x")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

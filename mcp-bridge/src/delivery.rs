@@ -7,7 +7,7 @@
 //! that value; a next call that passes another value gets the reply again.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{HashMap, HashSet, VecDeque},
     future::Future,
     sync::{Arc, Mutex},
     time::Duration,
@@ -69,10 +69,26 @@ struct State {
     /// Per token, the last reply id returned; part of the register request id so that the
     /// same message after a real reply is a new message, but a re-call is not.
     last_reply: HashMap<String, String>,
-    /// Per token, the last reply written and the `resume` value its result gave, until the
-    /// agent's next call shows it saw it.
-    unconfirmed: HashMap<String, (String, Reply)>,
+    /// Per token, the last reply written, the `resume` value its result gave, and how often
+    /// it was returned again, until the agent's next call shows it saw it.
+    unconfirmed: HashMap<String, Unconfirmed>,
+    /// Per token, the `resume` values handed out most recently, oldest first.
+    issued: HashMap<String, VecDeque<String>>,
 }
+
+/// A reply written to the client that the agent has not yet shown it saw.
+#[derive(Clone)]
+struct Unconfirmed {
+    resume: String,
+    reply: Reply,
+    returned_again: u32,
+}
+
+/// How many `resume` values per token the bridge remembers having handed out.
+const ISSUED_KEPT: usize = 32;
+/// How often one reply is returned again before the bridge takes it as seen (an agent that
+/// keeps passing an old value would otherwise get it forever).
+const RETURN_AGAIN_MAX: u32 = 3;
 
 impl Delivery {
     pub fn new(hub: HubClient) -> Delivery {
@@ -188,19 +204,44 @@ impl Delivery {
         true
     }
 
+    /// A new `resume` value for a result about `token`: what the agent passes on its next
+    /// call, so that no two calls are identical (clients' loop detectors stop at the fifth
+    /// identical call) and the bridge can tell which result the agent saw last.
+    pub fn issue_resume(&self, token: &str) -> String {
+        let resume = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
+        let mut state = self.state();
+        let issued = state.issued.entry(token.to_owned()).or_default();
+        if issued.len() == ISSUED_KEPT {
+            issued.pop_front();
+        }
+        issued.push_back(resume.clone());
+        resume
+    }
+
     /// The reply last written for `token` if the agent's call shows it never saw it: the
-    /// call passes a `resume` other than that reply's. A call that passes the reply's own
-    /// value confirms it; one that passes none cannot tell, and is taken as having seen it.
+    /// call passes an older `resume` this bridge handed out for the token. A call that
+    /// passes the reply's own value confirms it; one that passes none, or a value this
+    /// bridge never gave (a garbled one), cannot tell and is taken as having seen it, as
+    /// is one that still passes an old value after the reply was returned again
+    /// [`RETURN_AGAIN_MAX`] times.
     pub fn unseen_reply(&self, token: &str, resume: Option<&str>) -> Option<(String, Reply)> {
         let mut state = self.state();
-        let (expected, _) = state.unconfirmed.get(token)?;
-        match resume.map(str::trim) {
-            Some(r) if r != expected => state.unconfirmed.get(token).cloned(),
-            _ => {
-                state.unconfirmed.remove(token);
-                None
-            }
+        let pending = state.unconfirmed.get(token)?;
+        let resume = resume.map(str::trim);
+        let older = resume.is_some_and(|r| {
+            r != pending.resume
+                && state
+                    .issued
+                    .get(token)
+                    .is_some_and(|issued| issued.iter().any(|i| i == r))
+        });
+        if older && pending.returned_again < RETURN_AGAIN_MAX {
+            let pending = state.unconfirmed.get_mut(token).expect("present");
+            pending.returned_again += 1;
+            return Some((pending.resume.clone(), pending.reply.clone()));
         }
+        state.unconfirmed.remove(token);
+        None
     }
 
     /// Whether `reply_id` was already written to the client (so it only needs an ack).
@@ -220,9 +261,14 @@ impl Delivery {
             state
                 .last_reply
                 .insert(ack.token.clone(), ack.reply.id.clone());
-            state
-                .unconfirmed
-                .insert(ack.token.clone(), (ack.resume.clone(), ack.reply.clone()));
+            state.unconfirmed.insert(
+                ack.token.clone(),
+                Unconfirmed {
+                    resume: ack.resume.clone(),
+                    reply: ack.reply.clone(),
+                    returned_again: 0,
+                },
+            );
             ack
         };
         let hub = self.hub.clone();

@@ -466,3 +466,80 @@ async fn a_line_over_the_limit_gets_an_error_answer_and_the_bridge_goes_on() -> 
     assert!(bridge.answer(78).await?["result"]["tools"].is_array());
     Ok(())
 }
+
+#[tokio::test]
+async fn the_first_wait_after_init_is_covered_and_a_garbled_resume_is_no_loop() -> anyhow::Result<()>
+{
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "First wait"}),
+    )
+    .await?;
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let init_resume = resume_of(&r);
+    // The very first wait is abandoned with the reply written to it.
+    let abandoned = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Starting", "resume": init_resume}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "first answer", json!([])).await?;
+    finish(abandoned).await?;
+    hub.wait_status(&token, "holding").await?;
+    // Passing init's resume again shows the agent never saw it: returned again, at most
+    // three times while the agent keeps passing that old value.
+    for _ in 0..3 {
+        let again = call(
+            &client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "Starting", "resume": init_resume, "timeoutSec": 1}),
+        )
+        .await?;
+        assert_eq!(structured(&again)["reply"]["text"], "first answer");
+    }
+    let fourth = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Starting", "resume": init_resume, "timeoutSec": 1}),
+    )
+    .await?;
+    assert_eq!(
+        structured(&fourth)["status"],
+        "no_reply_yet",
+        "{}",
+        text(&fourth)
+    );
+
+    // A value this bridge never handed out (a garbled one) is taken as seen: no resend.
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Next", "resume": resume_of(&fourth)}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "second answer", json!([])).await?;
+    finish(handle).await?;
+    let garbled = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Next", "resume": "not-a-value-we-gave", "timeoutSec": 1}),
+    )
+    .await?;
+    assert_eq!(
+        structured(&garbled)["status"],
+        "no_reply_yet",
+        "{}",
+        text(&garbled)
+    );
+    let s = hub.session(&token).await?;
+    assert_eq!(count_messages(&s, "first answer"), 1);
+    client.cancel().await?;
+    Ok(())
+}

@@ -4,7 +4,7 @@
 // Debian's chromium driven by playwright-core with a fresh profile.
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, mkdir } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, mkdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -63,9 +63,11 @@ async function stopProc(proc) {
 }
 
 /** A running hub. `restart()` stops it and starts it again on the same address and home; `stop()` ends it and removes its home. */
-export async function startHub() {
+export async function startHub({ config = '' } = {}) {
   if (!existsSync(HUB_BIN)) throw new Error(`hub binary not found at ${HUB_BIN}; run \`cargo build -p holdline-hub\` or set HOLDLINE_HUB_BIN`);
   const home = await mkdtemp(join(tmpdir(), 'holdline-e2e-home-'));
+  // `config`: the text of the hub's config.toml, e.g. allowed_hosts for a test host name.
+  if (config) await writeFile(join(home, 'config.toml'), config);
   let proc = await spawnHub(home, '127.0.0.1:0');
   const addr = proc.addr;
   let secret = '';
@@ -100,6 +102,13 @@ export async function startHub() {
     },
     async restart() {
       await stopProc(proc);
+      proc = await spawnHub(home, addr);
+    },
+    /** Stops the hub and keeps its home, so `up()` brings it back as it was (a restart with a pause). */
+    async down() {
+      await stopProc(proc);
+    },
+    async up() {
       proc = await spawnHub(home, addr);
     },
     async stop() {
@@ -146,7 +155,7 @@ export async function newAgent(hub, title, { workspace = '/home/dev/project', ho
   return agent;
 }
 
-/** Debian's chromium with a fresh profile; `close()` removes the profile. */
+/** Debian's chromium with a fresh profile (`extraArgs`: more command-line flags); `close()` removes the profile. */
 export async function launchBrowser(options = {}) {
   if (!existsSync(CHROMIUM)) throw new Error(`chromium not found at ${CHROMIUM}; run scripts/test-e2e.sh (it installs it)`);
   const profile = await mkdtemp(join(tmpdir(), 'holdline-e2e-profile-'));
@@ -156,10 +165,11 @@ export async function launchBrowser(options = {}) {
     args: [
       '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
       '--disable-component-update', '--disable-sync', '--no-first-run',
+      ...(options.extraArgs || []),
     ],
     viewport: { width: 1280, height: 800 },
     locale: 'en-US',
-    ...options,
+    ...Object.fromEntries(Object.entries(options).filter(([k]) => k !== 'extraArgs')),
   });
   const page = context.pages()[0] || await context.newPage();
   const errors = [];

@@ -252,7 +252,7 @@ test('an image pasted into the reply box reaches the waiting agent as an image',
   assert.equal(dropped.images[0].data, PNG_4x4);
 });
 
-test('quick replies send a template; templates are editable and shared', async () => {
+test('quick replies fill the box to send; templates are editable and shared', async () => {
   const { page } = await browser();
   await openPanel(page, hub);
   const agent = await newAgent(hub, 'Quick reply');
@@ -262,11 +262,10 @@ test('quick replies send a template; templates are editable and shared', async (
 
   const chips = page.getByTestId('quick-reply');
   await chips.first().waitFor();
-  const labels = await chips.allTextContents();
-  assert.ok(labels.some((l) => /[\u4e00-\u9fff]/.test(l)), 'a Chinese default');
-  assert.ok(labels.some((l) => /^[\x20-\x7e]+$/.test(l)), 'an English default');
-  const expected = (await hub.api('GET', '/api/templates')).templates[0].text;
+  const expected = (await hub.api('GET', '/api/templates')).templates.find((tpl) => tpl.lang === 'en').text;
   await chips.first().click();
+  assert.equal(await page.getByTestId('reply-input').inputValue(), expected);
+  await page.getByTestId('reply-send').click();
   assert.equal((await agent.reply()).text, expected);
 
   await page.getByTestId('templates-edit').click();
@@ -277,9 +276,11 @@ test('quick replies send a template; templates are editable and shared', async (
   await page.getByTestId('quick-reply').filter({ hasText: 'Ship' }).waitFor();
   const saved = (await hub.api('GET', '/api/templates')).templates;
   assert.deepEqual(saved.at(-1), { label: 'Ship', text: 'Ship it to staging.' });
+  assert.ok(saved.some((tpl) => tpl.lang === 'zh'), 'the other language\'s defaults are kept');
 
   await agent.wait('And now?');
   await page.getByTestId('quick-reply').filter({ hasText: 'Ship' }).click();
+  await page.getByTestId('reply-input').press('Enter');
   assert.equal((await agent.reply()).text, 'Ship it to staging.');
 });
 
@@ -618,6 +619,8 @@ test('a new wait notifies with a desktop notification and a sound, unless turned
   assert.ok(await page.evaluate(() => window.__tones) > 0, 'a chime played');
 
   await page.getByTestId('notify-toggle').click();
+  await page.getByTestId('notify-enabled').uncheck();
+  await page.getByTestId('notify-close').click();
   assert.equal(await page.getByTestId('notify-toggle').getAttribute('data-state'), 'off');
   const other = await newAgent(hub, 'Quiet please');
   await other.wait('pong');
@@ -691,6 +694,7 @@ test('no horizontal scroll at 1280×800 and 390×844; screenshots', async () => 
   assert.equal(await hasHorizontalScroll(phone.page), false, 'list at 390×844');
   await selectSession(phone.page, agent.token);
   assert.equal(await hasHorizontalScroll(phone.page), false, 'conversation at 390×844');
+  await phone.page.getByTestId('conv-menu').click();
   await phone.page.getByTestId('settings-open').click();
   assert.equal(await hasHorizontalScroll(phone.page), false, 'settings dialog at 390×844');
   await phone.page.keyboard.press('Escape');

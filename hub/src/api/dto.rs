@@ -194,6 +194,27 @@ pub struct SessionList {
 }
 
 #[derive(Debug, Deserialize)]
+pub struct FindQuery {
+    pub q: String,
+    pub limit: Option<usize>,
+}
+
+/// A message that matched a search: where it is, and the words around the match.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindHit {
+    pub seq: u64,
+    pub role: crate::session::Role,
+    pub at: Millis,
+    pub snippet: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FindAnswer {
+    pub hits: Vec<FindHit>,
+}
+
+#[derive(Debug, Deserialize)]
 pub struct HistoryQuery {
     pub before: Option<u64>,
     pub limit: Option<usize>,
@@ -304,6 +325,9 @@ pub struct Health {
     pub waiting: usize,
     pub uptime_ms: u64,
     pub mongo: Option<serde_json::Value>,
+    /// Notification channels; only for a caller with the secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Vec<crate::notify::ChannelState>>,
 }
 
 #[derive(Debug, Serialize)]

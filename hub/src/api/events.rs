@@ -41,14 +41,15 @@ pub async fn stream(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-/// `GET /healthz`: liveness and a few counts, no secret needed. The MongoDB
-/// sync's last error (the driver's text, with the database's address) only
-/// with the secret or a panel login; without, the state alone.
+/// `GET /healthz`: liveness and a few counts, no secret needed. With the
+/// secret (or a panel login): the MongoDB sync's last error (the driver's
+/// text, with the database's address) and each notification channel's state.
 pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Health> {
     let (sessions, waiting) = app.hub.counts();
+    let authorized = super::guard::is_authorized(&app.secret, &headers);
     let mut mongo = app.sync_state();
     if let Some(serde_json::Value::Object(m)) = &mut mongo
-        && !super::guard::is_authorized(&app.secret, &headers)
+        && !authorized
     {
         m.remove("lastError");
     }
@@ -59,6 +60,11 @@ pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Hea
         waiting,
         uptime_ms: app.hub.uptime().as_millis() as u64,
         mongo,
+        notify: app
+            .notify
+            .as_ref()
+            .filter(|_| authorized)
+            .map(|n| n.states()),
     })
 }
 

@@ -38,6 +38,8 @@ pub struct AppState {
     pub refusals: Arc<guard::RefusalLog>,
     /// MongoDB sync, when configured.
     pub sync: Option<crate::sync::Sync>,
+    /// Notification channels, when `[notify]` has any.
+    pub notify: Option<crate::notify::Notifier>,
 }
 
 /// The whole HTTP surface: API, health, metrics, panel. The connections
@@ -90,6 +92,7 @@ fn router(state: AppState) -> Router {
         )
         .route("/api/sessions", get(person::list))
         .route("/api/sessions/{token}", get(person::detail))
+        .route("/api/sessions/{token}/find", get(person::find))
         .route("/api/sessions/{token}/archive", post(person::archive))
         .route("/api/sessions/{token}/restore", post(person::restore))
         .route("/api/sessions/{token}/merge", post(person::merge))

@@ -10,7 +10,7 @@ use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body, Query, token};
 use super::guard;
-use crate::hub::SessionSettings;
+use crate::hub::{HubError, SessionSettings};
 use crate::interchange::ExportFile;
 
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -171,6 +171,72 @@ pub async fn detail(
             .collect(),
         next_before,
     }))
+}
+
+/// The messages of one session that contain `q` (case-insensitive), newest
+/// first, each with a short snippet around the match: the panel shows where a
+/// search hit and jumps there.
+pub async fn find(
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+    Query(q): Query<FindQuery>,
+) -> Answer<FindAnswer> {
+    let t = token(&raw)?;
+    let needle = q.q.trim().to_lowercase();
+    if needle.is_empty() || needle.chars().count() > 200 {
+        return Err(ApiError::bad_request("q must be 1 to 200 characters"));
+    }
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad_request("limit must be 1 to 100"));
+    }
+    app.hub.info(&t)?;
+    let hits = app
+        .hub
+        .store()
+        .find_messages(&t, &needle, limit)
+        .map_err(HubError::from)?
+        .into_iter()
+        .map(|(seq, m)| FindHit {
+            seq,
+            role: m.role,
+            at: m.at,
+            snippet: snippet(&m.content, &needle),
+        })
+        .collect();
+    Ok(Json(FindAnswer { hits }))
+}
+
+/// About 40 characters either side of the first match of `needle` (lowercased) in `text`, on one line.
+fn snippet(text: &str, needle: &str) -> String {
+    const SIDE: usize = 40;
+    let chars: Vec<char> = text.chars().collect();
+    // One lowercase character per character, so positions match the original.
+    let lower: Vec<char> = chars
+        .iter()
+        .map(|c| c.to_lowercase().next().unwrap_or(*c))
+        .collect();
+    let needle: Vec<char> = needle.chars().collect();
+    let at = lower
+        .windows(needle.len().max(1))
+        .position(|w| w == needle.as_slice())
+        .unwrap_or(0)
+        .min(chars.len());
+    let start = at.saturating_sub(SIDE);
+    let end = (at + needle.len() + SIDE).min(chars.len());
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(
+        chars[start..end]
+            .iter()
+            .map(|&c| if c.is_whitespace() { ' ' } else { c }),
+    );
+    if end < chars.len() {
+        out.push('…');
+    }
+    out
 }
 
 pub async fn archive(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {

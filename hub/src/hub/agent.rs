@@ -159,6 +159,7 @@ impl Hub {
                     auto: false,
                     images: vec![],
                     reply_id: None,
+                    via: None,
                 };
                 hub.append(s, w, message);
                 s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
@@ -203,6 +204,7 @@ impl Hub {
             auto: true,
             images: vec![],
             reply_id: Some(reply.id.clone()),
+            via: None,
         };
         self.append(s, w, message);
         w.enqueue(&s.token, reply);
@@ -423,6 +425,27 @@ impl Hub {
             }
             let mut w = Write::new();
             let history = store.messages(from, None, usize::MAX)?;
+            // A trace in the target: where the messages that follow came from.
+            let source = if src.display_title.is_empty() {
+                &src.title
+            } else {
+                &src.display_title
+            };
+            let trace = Message {
+                role: Role::System,
+                content: format!(
+                    "Merged from “{source}” ({from}, {} @ {}): {} messages follow.",
+                    src.workspace,
+                    src.host_ip,
+                    history.len()
+                ),
+                at: now_ms(),
+                auto: false,
+                images: vec![],
+                reply_id: None,
+                via: None,
+            };
+            self.append(&mut dst, &mut w, trace);
             for (_, m) in history {
                 self.append(&mut dst, &mut w, m);
             }

@@ -12,6 +12,18 @@ impl Hub {
     /// Records the person's reply and queues it for the (next) wait.
     /// Returns `(reply id, queued)`: queued is true when no agent waits now.
     pub fn reply(&self, token: &Token, text: String, images: Vec<Image>) -> Result<(String, bool)> {
+        self.reply_via(token, text, images, None)
+    }
+
+    /// [`Hub::reply`] written elsewhere than the panel or CLI (`via`, e.g.
+    /// `"telegram"`, is kept on the message for the panel to show).
+    pub fn reply_via(
+        &self,
+        token: &Token,
+        text: String,
+        images: Vec<Image>,
+        via: Option<&str>,
+    ) -> Result<(String, bool)> {
         if text.trim().is_empty() && images.is_empty() {
             return Err(HubError::BadRequest(
                 "a reply needs text or an image".into(),
@@ -28,6 +40,7 @@ impl Hub {
                 auto: false,
                 images: reply.images.clone(),
                 reply_id: Some(reply.id.clone()),
+                via: via.map(str::to_owned),
             };
             hub.append(s, w, message);
             let id = reply.id.clone();

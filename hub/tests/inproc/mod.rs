@@ -23,6 +23,8 @@ pub struct Options {
     pub port: u16,
     /// Close waits nobody polls after this long (default: the hub's default).
     pub wait_grace: Option<std::time::Duration>,
+    /// Notification channels (`[notify]`).
+    pub notify: Option<holdline_hub::notify::config::NotifyConfig>,
 }
 
 /// A hub in this process, shut down on drop.
@@ -71,6 +73,9 @@ impl TestHub {
         config.mongo_uri = options.mongo_uri;
         if let Some(grace) = options.wait_grace {
             config.wait_grace = grace;
+        }
+        if let Some(notify) = options.notify {
+            config.notify = notify;
         }
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {

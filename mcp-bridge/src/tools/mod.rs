@@ -173,7 +173,8 @@ impl Bridge {
         match self.hub.init(body).await {
             Ok(a) => {
                 self.remember(&a.token, &workspace, &p.cursor_title);
-                let instruction = keep_going(&a.token, None);
+                let resume = self.delivery.issue_resume(&a.token);
+                let instruction = keep_going(&a.token, Some(&resume));
                 let text = format!(
                     "Conversation {} ({}, status {}). Your token is {}. {instruction}",
                     if a.created { "created" } else { "resumed" },
@@ -186,6 +187,7 @@ impl Bridge {
                     status: a.status,
                     created: a.created,
                     binding_key: a.binding_key,
+                    resume,
                     instruction: instruction.clone(),
                 };
                 success(text, json!(out), &instruction)
@@ -218,7 +220,8 @@ impl Bridge {
         match self.hub.select(body).await {
             Ok(a) => {
                 self.remember(&a.token, &workspace, &p.cursor_title);
-                let instruction = keep_going(&a.token, None);
+                let resume = self.delivery.issue_resume(&a.token);
+                let instruction = keep_going(&a.token, Some(&resume));
                 let text = format!(
                     "Selected session {} (status {}). {instruction}",
                     a.token, a.status,
@@ -226,6 +229,7 @@ impl Bridge {
                 let out = SelectOutput {
                     token: a.token,
                     status: a.status,
+                    resume,
                     instruction: instruction.clone(),
                 };
                 success(text, json!(out), &instruction)
@@ -279,7 +283,8 @@ impl Bridge {
         match self.hub.merge(body).await {
             Ok(a) => {
                 self.remember(&a.token, &workspace, &p.cursor_title);
-                let instruction = keep_going(&a.token, None);
+                let resume = self.delivery.issue_resume(&a.token);
+                let instruction = keep_going(&a.token, Some(&resume));
                 let text = format!(
                     "Merged {} into {}. Use token {} from now on. {instruction}",
                     p.from_token, a.token, a.token,
@@ -288,6 +293,7 @@ impl Bridge {
                     token: a.token,
                     merged_from: p.from_token,
                     status: "merged".into(),
+                    resume,
                     instruction: instruction.clone(),
                 };
                 success(text, json!(out), &instruction)

@@ -108,6 +108,8 @@ pub struct InitOutput {
     pub created: bool,
     /// Which chat on which machine owns the session.
     pub binding_key: String,
+    /// Pass it as `resume` on your next wait_for_user_input call.
+    pub resume: String,
     /// What to do next.
     pub instruction: String,
 }
@@ -121,6 +123,8 @@ pub struct SelectOutput {
     pub token: String,
     /// The session's status.
     pub status: String,
+    /// Pass it as `resume` on your next wait_for_user_input call.
+    pub resume: String,
     /// What to do next.
     pub instruction: String,
 }
@@ -136,6 +140,8 @@ pub struct MergeOutput {
     pub merged_from: String,
     /// Always "merged".
     pub status: String,
+    /// Pass it as `resume` on your next wait_for_user_input call.
+    pub resume: String,
     /// What to do next.
     pub instruction: String,
 }

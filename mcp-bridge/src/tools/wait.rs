@@ -125,11 +125,12 @@ struct Call<'a> {
     structured_images: bool,
     /// The last hub failure, if the latest attempt failed.
     failing: Option<String>,
+    delivery: Delivery,
 }
 
 impl Call<'_> {
     fn no_reply(&self) -> CallToolResult {
-        let resume = fresh_resume();
+        let resume = self.delivery.issue_resume(&self.token);
         let waited = self.started.elapsed();
         match &self.failing {
             Some(why) => {
@@ -145,7 +146,7 @@ impl Call<'_> {
 
     fn ended_elsewhere(&self, why: &str) -> CallToolResult {
         tracing::debug!(token = %self.token, %why, "call ends without a reply");
-        ended_elsewhere(&self.token, why, &fresh_resume())
+        ended_elsewhere(&self.token, why, &self.delivery.issue_resume(&self.token))
     }
 }
 
@@ -250,6 +251,7 @@ impl Bridge {
             },
             structured_images,
             failing: None,
+            delivery: self.delivery.clone(),
         };
         let replaced = self.delivery.take_over(&token, &ctx.id);
         let _turn = StepDown {
@@ -346,7 +348,7 @@ impl Bridge {
                             tokio::time::sleep(Duration::from_millis(200)).await;
                             continue;
                         }
-                        let resume = fresh_resume();
+                        let resume = self.delivery.issue_resume(&token);
                         if !self
                             .delivery
                             .claim(&ctx.id, &token, &wait_id, &reply, &resume)
@@ -486,13 +488,6 @@ fn failure_summary(e: &HubError) -> String {
     }
 }
 
-/// A new `resume` value: what the agent passes on its next call, so that no two calls are
-/// identical (clients' loop detectors stop at the fifth identical call) and the bridge can
-/// tell which result the agent saw last.
-fn fresh_resume() -> String {
-    uuid::Uuid::new_v4().simple().to_string()[..10].to_owned()
-}
-
 /// The register request id: the same token and message (with no reply in between) is the
 /// same request, so a re-call after "no reply yet" does not record the message twice.
 pub fn register_request_id(token: &str, message: &str, last_reply: &str) -> String {
@@ -519,12 +514,5 @@ mod tests {
             register_request_id("a", "bc", "")
         );
         assert!(a.starts_with("rq_") && a.len() == 35);
-    }
-
-    #[test]
-    fn resume_values_differ() {
-        let a = fresh_resume();
-        assert_eq!(a.len(), 10);
-        assert_ne!(a, fresh_resume());
     }
 }

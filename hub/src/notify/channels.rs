@@ -1,0 +1,198 @@
+//! The one-way channels' wire formats: webhooks (json, slack, discord,
+//! feishu, wecom, dingtalk) and ntfy; and how any channel's HTTP answer is
+//! judged (retry or refused).
+//!
+//! Invariant: an error text never holds the URL (reqwest's errors are
+//! stripped of it), and a response body is read to a bound.
+
+use serde_json::{Value, json};
+
+use super::config::{Ntfy, Webhook, WebhookFormat};
+use super::notice::Outcome;
+use super::{Event, SendError};
+
+/// The most of a channel's answer that is read.
+pub const MAX_ANSWER: usize = 1024 * 1024;
+
+/// Posts `ev` to a webhook in its format.
+pub async fn send_webhook(
+    http: &reqwest::Client,
+    hook: &Webhook,
+    ev: &Event,
+) -> Result<(), SendError> {
+    let body = webhook_body(hook.format, ev);
+    let answer = send(http.post(&hook.url.0).json(&body)).await?;
+    // Feishu, WeCom and DingTalk answer 200 with an error code in the body.
+    if let Ok(v) = serde_json::from_slice::<Value>(&answer) {
+        for key in ["code", "errcode", "StatusCode"] {
+            if let Some(code) = v.get(key).and_then(Value::as_i64)
+                && code != 0
+            {
+                let msg = ["msg", "errmsg", "StatusMessage"]
+                    .iter()
+                    .find_map(|k| v.get(*k).and_then(Value::as_str))
+                    .unwrap_or("");
+                return Err(SendError::Refused(format!("{key} {code}: {}", clip(msg))));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The body of one webhook post.
+pub fn webhook_body(format: WebhookFormat, ev: &Event) -> Value {
+    let text = match ev {
+        Event::Waiting(n) => n.full(),
+        Event::Ended { notice, outcome } => notice.follow_up(*outcome),
+    };
+    match format {
+        WebhookFormat::Json => match ev {
+            Event::Waiting(n) => json!({
+                "event": if n.test { "test" } else { "waiting" },
+                "token": n.token.as_str(),
+                "title": n.title,
+                "waitedSec": n.waited.as_secs(),
+                "message": n.text,
+                "completionPct": n.completion_pct,
+                "nextStep": n.next_step,
+                "url": n.link,
+                "text": text,
+            }),
+            Event::Ended { notice, outcome } => json!({
+                "event": "ended",
+                "token": notice.token.as_str(),
+                "title": notice.title,
+                "outcome": outcome.as_str(),
+                "url": notice.link,
+                "text": text,
+            }),
+        },
+        WebhookFormat::Slack => json!({ "text": text }),
+        WebhookFormat::Discord => json!({ "content": cut(&text, 2000) }),
+        WebhookFormat::Feishu => json!({ "msg_type": "text", "content": { "text": text } }),
+        WebhookFormat::Wecom | WebhookFormat::Dingtalk => {
+            json!({ "msgtype": "text", "text": { "content": text } })
+        }
+    }
+}
+
+/// Publishes `ev` to an ntfy topic (JSON publishing to the server root).
+pub async fn send_ntfy(http: &reqwest::Client, n: &Ntfy, ev: &Event) -> Result<(), SendError> {
+    let (root, topic) = split_topic(&n.url.0);
+    let body = ntfy_body(&topic, ev);
+    send(http.post(root).json(&body)).await.map(drop)
+}
+
+pub fn ntfy_body(topic: &str, ev: &Event) -> Value {
+    match ev {
+        Event::Waiting(n) => json!({
+            "topic": topic,
+            "title": n.headline(),
+            "message": n.body(),
+            "click": n.link,
+            "tags": ["hourglass"],
+        }),
+        Event::Ended { notice, outcome } => json!({
+            "topic": topic,
+            "title": notice.title,
+            "message": outcome.sentence(),
+            "click": notice.link,
+            "tags": [if *outcome == Outcome::Answered { "white_check_mark" } else { "zzz" }],
+            "priority": 2,
+        }),
+    }
+}
+
+/// `https://ntfy.sh/a/topic` → (`https://ntfy.sh/a/`, `topic`).
+fn split_topic(url: &str) -> (String, String) {
+    let trimmed = url.trim_end_matches('/');
+    match trimmed.rfind('/') {
+        Some(i) => (trimmed[..=i].to_owned(), trimmed[i + 1..].to_owned()),
+        None => (trimmed.to_owned(), String::new()),
+    }
+}
+
+/// Sends a request: transport failures, 429 and 5xx are worth a retry;
+/// other 4xx are refused with their text. Returns the (bounded) body.
+pub async fn send(req: reqwest::RequestBuilder) -> Result<Vec<u8>, SendError> {
+    let resp = req.send().await.map_err(transport)?;
+    let status = resp.status();
+    let body = read_bounded(resp, MAX_ANSWER).await?;
+    if status.is_success() {
+        return Ok(body);
+    }
+    let what = format!("{status}: {}", clip(&String::from_utf8_lossy(&body)));
+    if status.is_server_error() || status.as_u16() == 429 {
+        Err(SendError::Retry(what))
+    } else {
+        Err(SendError::Refused(what))
+    }
+}
+
+/// Reads at most `cap` bytes of a body; more is an error carrying what was read.
+pub async fn read_bounded(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, SendError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+        if body.len() + chunk.len() > cap {
+            body.extend_from_slice(&chunk[..cap - body.len()]);
+            return Err(SendError::TooLarge(body));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A reqwest error as text without its URL (which may hold a token).
+pub fn transport(e: reqwest::Error) -> SendError {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    SendError::Retry(text)
+}
+
+/// An answer's text cut to one short line.
+pub fn clip(s: &str) -> String {
+    let one: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect();
+    one.trim().to_owned()
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ntfy_topics_split_off_the_url() {
+        assert_eq!(
+            split_topic("https://ntfy.sh/my-topic"),
+            ("https://ntfy.sh/".into(), "my-topic".into())
+        );
+        assert_eq!(
+            split_topic("http://127.0.0.1:9/ntfy/t/"),
+            ("http://127.0.0.1:9/ntfy/".into(), "t".into())
+        );
+    }
+
+    #[test]
+    fn answers_are_clipped_to_a_line() {
+        assert_eq!(clip("a\nb"), "a b");
+        assert_eq!(clip(&"x".repeat(999)).len(), 300);
+    }
+}

@@ -1,0 +1,240 @@
+//! What a notification says: a waiting session's title, how long it has
+//! waited, the agent's message made plain, its progress and a panel link;
+//! and the line that closes it when the wait ends.
+//!
+//! Invariant: never the secret, a key or a login link; with
+//! `include_text = false`, never a word the agent wrote.
+
+use std::time::Duration;
+
+use crate::session::{Token, WaitEnd};
+
+/// The longest message text a notification carries (characters).
+pub const MAX_TEXT: usize = 1000;
+
+/// One waiting session to tell the person about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub token: Token,
+    /// The wait's `requestId`: one notice per agent question.
+    pub request_id: String,
+    pub title: String,
+    pub waited: Duration,
+    /// The agent's message, plain and trimmed; `None` with `include_text = false`.
+    pub text: Option<String>,
+    pub completion_pct: Option<u8>,
+    pub next_step: Option<String>,
+    pub link: String,
+    /// Labels of the quick replies (Telegram's buttons), in template order.
+    pub quick_replies: Vec<String>,
+    /// A `notify test` notice, not a real wait.
+    pub test: bool,
+}
+
+/// How a notified wait ended, for the edit or follow-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Answered,
+    AgentStopped,
+    AgentGone,
+    AskedAgain,
+    Closed,
+}
+
+impl Outcome {
+    pub fn of(end: Option<WaitEnd>) -> Outcome {
+        match end {
+            None | Some(WaitEnd::Finished) => Outcome::Answered,
+            Some(WaitEnd::Cancelled) => Outcome::AgentStopped,
+            Some(WaitEnd::Expired) => Outcome::AgentGone,
+            Some(WaitEnd::Superseded) => Outcome::AskedAgain,
+            Some(WaitEnd::Merged | WaitEnd::Archived) => Outcome::Closed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Answered => "answered",
+            Outcome::AgentStopped => "cancelled",
+            Outcome::AgentGone => "expired",
+            Outcome::AskedAgain => "superseded",
+            Outcome::Closed => "closed",
+        }
+    }
+
+    /// The line shown under (or instead of) the question.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Outcome::Answered => "✓ Answered.",
+            Outcome::AgentStopped => "The agent stopped waiting.",
+            Outcome::AgentGone => "The agent is gone; a reply now waits for its next call.",
+            Outcome::AskedAgain => "The agent asked something newer.",
+            Outcome::Closed => "The session was closed.",
+        }
+    }
+}
+
+impl Notice {
+    /// The headline: `⏳ holdline · <title> is waiting (5 min)` (the word
+    /// `holdline` is what keyword-guarded group bots check for).
+    pub fn headline(&self) -> String {
+        if self.test {
+            return "holdline: test notification".into();
+        }
+        format!(
+            "⏳ holdline · {} is waiting ({})",
+            self.title,
+            human(self.waited)
+        )
+    }
+
+    /// Everything below the headline, as plain text.
+    pub fn body(&self) -> String {
+        let mut out = String::new();
+        if self.test {
+            out.push_str("If you read this, this channel works.\n");
+        }
+        if let Some(t) = &self.text {
+            out.push_str(t);
+            out.push('\n');
+        }
+        match (self.completion_pct, &self.next_step) {
+            (Some(p), Some(n)) => out.push_str(&format!("\n{p}% done · next: {n}\n")),
+            (Some(p), None) => out.push_str(&format!("\n{p}% done\n")),
+            (None, Some(n)) => out.push_str(&format!("\nNext: {n}\n")),
+            (None, None) => {}
+        }
+        out.push_str(&format!("\nOpen: {}", self.link));
+        out.trim_start().to_owned()
+    }
+
+    /// Headline and body in one text.
+    pub fn full(&self) -> String {
+        format!("{}\n\n{}", self.headline(), self.body())
+    }
+
+    /// The follow-up sent when the wait ends on channels that cannot edit.
+    pub fn follow_up(&self, outcome: Outcome) -> String {
+        format!("holdline · {} — {}", self.title, outcome.sentence())
+    }
+}
+
+/// `45 s`, `3 min`, `2 h 5 min`.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// Markdown made plain for a phone: markers, fences and link syntax
+/// dropped, runs of blank lines folded, cut at [`MAX_TEXT`] characters.
+pub fn plain(markdown: &str) -> String {
+    let mut lines = Vec::new();
+    for line in markdown.lines() {
+        let t = line.trim_end();
+        if t.trim_start().starts_with("```") {
+            continue;
+        }
+        let t = t.trim_start_matches('#').trim_start_matches("> ");
+        let t = if t.len() != line.trim_end().len() {
+            t.trim_start()
+        } else {
+            t
+        };
+        lines.push(inline_plain(t));
+    }
+    let mut out = String::new();
+    let mut blank = false;
+    for l in lines {
+        if l.trim().is_empty() {
+            blank = !out.is_empty();
+            continue;
+        }
+        if blank {
+            out.push('\n');
+            blank = false;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&l);
+    }
+    if out.chars().count() > MAX_TEXT {
+        out = out.chars().take(MAX_TEXT).collect::<String>();
+        out.push('…');
+    }
+    out
+}
+
+/// `**b**`, `__b__`, `` `c` `` → their text; `[t](u)` → `t (u)`; images → alt.
+fn inline_plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '*' | '`' | '~' => {
+                i += 1;
+                continue;
+            }
+            '_' if i + 1 < chars.len() && chars[i + 1] == '_' => {
+                i += 2;
+                continue;
+            }
+            '!' if chars.get(i + 1) == Some(&'[') => {
+                i += 1;
+                continue;
+            }
+            '[' => {
+                if let Some(close) = chars[i..].iter().position(|&c| c == ']').map(|p| p + i)
+                    && chars.get(close + 1) == Some(&'(')
+                    && let Some(end) = chars[close..]
+                        .iter()
+                        .position(|&c| c == ')')
+                        .map(|p| p + close)
+                {
+                    let text: String = chars[i + 1..close].iter().collect();
+                    let url: String = chars[close + 2..end].iter().collect();
+                    if text == url || text.is_empty() {
+                        out.push_str(&url);
+                    } else {
+                        out.push_str(&format!("{text} ({url})"));
+                    }
+                    i = end + 1;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_becomes_plain() {
+        let md = "# Plan\n\nI changed **two** files:\n\n\n```rust\nfn x() {}\n```\n- see [the diff](http://h/d)\n> quoted `code`";
+        assert_eq!(
+            plain(md),
+            "Plan\n\nI changed two files:\n\nfn x() {}\n- see the diff (http://h/d)\nquoted code"
+        );
+        let long = "x".repeat(5000);
+        assert_eq!(plain(&long).chars().count(), MAX_TEXT + 1);
+    }
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        assert_eq!(human(Duration::from_secs(45)), "45 s");
+        assert_eq!(human(Duration::from_secs(190)), "3 min");
+        assert_eq!(human(Duration::from_secs(7500)), "2 h 5 min");
+    }
+}

@@ -1,0 +1,529 @@
+//! Telegram, both ways: notifications out (`sendMessage` with quick-reply
+//! buttons, `editMessageText` when the wait ends) and the person's answers
+//! in (`getUpdates` long poll; a reply to a notification, a button, a photo).
+//!
+//! Invariant: only chats in `chat_ids` are told or heard; an answer reaches
+//! a session only through a notification this hub sent (a forged or unknown
+//! reply target is ignored); it goes through `Hub::reply`, the panel's own
+//! operation. The bot token is in URLs only, never in a log or error text.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::channels::{clip, read_bounded, transport};
+use super::config::Telegram;
+use super::notice::Notice;
+use super::{Event, SendError};
+use crate::hub::{Hub, HubError};
+use crate::session::{Image, Token};
+
+/// How long one `getUpdates` holds at the Bot API.
+pub const LONG_POLL_SEC: u64 = 25;
+/// The most of a `getUpdates` answer read (20 updates of text are far less).
+const MAX_UPDATES_BYTES: usize = 4 * 1024 * 1024;
+/// The largest photo fetched (a reply's image).
+const MAX_PHOTO_BYTES: u64 = 5 * 1024 * 1024;
+/// The longest reply text taken from a message.
+const MAX_REPLY_CHARS: usize = 16_384;
+/// Notifications remembered for replies and edits.
+const REMEMBERED: usize = 2048;
+/// Quick-reply buttons per notification.
+const MAX_BUTTONS: usize = 6;
+
+/// The Telegram channel: its settings and the notifications it sent.
+pub struct TelegramChannel {
+    cfg: Telegram,
+    /// Sent notifications. A std mutex: lookups and inserts, never across `.await`.
+    sent: Mutex<Sent>,
+}
+
+/// One notification in one chat: (chat, message id, its text).
+type Told = (i64, i64, String);
+/// A question: (token, requestId).
+type Question = (Token, String);
+
+#[derive(Default)]
+struct Sent {
+    /// (chat, message id) → the session it told about.
+    by_message: HashMap<(i64, i64), Token>,
+    /// (token, requestId) → the messages that told about it, with their text.
+    by_wait: HashMap<Question, Vec<Told>>,
+    order: VecDeque<Question>,
+}
+
+impl Sent {
+    fn remember(&mut self, key: Question, chat: i64, message: i64, text: String) {
+        self.by_message.insert((chat, message), key.0.clone());
+        let entry = self.by_wait.entry(key.clone()).or_default();
+        if entry.is_empty() {
+            self.order.push_back(key);
+        }
+        entry.push((chat, message, text));
+        while self.order.len() > REMEMBERED {
+            if let Some(old) = self.order.pop_front()
+                && let Some(msgs) = self.by_wait.remove(&old)
+            {
+                for (c, m, _) in msgs {
+                    self.by_message.remove(&(c, m));
+                }
+            }
+        }
+    }
+}
+
+impl TelegramChannel {
+    pub fn new(cfg: Telegram) -> TelegramChannel {
+        TelegramChannel {
+            cfg,
+            sent: Mutex::default(),
+        }
+    }
+
+    fn sent(&self) -> std::sync::MutexGuard<'_, Sent> {
+        self.sent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Calls a Bot API method; `Ok` is its `result`.
+    async fn call(
+        &self,
+        http: &reqwest::Client,
+        method: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Value, SendError> {
+        let url = format!("{}/bot{}/{method}", self.cfg.api_base, self.cfg.bot_token.0);
+        let resp = http
+            .post(url)
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = resp.status();
+        let cap = if method == "getUpdates" {
+            MAX_UPDATES_BYTES
+        } else {
+            super::channels::MAX_ANSWER
+        };
+        let bytes = read_bounded(resp, cap).await?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if status.is_success() && answer["ok"] == Value::Bool(true) {
+            return Ok(answer["result"].clone());
+        }
+        let what = format!(
+            "{method}: {status}: {}",
+            clip(answer["description"].as_str().unwrap_or("no description"))
+        );
+        if status.is_server_error() || status.as_u16() == 429 || answer.is_null() {
+            Err(SendError::Retry(what))
+        } else {
+            Err(SendError::Refused(what))
+        }
+    }
+
+    /// Sends or closes a notification in every allowed chat. A retry skips
+    /// the chats already told.
+    pub async fn deliver(&self, http: &reqwest::Client, ev: &Event) -> Result<(), SendError> {
+        match ev {
+            Event::Waiting(n) => {
+                let key = (n.token.clone(), n.request_id.clone());
+                for &chat in &self.cfg.chat_ids {
+                    let done = self
+                        .sent()
+                        .by_wait
+                        .get(&key)
+                        .is_some_and(|m| m.iter().any(|(c, _, _)| *c == chat));
+                    if done && !n.test {
+                        continue;
+                    }
+                    let text = n.full();
+                    let mut body = json!({
+                        "chat_id": chat,
+                        "text": text,
+                        "disable_web_page_preview": true,
+                    });
+                    if !n.test && !n.quick_replies.is_empty() {
+                        body["reply_markup"] = buttons(n);
+                    }
+                    let sent = self
+                        .call(http, "sendMessage", &body, Duration::from_secs(15))
+                        .await?;
+                    if n.test {
+                        continue;
+                    }
+                    match sent["message_id"].as_i64() {
+                        Some(id) => self.sent().remember(key.clone(), chat, id, text),
+                        None => {
+                            return Err(SendError::Refused(
+                                "sendMessage answered without a message_id".into(),
+                            ));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Event::Ended { notice, outcome } => {
+                let key = (notice.token.clone(), notice.request_id.clone());
+                let told = self.sent().by_wait.get(&key).cloned().unwrap_or_default();
+                for (chat, message, text) in told {
+                    let body = json!({
+                        "chat_id": chat,
+                        "message_id": message,
+                        "text": format!("{text}\n\n{}", outcome.sentence()),
+                        "disable_web_page_preview": true,
+                    });
+                    match self
+                        .call(http, "editMessageText", &body, Duration::from_secs(15))
+                        .await
+                    {
+                        Ok(_) => {}
+                        // Too old to edit, or deleted: say it below instead.
+                        Err(SendError::Refused(_)) => {
+                            let body = json!({
+                                "chat_id": chat,
+                                "text": notice.follow_up(*outcome),
+                                "reply_to_message_id": message,
+                            });
+                            self.call(http, "sendMessage", &body, Duration::from_secs(15))
+                                .await?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Long-polls `getUpdates` until shutdown and hands each allowed
+    /// answer to the hub. Errors are recorded by `report` and retried with backoff.
+    pub async fn listen(
+        self: Arc<Self>,
+        hub: Hub,
+        http: reqwest::Client,
+        report: impl Fn(Result<(), String>) + Send + 'static,
+    ) {
+        let shutdown = hub.shutdown_token().clone();
+        let mut offset: i64 = 0;
+        let mut backoff = Duration::from_secs(1);
+        // After an answer too large to read: one update at a time, to find the culprit.
+        let mut one_at_a_time = false;
+        loop {
+            let body = json!({
+                "offset": offset,
+                "timeout": if one_at_a_time { 0 } else { LONG_POLL_SEC },
+                "limit": if one_at_a_time { 1 } else { 20 },
+                "allowed_updates": ["message", "callback_query"],
+            });
+            let got = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                r = self.call(&http, "getUpdates", &body, Duration::from_secs(LONG_POLL_SEC + 10)) => r,
+            };
+            let got = match got {
+                Ok(Value::Array(updates)) => Ok(updates),
+                Ok(_) => Ok(Vec::new()),
+                Err(SendError::TooLarge(_)) if !one_at_a_time => {
+                    one_at_a_time = true;
+                    continue;
+                }
+                Err(SendError::TooLarge(_)) => match self.skip_one(&http, offset).await {
+                    Some(id) => {
+                        tracing::warn!(
+                            update = id,
+                            "a Telegram update too large to read was skipped"
+                        );
+                        offset = offset.max(id + 1);
+                        continue;
+                    }
+                    None => Err(SendError::Retry(
+                        "getUpdates: an update too large to read, and no update_id in it".into(),
+                    )),
+                },
+                Err(e) => Err(e),
+            };
+            let updates = match got {
+                Ok(updates) => updates,
+                Err(e) => {
+                    report(Err(e.to_string()));
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    continue;
+                }
+            };
+            backoff = Duration::from_secs(1);
+            one_at_a_time = false;
+            for u in updates {
+                if let Some(id) = u["update_id"].as_i64() {
+                    offset = offset.max(id + 1);
+                }
+                self.take(&hub, &http, &u).await;
+            }
+        }
+    }
+
+    /// Fetches the single update at `offset` without keeping it, to learn
+    /// its id: the body is scanned as it streams (up to 64 MiB), never held.
+    async fn skip_one(&self, http: &reqwest::Client, offset: i64) -> Option<i64> {
+        const SCAN_LIMIT: usize = 64 * 1024 * 1024;
+        let url = format!(
+            "{}/bot{}/getUpdates",
+            self.cfg.api_base, self.cfg.bot_token.0
+        );
+        let body = json!({ "offset": offset, "limit": 1, "timeout": 0 });
+        let mut resp = http
+            .post(url)
+            .timeout(Duration::from_secs(120))
+            .json(&body)
+            .send()
+            .await
+            .ok()?;
+        // The last bytes of the previous chunk, so a key cut in two is still found.
+        let mut window: Vec<u8> = Vec::new();
+        let mut read = 0usize;
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            read += chunk.len();
+            window.extend_from_slice(&chunk);
+            if let Some(id) = first_update_id(&window) {
+                return Some(id);
+            }
+            if read > SCAN_LIMIT {
+                return None;
+            }
+            let keep = window.len().min(64);
+            window.drain(..window.len() - keep);
+        }
+        None
+    }
+
+    /// One update: a reply or a button from an allowed chat becomes a reply.
+    async fn take(&self, hub: &Hub, http: &reqwest::Client, u: &Value) {
+        let (msg, from_button) = if u["callback_query"].is_object() {
+            (&u["callback_query"]["message"], true)
+        } else {
+            (&u["message"], false)
+        };
+        let Some(chat) = msg["chat"]["id"].as_i64() else {
+            return;
+        };
+        if !self.cfg.chat_ids.contains(&chat) {
+            tracing::info!(
+                chat,
+                "a Telegram message from a chat not in chat_ids was ignored"
+            );
+            return;
+        }
+        let target = if from_button {
+            msg["message_id"].as_i64()
+        } else {
+            msg["reply_to_message"]["message_id"].as_i64()
+        };
+        let token = target.and_then(|m| self.sent().by_message.get(&(chat, m)).cloned());
+        let Some(token) = token else {
+            if !from_button {
+                tracing::info!(
+                    chat,
+                    "a Telegram message that answers no notification was ignored"
+                );
+                self.say(http, chat, None, "To answer an agent, reply to its notification (swipe it left, or long-press → Reply).").await;
+            }
+            return;
+        };
+        let answered_msg = msg["message_id"].as_i64();
+        let (text, images) = if from_button {
+            let cq = &u["callback_query"];
+            let _ = self
+                .call(
+                    http,
+                    "answerCallbackQuery",
+                    &json!({ "callback_query_id": cq["id"] }),
+                    Duration::from_secs(10),
+                )
+                .await;
+            let index = cq["data"]
+                .as_str()
+                .and_then(|d| d.strip_prefix('q'))
+                .and_then(|i| i.parse::<usize>().ok());
+            let templates = hub.templates().unwrap_or_default();
+            match index.and_then(|i| templates.get(i)) {
+                Some(t) => (t.text.clone(), Vec::new()),
+                None => return,
+            }
+        } else {
+            let text = msg["text"]
+                .as_str()
+                .or(msg["caption"].as_str())
+                .unwrap_or("")
+                .chars()
+                .take(MAX_REPLY_CHARS)
+                .collect::<String>();
+            let mut images = Vec::new();
+            if msg["photo"].is_array() {
+                match self.photo(http, &msg["photo"]).await {
+                    Ok(img) => images.push(img),
+                    Err(e) => {
+                        tracing::warn!(chat, error = %e, "a Telegram photo could not be fetched");
+                        self.say(http, chat, answered_msg, "That photo could not be fetched; nothing was sent. Try again or send it from the panel.").await;
+                        return;
+                    }
+                }
+            }
+            (text, images)
+        };
+        let result = match hub.reply_via(&token, text, images, Some("telegram")) {
+            Ok(r) => hub.flush().await.map(|_| r),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok((reply, queued)) => {
+                tracing::info!(token = %token, reply = %reply, queued, via = "telegram", "reply recorded");
+                if queued {
+                    self.say(http, chat, answered_msg, "Queued: the agent is not waiting right now; it gets this at its next wait.").await;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(token = %token, error = %e, "a reply from Telegram was refused");
+                let text = match e {
+                    HubError::Closed(m) | HubError::BadRequest(m) | HubError::Forbidden(m) => m,
+                    _ => "The hub could not take this reply; answer from the panel.".into(),
+                };
+                self.say(http, chat, answered_msg, &text).await;
+            }
+        }
+    }
+
+    /// Tells a chat something, best effort.
+    async fn say(&self, http: &reqwest::Client, chat: i64, reply_to: Option<i64>, text: &str) {
+        let mut body = json!({ "chat_id": chat, "text": text });
+        if let Some(m) = reply_to {
+            body["reply_to_message_id"] = json!(m);
+        }
+        if let Err(e) = self
+            .call(http, "sendMessage", &body, Duration::from_secs(15))
+            .await
+        {
+            tracing::warn!(chat, error = %e, "telling a Telegram chat failed");
+        }
+    }
+
+    /// The largest size of a photo that fits, as an image.
+    async fn photo(&self, http: &reqwest::Client, sizes: &Value) -> Result<Image, SendError> {
+        let best = sizes
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["file_size"].as_u64().is_none_or(|s| s <= MAX_PHOTO_BYTES))
+            .max_by_key(|p| p["width"].as_u64().unwrap_or(0) * p["height"].as_u64().unwrap_or(0))
+            .and_then(|p| p["file_id"].as_str())
+            .ok_or_else(|| SendError::Refused("no photo size small enough".into()))?;
+        let file = self
+            .call(
+                http,
+                "getFile",
+                &json!({ "file_id": best }),
+                Duration::from_secs(15),
+            )
+            .await?;
+        let path = file["file_path"]
+            .as_str()
+            .filter(|p| !p.contains(".."))
+            .ok_or_else(|| SendError::Refused("getFile answered without a file_path".into()))?;
+        let url = format!(
+            "{}/file/bot{}/{path}",
+            self.cfg.api_base, self.cfg.bot_token.0
+        );
+        let resp = http
+            .get(url)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(transport)?;
+        if !resp.status().is_success() {
+            return Err(SendError::Refused(format!(
+                "file download: {}",
+                resp.status()
+            )));
+        }
+        let bytes = read_bounded(resp, MAX_PHOTO_BYTES as usize).await?;
+        let mime_type = sniff(&bytes)
+            .ok_or_else(|| SendError::Refused("the photo is not png, jpeg, gif or webp".into()))?;
+        Ok(Image {
+            mime_type: mime_type.into(),
+            data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        })
+    }
+}
+
+fn buttons(n: &Notice) -> Value {
+    let row: Vec<Value> = n
+        .quick_replies
+        .iter()
+        .take(MAX_BUTTONS)
+        .enumerate()
+        .map(|(i, label)| json!({ "text": label, "callback_data": format!("q{i}") }))
+        .collect();
+    json!({ "inline_keyboard": row.chunks(3).map(|c| c.to_vec()).collect::<Vec<_>>() })
+}
+
+/// The image type by its first bytes.
+fn sniff(b: &[u8]) -> Option<&'static str> {
+    if b.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if b.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if b.starts_with(b"GIF8") {
+        Some("image/gif")
+    } else if b.len() > 12 && &b[..4] == b"RIFF" && &b[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// The first `"update_id":N` in a (cut) answer.
+fn first_update_id(head: &[u8]) -> Option<i64> {
+    let key = b"\"update_id\"";
+    let at = head.windows(key.len()).position(|w| w == key)? + key.len();
+    let rest = std::str::from_utf8(&head[at..(at + 40).min(head.len())]).ok()?;
+    let rest = rest.trim_start_matches([' ', ':']);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    // Digits cut off by the end of what was read are not the whole id.
+    if rest.len() == digits.len() {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_answer_still_names_its_first_update() {
+        assert_eq!(
+            first_update_id(
+                b"{\"ok\":true,\"result\":[{\"update_id\": 981,\"message\":{\"text\":\"xxxx"
+            ),
+            Some(981)
+        );
+        assert_eq!(first_update_id(b"\xff\xfe garbage"), None);
+        assert_eq!(
+            first_update_id(b"{\"update_id\": 98"),
+            None,
+            "cut mid-number"
+        );
+    }
+
+    #[test]
+    fn images_are_known_by_their_bytes() {
+        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(sniff(b"%PDF-1.4"), None);
+    }
+}

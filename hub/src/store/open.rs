@@ -1,0 +1,162 @@
+//! Opening the store: sled's configuration, the checks that refuse a damaged
+//! database, replaying a journal record a crash left, and upgrading older
+//! schema versions (summaries written, messages regrouped into chunks).
+//!
+//! Invariant: a store that opens is at the current schema version with every
+//! journal record applied; one that cannot be read is refused, never emptied.
+
+use super::*;
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, checking the schema version.
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        // sled reads an unreadable log as the torn tail of a crash and starts
+        // from what it could read, possibly nothing. A store that had data but
+        // comes up without even its schema version (the first thing written)
+        // has lost it: refuse, rather than serve and overwrite an empty hub.
+        let had_data = std::fs::metadata(dir.join("db")).is_ok_and(|m| m.len() > 0);
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(|e| open_error(dir, e))?;
+        let t = |name: &str| db.open_tree(name).map_err(|e| open_error(dir, e));
+        let store = Store {
+            sessions: t("sessions")?,
+            summaries: t("summaries")?,
+            history: t("history")?,
+            bindings: t("bindings")?,
+            plans: t("plans")?,
+            threads: t("threads")?,
+            replies: t("replies")?,
+            meta: t("meta")?,
+            synced: t("synced")?,
+            journal: t("journal")?,
+            journal_seq: Default::default(),
+            flushing: Default::default(),
+            writing: Default::default(),
+            db,
+        };
+        let mut upgrade_from = None;
+        match store.meta.get("schema_version")? {
+            None if had_data => {
+                return Err(StoreError::Corrupt {
+                    path: dir.to_owned(),
+                    detail: "its data cannot be read, not even the schema version".into(),
+                });
+            }
+            None => {
+                store
+                    .meta
+                    .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+                store.db.flush()?;
+            }
+            Some(v) => {
+                let found = <[u8; 4]>::try_from(v.as_ref())
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| StoreError::Corrupt {
+                        path: dir.to_owned(),
+                        detail: "unreadable schema version".into(),
+                    })?;
+                if found == 1 || found == 2 {
+                    upgrade_from = Some(found);
+                } else if found != SCHEMA_VERSION {
+                    return Err(StoreError::Schema {
+                        path: dir.to_owned(),
+                        found,
+                        expected: SCHEMA_VERSION,
+                    });
+                }
+            }
+        }
+        let corrupt = |e| match e {
+            StoreError::Decode(detail) => StoreError::Corrupt {
+                path: dir.to_owned(),
+                detail,
+            },
+            other => other,
+        };
+        let replayed = store.replay_journal().map_err(corrupt)?;
+        if replayed > 0 {
+            tracing::info!(writes = replayed, "finished writes a crash interrupted");
+        }
+        if let Some(from) = upgrade_from {
+            let started = std::time::Instant::now();
+            let (sessions, messages) = store.upgrade(from).map_err(corrupt)?;
+            tracing::info!(
+                from,
+                sessions,
+                messages,
+                secs = started.elapsed().as_secs(),
+                "upgraded the store to schema version {SCHEMA_VERSION}"
+            );
+        }
+        // An upgrade stopped after writing the version leaves the old messages.
+        store.db.drop_tree(LEGACY_MESSAGES)?;
+        Ok(store)
+    }
+
+    /// Brings a version-1 or -2 store to this version: summaries for every
+    /// session (version 1 had none), messages regrouped into chunks (version 2
+    /// kept one per key), then the version, then the old messages dropped. A
+    /// crash before the version is written leaves the old version and the old
+    /// data, and the next open starts over. Returns (sessions, messages) done.
+    fn upgrade(&self, from: u32) -> Result<(usize, usize), StoreError> {
+        let mut sessions = 0;
+        if from < 2 {
+            self.summaries.clear()?;
+            for record in self.sessions.iter().values() {
+                let session: Session = decode(&record?)?;
+                self.summaries.insert(
+                    session.token.to_raw(),
+                    &summary_bytes(&Summary::of(&session))[..],
+                )?;
+                sessions += 1;
+            }
+        }
+        let mut messages = 0;
+        // A store whose version was set back by hand has no old messages: keep its history.
+        let legacy = self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n.as_ref() == LEGACY_MESSAGES.as_bytes());
+        if legacy {
+            self.history.clear()?;
+            let old = self.db.open_tree(LEGACY_MESSAGES)?;
+            let mut open: Option<(Vec<u8>, history::Chunk)> = None;
+            for kv in old.iter() {
+                let (k, v) = kv?;
+                let token = k
+                    .get(..k.len().saturating_sub(8))
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| {
+                        StoreError::Decode("a stored message's key is malformed".into())
+                    })?;
+                let seq = seq_of(&k);
+                let continues = open
+                    .as_ref()
+                    .is_some_and(|(t, c)| t == token && c.takes(v.len()) && c.follows(seq));
+                if !continues && let Some((t, c)) = open.take() {
+                    self.history.insert(prefixed(&t, c.first), c.value)?;
+                }
+                open.get_or_insert_with(|| (token.to_vec(), history::Chunk::starting_at(seq)))
+                    .1
+                    .push(seq, &v);
+                messages += 1;
+            }
+            if let Some((t, c)) = open {
+                self.history.insert(prefixed(&t, c.first), c.value)?;
+            }
+        }
+        self.meta
+            .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
+        self.db.flush()?;
+        if legacy {
+            self.db.drop_tree(LEGACY_MESSAGES)?;
+            self.db.flush()?;
+        }
+        Ok((sessions, messages))
+    }
+}

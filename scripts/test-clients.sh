@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The real-client suite (tests/clients): installs each pinned MCP client from npm into a
+# cache outside the repository (~/.cache/holdline-test-clients, or $HOLDLINE_CLIENTS_CACHE)
+# when missing, then drives them all headless against the fake model with node's test
+# runner. Builds nothing: uses target/debug/holdline-hub and holdline-mcp, or
+# $HOLDLINE_HUB_BIN / $HOLDLINE_MCP_BIN (the caller runs `cargo build --workspace`).
+#
+#   scripts/test-clients.sh                               every client
+#   HOLDLINE_CLIENTS=claude-code,gemini scripts/test-clients.sh
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+export HOLDLINE_HUB_BIN="${HOLDLINE_HUB_BIN:-$root/target/debug/holdline-hub}"
+export HOLDLINE_MCP_BIN="${HOLDLINE_MCP_BIN:-$root/target/debug/holdline-mcp}"
+for bin in "$HOLDLINE_HUB_BIN" "$HOLDLINE_MCP_BIN"; do
+  if [[ ! -x "$bin" ]]; then
+    echo "test-clients: no binary at $bin; run \`cargo build --workspace\` first" >&2
+    exit 1
+  fi
+done
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "test-clients: node and npm are needed (Debian: apt-get install nodejs npm)" >&2
+  exit 1
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if (( node_major < 20 )); then
+  echo "test-clients: node $node_major is too old; the clients need node ≥ 20" >&2
+  exit 1
+fi
+
+# Installs happen one client at a time, before the clients start, so the test runner's
+# timing does not include npm; the test itself reuses the cache.
+node --input-type=module -e '
+  import { readdirSync } from "node:fs";
+  import { installPackage } from "./tests/clients/harness.mjs";
+  const only = (process.env.HOLDLINE_CLIENTS || "").split(",").filter(Boolean);
+  for (const f of readdirSync("tests/clients/clients").filter((f) => f.endsWith(".mjs")).sort()) {
+    const d = await import(`./tests/clients/clients/${f}`);
+    if (only.length && !only.includes(d.name)) continue;
+    const t = Date.now();
+    const dir = await installPackage(d.pkg, d.version);
+    console.log(`test-clients: ${d.pkg}@${d.version} in ${dir} (${Math.round((Date.now() - t) / 1000)} s)`);
+  }
+'
+
+cd tests/clients
+# One file; its clients run in parallel inside it. Where a network namespace with only
+# loopback can be made (root, or user namespaces allowed), the whole run is inside one:
+# hub, fake model and clients reach each other on 127.0.0.1 and nothing else at all.
+run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs)
+if [[ -z "${HOLDLINE_CLIENTS_NO_UNSHARE:-}" ]] && command -v ip >/dev/null &&
+  unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
+  echo "test-clients: inside a network namespace with only loopback"
+  exec unshare -n sh -c 'ip link set lo up && exec "$@"' sh "${run_tests[@]}"
+fi
+echo "test-clients: no private network namespace here; the clients reach loopback only because the fake model is all they are given"
+exec "${run_tests[@]}"

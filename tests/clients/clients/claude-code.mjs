@@ -1,0 +1,53 @@
+// claude-code.mjs — Claude Code driven headless (`claude -p … --output-format stream-json`)
+// against the fake Anthropic Messages API, holdline put in by `holdline-mcp install
+// --client claude-code` (~/.claude.json, ~/.claude/CLAUDE.md).
+
+import { join } from 'node:path';
+import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+
+export const name = 'claude-code';
+export const pkg = '@anthropic-ai/claude-code';
+export const version = '2.1.332';
+/** Ctrl-C in the terminal; Claude Code itself stops its stdio servers with SIGINT too. */
+export const interrupt = 'SIGINT';
+export const expects = { images: true };
+
+const TOOLS = ['init_conversation', 'select_conversation', 'wait_for_user_input', 'merge_conversation'];
+
+/** Claude Code defers MCP tools: the model loads one with `ToolSearch` `select:<name>` first. */
+export const brainHooks = {
+  resolve(conv, bare) {
+    if (!conv.tools.includes('ToolSearch')) return null;
+    const query = `select:mcp__holdline__${bare}`;
+    const asked = conv.messages.some((m) => m.toolCalls?.some((c) => c.name === 'ToolSearch' && c.args?.query === query));
+    // Asked before and still not loaded: call it by name, the client answers what is wrong.
+    if (asked) return { name: `mcp__holdline__${bare}`, args: undefined };
+    return { name: 'ToolSearch', args: { query, max_results: 1 } };
+  },
+};
+
+export async function prepare(ctx) {
+  await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
+  patchJson(join(ctx.home, '.claude.json'), (c) => {
+    // Claude Code's own per-call limit (ms), low but above the bridge's short waits.
+    c.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;
+    c.hasCompletedOnboarding = true;
+    c.projects = { [ctx.project]: { hasTrustDialogAccepted: true, allowedTools: [] } };
+    return c;
+  });
+  const bin = join(ctx.installDir, 'node_modules', '.bin', 'claude');
+  return {
+    cmd: bin,
+    args: ['-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--model', 'claude-sonnet-4-5',
+      '--allowedTools', TOOLS.map((t) => `mcp__holdline__${t}`).join(',')],
+    cwd: ctx.project,
+    env: baseEnv(ctx.home, {
+      ANTHROPIC_BASE_URL: ctx.modelUrl,
+      ANTHROPIC_API_KEY: 'dummy',
+      DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+    }),
+  };
+}

@@ -1,0 +1,43 @@
+// codex.mjs — Codex CLI driven headless (`codex exec --json`) against the fake OpenAI
+// Responses API, holdline put in by `holdline-mcp install --client codex`
+// ($CODEX_HOME/config.toml, AGENTS.md). The provider lines go in front of the installer's
+// table; Codex's short per-call limit is a `-c` override, so the entry stays as written.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { baseEnv, holdlineInstall } from '../harness.mjs';
+
+export const name = 'codex';
+export const pkg = '@openai/codex';
+export const version = '0.171.0';
+export const interrupt = 'SIGINT';
+export const expects = { images: true };
+
+export async function prepare(ctx) {
+  const codexHome = join(ctx.home, '.codex');
+  await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
+  const file = join(codexHome, 'config.toml');
+  const provider = [
+    'model = "fake-model"',
+    'model_provider = "fake"',
+    '',
+    '[model_providers.fake]',
+    'name = "fake"',
+    `base_url = "${ctx.modelUrl}/v1"`,
+    'wire_api = "responses"',
+    'env_key = "FAKE_API_KEY"',
+    'request_max_retries = 0',
+    'stream_max_retries = 0',
+    '',
+  ].join('\n');
+  writeFileSync(file, provider + readFileSync(file, 'utf8'));
+  // Codex's own per-call limit, low but above the bridge's short waits.
+  const overrides = ['-c', `mcp_servers.holdline.tool_timeout_sec=${ctx.clientTimeoutSec}`];
+  const bin = join(ctx.installDir, 'node_modules', '.bin', 'codex');
+  return {
+    cmd: bin,
+    args: ['exec', '--skip-git-repo-check', '--json', ...overrides, ctx.prompt],
+    cwd: ctx.project,
+    env: baseEnv(ctx.home, { CODEX_HOME: codexHome, FAKE_API_KEY: 'dummy' }),
+  };
+}

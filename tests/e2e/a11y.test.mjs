@@ -1,0 +1,89 @@
+// a11y.test.mjs — axe-core (from npm, run offline in the page) finds no
+// violation on the login screen, the session list, a conversation, the
+// keep-alive settings, the quick-reply editor and the info/export dialog: light and dark, desktop and phone.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { startHub, newAgent, launchBrowser, openPanel, item, selectSession } from './harness.mjs';
+
+const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let hub;
+let agent;
+
+before(async () => {
+  hub = await startHub();
+  const quiet = await newAgent(hub, 'Docs: README quick start', { hostIp: '192.168.1.20' });
+  await quiet.wait('README updated. Anything else?');
+  await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, commit it.' });
+  await quiet.reply();
+  agent = await newAgent(hub, 'Fix flaky CI', { hostIp: '192.168.1.31' });
+  await agent.wait('## Done\nThe retry loop in `ci.yml` now waits.\n\n```yaml\nrun: pg_isready\n```\n\n> Go ahead?',
+    { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
+  await hub.api('POST', '/api/session/config', { token: agent.token, timedReplyEnabled: true, timedReplyIntervalMs: 3_600_000 });
+});
+
+after(async () => { if (hub) await hub.stop(); });
+
+/** Runs axe on the page as it is; answers "rule: target" lines, one per failing node. */
+async function violations(page) {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: axePath });
+  const res = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+  });
+  return res.flatMap((v) => v.nodes.map((n) => `${v.id}: ${n}`));
+}
+
+const LAYOUTS = {
+  desktop: { viewport: { width: 1280, height: 800 } },
+  phone: { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true },
+};
+
+for (const scheme of ['light', 'dark']) {
+  for (const [layout, options] of Object.entries(LAYOUTS)) {
+    test(`axe: no violations on login, list, conversation, settings, templates (${scheme}, ${layout})`, async () => {
+      // bypassCSP: the page allows only its own scripts; axe is added by the test.
+      const b = await launchBrowser({ ...options, colorScheme: scheme, bypassCSP: true });
+      const found = [];
+      const check = async (view) => {
+        await b.page.waitForTimeout(150); // transitions settle
+        for (const v of await violations(b.page)) found.push(`${view}: ${v}`);
+      };
+      try {
+        const { page } = b;
+        await page.goto(hub.base);
+        await page.getByTestId('login-screen').waitFor();
+        await check('login');
+        await openPanel(page, hub);
+        await item(page, agent.token).waitFor();
+        await check('list');
+        await selectSession(page, agent.token);
+        await page.getByTestId('message').first().waitFor();
+        await check('conversation');
+        if (layout === 'phone') {
+          await page.getByTestId('conv-menu').click(); // the actions sit behind ⋯ on a phone
+          await check('conversation actions');
+        }
+        await page.getByTestId('settings-open').click();
+        await page.getByTestId('settings-dialog').waitFor();
+        await check('settings');
+        await page.keyboard.press('Escape');
+        await page.getByTestId('templates-edit').click();
+        await page.getByTestId('templates-dialog').waitFor();
+        await check('templates');
+        await page.keyboard.press('Escape');
+        if (layout === 'phone' && !(await page.getByTestId('info-open').isVisible())) await page.getByTestId('conv-menu').click();
+        await page.getByTestId('info-open').click();
+        await page.getByTestId('session-stats').waitFor();
+        await check('info');
+        await page.keyboard.press('Escape');
+      } finally {
+        await b.close();
+      }
+      console.log(`axe ${scheme} ${layout}: ${found.length} violating nodes`);
+      assert.deepEqual(found, []);
+    });
+  }
+}
