@@ -409,8 +409,11 @@ async fn host_and_origin_checks_are_exact() {
     // Origin must be the hub's own, scheme included.
     for (origin, expected) in [
         (format!("http://{host}"), " 200 "),
-        (format!("https://{host}"), " 403 "),
+        // Behind a TLS reverse proxy that passes the Host through.
+        (format!("https://{host}"), " 200 "),
         (format!("ftp://{host}"), " 403 "),
+        (format!("chrome-extension://{host}"), " 403 "),
+        (format!("http://{host}.evil.example"), " 403 "),
     ] {
         let req = ask("/api/whoami".into(), format!("Origin: {origin}\r\n"));
         let status = status_of(hub.addr, req.as_bytes()).await;

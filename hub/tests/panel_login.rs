@@ -94,6 +94,20 @@ async fn each_login_is_a_revocable_id_that_outlives_a_restart() {
     assert_eq!(whoami(&hub, &laptop).await, 200);
     assert_eq!(whoami(&hub, &phone).await, 200);
 
+    // Logging in again from a browser replaces its login: the old id ends.
+    let again = client()
+        .post(format!("{}/api/login", base(&hub)))
+        .header(COOKIE, &laptop)
+        .json(&json!({ "key": secret }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+    let renewed = pair(again.headers()[SET_COOKIE].to_str().unwrap());
+    assert_eq!(whoami(&hub, &laptop).await, 401, "the replaced id is dead");
+    assert_eq!(whoami(&hub, &renewed).await, 200);
+    let laptop = renewed;
+
     // Logout revokes that login, not the other.
     assert_eq!(post_with_cookie(&hub, "/api/logout", &laptop).await, 200);
     assert_eq!(

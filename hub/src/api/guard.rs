@@ -186,7 +186,7 @@ impl RefusalLog {
 
 /// The `Host` check (and the authority of an absolute-form target, which
 /// takes the place of `Host`), then the `Origin` check: exactly the hub's
-/// own origin (`http://` and the host) or one listed.
+/// own origin (`http://` or `https://` and the Host) or one listed.
 fn origin_allowed(app: &AppState, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
     let host = headers
         .get(header::HOST)
@@ -221,10 +221,13 @@ fn origin_allowed(app: &AppState, uri: &Uri, headers: &HeaderMap) -> Result<(), 
         let origin = origin
             .to_str()
             .map_err(|_| ApiError::forbidden("unreadable Origin header"))?;
-        // The hub speaks plain HTTP: its own origin is `http://` + Host.
-        let same = origin
-            .strip_prefix("http://")
-            .is_some_and(|rest| rest.eq_ignore_ascii_case(host));
+        // Its own origin: a web scheme and exactly the Host (`https://`
+        // when a TLS reverse proxy in front passes the Host through).
+        let same = ["http://", "https://"].iter().any(|scheme| {
+            origin
+                .strip_prefix(scheme)
+                .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
+        });
         let listed = config
             .allowed_origins
             .iter()

@@ -18,6 +18,7 @@ type Answer<T> = Result<Json<T>, ApiError>;
 pub async fn login(
     State(app): State<AppState>,
     ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
     Body(b): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
     let ip = addr.ip();
@@ -46,6 +47,16 @@ pub async fn login(
         .begin()
         .await
         .map_err(crate::hub::HubError::from)?;
+    // The new cookie replaces the one this browser sent: end that login, so
+    // no id outlives the cookie that carried it.
+    let replaced: Vec<String> = guard::login_ids(&headers).map(str::to_owned).collect();
+    for old in replaced {
+        app.secret
+            .logins()
+            .end(&old)
+            .await
+            .map_err(crate::hub::HubError::from)?;
+    }
     tracing::info!(%ip, "panel login");
     Ok(([(header::SET_COOKIE, guard::login_cookie(&id))], Json(OK)).into_response())
 }
