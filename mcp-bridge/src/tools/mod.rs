@@ -245,7 +245,10 @@ impl Bridge {
             read_only_hint = false,
             destructive_hint = false,
             idempotent_hint = true,
-            open_world_hint = true
+            // Its whole world is the holdline hub (the person answers through it), as a
+            // memory tool's is its store: closed. Codex asks before every call of a tool
+            // that says otherwise.
+            open_world_hint = false
         )
     )]
     async fn wait_for_user_input(

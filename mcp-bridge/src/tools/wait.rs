@@ -366,9 +366,16 @@ impl Bridge {
                         failures = 0;
                         call.failing = None;
                         tracing::debug!(%token, waited_s = started.elapsed().as_secs(), "renewal");
-                        call.progress
-                            .tick(&ctx, "waiting for the person's reply")
-                            .await;
+                        // Not on the renewal that ends the call: progress arriving after
+                        // the result is an error to the client (Claude Code logs one).
+                        let ending = call.deadline.is_some_and(|d| {
+                            d.saturating_duration_since(Instant::now()) <= DEADLINE_SLACK
+                        });
+                        if !ending {
+                            call.progress
+                                .tick(&ctx, "waiting for the person's reply")
+                                .await;
+                        }
                     }
                     Ok(PollAnswer::Gone {
                         reason,
