@@ -106,3 +106,24 @@ test('a reply written in Telegram is marked in the conversation', async () => {
     await b.close();
   }
 });
+
+test("a notification's link opens the panel on that session", async () => {
+  const first = await newAgent(hub, 'Not this one');
+  await first.wait('first');
+  const agent = await newAgent(hub, 'Linked from the phone');
+  await agent.wait('Which database should I use?');
+  const b = await launchBrowser();
+  try {
+    const page = b.page;
+    await openPanel(page, hub);
+    await page.goto('about:blank');
+    await page.goto(`${hub.base}/#session=${agent.token}`);
+    await page.waitForFunction(
+      (token) => document.querySelector('[data-testid="conv-title"]')?.title.includes(token),
+      agent.token,
+    );
+    assert.ok(!page.url().includes('session='), 'the link is taken out of the address');
+  } finally {
+    await b.close();
+  }
+});
