@@ -67,7 +67,11 @@ async function boot() {
   applyStatic();
   wireStatic();
   // A panel URL pasted into a tab that already shows the panel only changes the hash.
-  window.addEventListener('hashchange', () => { takeKeyFromHash(); });
+  window.addEventListener('hashchange', async () => {
+    if (await takeKeyFromHash()) return;
+    const linked = $('#app').hidden ? null : takeSessionFromHash();
+    if (linked) select(linked);
+  });
   if (await takeKeyFromHash()) return;
   try {
     await api.whoami();
@@ -87,6 +91,14 @@ async function takeKeyFromHash() {
   try { key = decodeURIComponent(key); } catch { /* use it as it came */ }
   await login(key);
   return true;
+}
+
+/** The session a link names (`#session=ct_…`, as in the hub's notifications), taken out of the address. */
+function takeSessionFromHash() {
+  const m = location.hash.match(/[#&]session=(ct_[0-9a-f]{32})\b/);
+  if (!m) return null;
+  history.replaceState(null, '', location.pathname + location.search);
+  return m[1];
 }
 
 async function login(key) {
@@ -125,9 +137,10 @@ function start() {
   $('#login').hidden = true;
   $('#app').hidden = false;
   drawToolbar();
-  const saved = sessionStorage.getItem('holdline.current');
+  const linked = takeSessionFromHash();
+  const saved = linked || sessionStorage.getItem('holdline.current');
   refreshList().then(() => {
-    if (saved && !state.current) select(saved, { quiet: true });
+    if (saved && (linked || !state.current)) select(saved, { quiet: !linked });
   });
   composer.loadTemplates();
   if (!state.stopEvents) {

@@ -64,6 +64,7 @@ function buildMessage(m) {
   const meta = h('div', { class: 'meta' },
     h('span', { class: 'who' }, t(`role.${role}`)),
     m.auto ? h('span', { class: 'tag auto', testid: 'auto-tag' }, t('auto')) : null,
+    m.via ? h('span', { class: 'tag via', testid: 'via-tag' }, t('via', { via: viaName(m.via) })) : null,
     h('span', { class: 'delivery', testid: 'delivery' }),
     h('time', { class: 'when', datetime: new Date(m.at || 0).toISOString() }, m.at ? clock(m.at) : ''),
     h('button', {
@@ -152,4 +153,9 @@ export function renderMessages(list, session, messages) {
 export function resetMessages() {
   cache.clear();
   cacheToken = null;
+}
+
+/** A messenger's name as people write it (`telegram` → Telegram). */
+function viaName(via) {
+  return via.charAt(0).toUpperCase() + via.slice(1);
 }

@@ -1,9 +1,10 @@
 // notify.js — telling the person a session started waiting: a desktop
 // notification and a short sound made with WebAudio (no sound file), behind
 // one remembered on/off switch and a remembered choice of sound, set in the
-// bell's dialog (with a test); and what stands in the way (a page that is
-// not a secure context, a blocked permission).
+// bell's dialog (with a test); what stands in the way (a page that is not a
+// secure context, a blocked permission); and the hub's messenger channels.
 
+import { api } from './api.js';
 import { t } from './i18n.js';
 import { $, runDialog } from './ui.js';
 
@@ -147,7 +148,30 @@ function openNotifySettings() {
   $('#notify-enabled').checked = enabled();
   $('#notify-sound').value = sound();
   drawNotifyNote();
+  drawChannels();
   runDialog($('#notify-dialog'));
+}
+
+/** The hub's messenger channels (`[notify]` in config.toml) with their state and last error. */
+async function drawChannels() {
+  const box = $('#notify-channels');
+  let channels = [];
+  try {
+    channels = (await api.healthz()).notify || [];
+  } catch {
+    channels = [];
+  }
+  box.hidden = channels.length === 0;
+  const list = $('#notify-channel-list');
+  list.replaceChildren(...channels.map((c) => {
+    const li = document.createElement('li');
+    li.dataset.state = c.state;
+    li.dataset.testid = 'notify-channel';
+    const parts = [`${c.name}: ${t(`channel.${c.state}`)}`, t('channelCounts', { sent: c.sent, failed: c.failed })];
+    if (c.lastError) parts.push(t('channelError', { error: c.lastError }));
+    li.textContent = parts.join(' · ');
+    return li;
+  }));
 }
 
 function drawNotifyNote() {
