@@ -49,6 +49,20 @@ struct PendingAck {
 pub struct Delivery {
     inner: Arc<Mutex<State>>,
     hub: HubClient,
+    /// How many wait calls are running: shutdown waits for them to cancel their waits
+    /// (one whose register is still on its way has no wait id to cancel from outside).
+    calls: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+/// Counts one running wait call while it lives.
+pub struct CallInFlight {
+    calls: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Drop for CallInFlight {
+    fn drop(&mut self) {
+        self.calls.send_modify(|n| *n -= 1);
+    }
 }
 
 /// Behind a std mutex: every critical section is a few map operations, never an `.await`.
@@ -95,11 +109,26 @@ impl Delivery {
         Delivery {
             inner: Arc::new(Mutex::new(State::default())),
             hub,
+            calls: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner.lock().expect("delivery state not poisoned")
+    }
+
+    /// Counts a wait call as running until the guard is dropped.
+    pub fn call_started(&self) -> CallInFlight {
+        self.calls.send_modify(|n| *n += 1);
+        CallInFlight {
+            calls: self.calls.clone(),
+        }
+    }
+
+    /// Resolves once no wait call is running.
+    pub async fn calls_ended(&self) {
+        let mut running = self.calls.subscribe();
+        let _ = running.wait_for(|n| *n == 0).await;
     }
 
     /// Records that `request` is polling `wait`.

@@ -215,23 +215,31 @@ impl HubClient {
         self.post("/api/select", &body, REQUEST_TIMEOUT).await
     }
 
-    pub async fn register(&self, body: Value) -> Result<RegisterAnswer, HubError> {
-        self.post("/api/wait/register", &body, REQUEST_TIMEOUT)
-            .await
+    /// Registers a wait; the whole call, every hub tried, ends by `within` (the caller's
+    /// own deadline, when it is sooner than the usual request timeout).
+    pub async fn register(
+        &self,
+        body: Value,
+        within: Option<Duration>,
+    ) -> Result<RegisterAnswer, HubError> {
+        let timeout = within.map_or(REQUEST_TIMEOUT, |w| w.min(REQUEST_TIMEOUT));
+        self.post("/api/wait/register", &body, timeout).await
     }
 
-    /// Long-polls one wait for up to `hold`.
+    /// Long-polls one wait for up to `hold`; the whole call ends by `within` when given (a
+    /// hub that trickles its answer cannot keep the caller past its own deadline).
     pub async fn poll(
         &self,
         token: &str,
         wait_id: &str,
         hold: Duration,
+        within: Option<Duration>,
     ) -> Result<PollAnswer, HubError> {
         let body = serde_json::json!({
             "token": token, "waitId": wait_id, "timeoutMs": hold.as_millis() as u64,
         });
-        self.post("/api/wait/poll", &body, hold + REQUEST_TIMEOUT)
-            .await
+        let timeout = within.map_or(hold + REQUEST_TIMEOUT, |w| w.min(hold + REQUEST_TIMEOUT));
+        self.post("/api/wait/poll", &body, timeout).await
     }
 
     pub async fn ack(&self, token: &str, wait_id: &str, reply_id: &str) -> Result<(), HubError> {

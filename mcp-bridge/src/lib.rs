@@ -69,7 +69,15 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
             }
         });
     }
-    let _ = tokio::time::timeout(CANCEL_ON_EXIT, cancels.join_all()).await;
+    // Calls still running (one whose register is on its way) see the shutdown and cancel
+    // their own waits; the process ends when they have, or after the bound.
+    let settled = async {
+        cancels.join_all().await;
+        delivery.calls_ended().await;
+    };
+    if tokio::time::timeout(CANCEL_ON_EXIT, settled).await.is_err() {
+        tracing::warn!("stopping before every wait was cancelled at the hub");
+    }
     Ok(())
 }
 

@@ -543,3 +543,71 @@ async fn the_first_wait_after_init_is_covered_and_a_garbled_resume_is_no_loop() 
     client.cancel().await?;
     Ok(())
 }
+
+/// A hub that registers every wait, then trickles each poll's answer one byte a second.
+async fn trickling_hub() -> anyhow::Result<String> {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                if head.contains("/api/wait/register") {
+                    let body = r#"{"waitId":"w_1","status":"waiting"}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                    return;
+                }
+                let _ = socket
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4000\r\n\r\n{")
+                    .await;
+                for _ in 0..4000 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if socket.write_all(b" ").await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(format!("http://{addr}"))
+}
+
+#[tokio::test]
+async fn a_stalled_hub_cannot_keep_a_wait_past_the_clients_limit() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let url = trickling_hub().await?;
+    let o = BridgeOptions {
+        hubs: url,
+        secret: Some("s"),
+        home: home.path(),
+        host: "test-host",
+        client_name: "holdline-test",
+        root: None,
+        autostart: false,
+        extra_env: vec![],
+    };
+    let client = start_bridge(o).await?;
+    let started = Instant::now();
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": "ct_00000000000000000000000000000000", "message": "m",
+               "cursorTitle": "t", "workspace": "/w", "timeoutSec": 3}),
+    )
+    .await?;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(3500),
+        "answered after {took:?}"
+    );
+    assert_ne!(structured(&r)["status"], "replied", "{}", text(&r));
+    client.cancel().await?;
+    Ok(())
+}

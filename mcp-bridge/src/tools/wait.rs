@@ -129,6 +129,15 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// What is left of the call's time, less the slack its result needs to go out.
+    fn time_left(&self) -> Option<Duration> {
+        self.deadline.map(|d| {
+            d.saturating_duration_since(Instant::now())
+                .saturating_sub(DEADLINE_SLACK / 2)
+                .max(Duration::from_millis(50))
+        })
+    }
+
     fn no_reply(&self) -> CallToolResult {
         let resume = self.delivery.issue_resume(&self.token);
         let waited = self.started.elapsed();
@@ -253,6 +262,8 @@ impl Bridge {
             failing: None,
             delivery: self.delivery.clone(),
         };
+        // Shutdown waits for this call to cancel its hub wait before the process ends.
+        let _in_flight = self.delivery.call_started();
         let replaced = self.delivery.take_over(&token, &ctx.id);
         let _turn = StepDown {
             delivery: self.delivery.clone(),
@@ -264,7 +275,10 @@ impl Bridge {
         let mut failures = 0u32;
         'register: loop {
             let wait_id = loop {
-                match self.hub.register(body.clone()).await {
+                if self.shutdown.is_cancelled() || ctx.ct.is_cancelled() {
+                    return cancelled(&token);
+                }
+                match self.hub.register(body.clone(), call.time_left()).await {
                     Ok(a) => break a.wait_id,
                     Err(e) if e.is_transient() => {
                         failures += 1;
@@ -325,7 +339,7 @@ impl Bridge {
                         guard.keep();
                         return call.ended_elsewhere("a newer wait_for_user_input call for this session took over");
                     }
-                    a = self.hub.poll(&token, &wait_id, hold) => a,
+                    a = self.hub.poll(&token, &wait_id, hold, call.time_left()) => a,
                 };
                 match answer {
                     Ok(PollAnswer::Replied { reply }) => {
