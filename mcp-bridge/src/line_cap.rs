@@ -158,29 +158,18 @@ impl IdScanner {
                     if v.len() < 256 && !(v.is_empty() && b.is_ascii_whitespace()) {
                         v.push(b);
                     }
-                    if self.in_string {
-                        if self.escaped {
-                            self.escaped = false;
-                        } else if b == b'\\' {
-                            self.escaped = true;
-                        } else if b == b'"' {
-                            self.in_string = false;
-                        }
-                    } else if b == b'"' {
+                    if !self.string_byte(b) && b == b'"' {
                         self.in_string = true;
                     }
                     continue;
                 }
             }
             if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if b == b'\\' {
-                    self.escaped = true;
-                } else if b == b'"' {
-                    self.in_string = false;
+                let was_escaped = self.escaped;
+                self.string_byte(b);
+                if !self.in_string {
                     self.reading_key = false;
-                } else if self.reading_key && self.key.len() < 8 {
+                } else if self.reading_key && !was_escaped && b != b'\\' && self.key.len() < 8 {
                     self.key.push(b);
                 }
                 continue;
@@ -208,6 +197,21 @@ impl IdScanner {
                 _ => {}
             }
         }
+    }
+
+    /// Takes one byte inside a string (escapes, the closing quote); false when not in one.
+    fn string_byte(&mut self, b: u8) -> bool {
+        if !self.in_string {
+            return false;
+        }
+        if self.escaped {
+            self.escaped = false;
+        } else if b == b'\\' {
+            self.escaped = true;
+        } else if b == b'"' {
+            self.in_string = false;
+        }
+        true
     }
 
     /// The id, if it is a JSON string or number.

@@ -381,18 +381,7 @@ async fn failing_hub() -> anyhow::Result<String> {
 #[tokio::test]
 async fn a_failing_hub_is_not_reported_as_the_person_not_answering() -> anyhow::Result<()> {
     let home = TempDir::new()?;
-    let url = failing_hub().await?;
-    let o = BridgeOptions {
-        hubs: url,
-        secret: Some("s"),
-        home: home.path(),
-        host: "test-host",
-        client_name: "holdline-test",
-        root: None,
-        autostart: false,
-        extra_env: vec![],
-    };
-    let client = start_bridge(o).await?;
+    let client = start_bridge(BridgeOptions::for_url(failing_hub().await?, home.path())).await?;
     let started = Instant::now();
     let r = call(
         &client,
@@ -582,18 +571,7 @@ async fn trickling_hub() -> anyhow::Result<String> {
 #[tokio::test]
 async fn a_stalled_hub_cannot_keep_a_wait_past_the_clients_limit() -> anyhow::Result<()> {
     let home = TempDir::new()?;
-    let url = trickling_hub().await?;
-    let o = BridgeOptions {
-        hubs: url,
-        secret: Some("s"),
-        home: home.path(),
-        host: "test-host",
-        client_name: "holdline-test",
-        root: None,
-        autostart: false,
-        extra_env: vec![],
-    };
-    let client = start_bridge(o).await?;
+    let client = start_bridge(BridgeOptions::for_url(trickling_hub().await?, home.path())).await?;
     let started = Instant::now();
     let r = call(
         &client,

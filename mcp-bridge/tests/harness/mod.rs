@@ -239,6 +239,20 @@ pub struct BridgeOptions<'a> {
 }
 
 impl<'a> BridgeOptions<'a> {
+    /// A bridge for a hub at `url` that is not a [`TestHub`] (a fake one), with `home`.
+    pub fn for_url(url: String, home: &'a Path) -> Self {
+        BridgeOptions {
+            hubs: url,
+            secret: Some("s"),
+            home,
+            host: "test-host",
+            client_name: "holdline-test",
+            root: None,
+            autostart: false,
+            extra_env: vec![],
+        }
+    }
+
     pub fn for_hub(hub: &'a TestHub) -> Self {
         BridgeOptions {
             hubs: hub.url(),
