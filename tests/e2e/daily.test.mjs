@@ -5,45 +5,18 @@
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, sleep, makePng } from './harness.mjs';
+import {
+  startHub, newAgent, openPanel, item, selectSession, sleep, makePng, browsersPerTest, recordNotifications,
+} from './harness.mjs';
 
 let hub;
-const open = [];
-
 before(async () => { hub = await startHub(); });
 after(async () => { if (hub) await hub.stop(); });
-afterEach(async (t) => {
-  while (open.length) {
-    const b = open.pop();
-    if (b.errors.length) t.diagnostic(`page errors: ${b.errors.join(' | ')}`);
-    await b.close();
-  }
-});
-
-async function browser(options) {
-  const b = await launchBrowser(options);
-  open.push(b);
-  return b;
-}
+const browser = browsersPerTest(afterEach);
 
 const replyState = (page) => page.evaluate(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state);
 const shownToken = (page) => page.evaluate(() => document.querySelector('[data-testid="conv-title"]')?.title.match(/ct_\w+/)?.[0]);
 
-/** Replaces Notification and counts chime oscillators, before the page loads. */
-async function recordNotifications(context) {
-  await context.addInitScript(() => {
-    window.__notes = [];
-    window.__tones = 0;
-    window.Notification = class {
-      constructor(title, opts) { window.__notes.push({ title, body: opts && opts.body }); }
-      close() {}
-      static get permission() { return 'granted'; }
-      static requestPermission() { return Promise.resolve('granted'); }
-    };
-    const create = AudioContext.prototype.createOscillator;
-    AudioContext.prototype.createOscillator = function (...a) { window.__tones++; return create.apply(this, a); };
-  });
-}
 
 test('hub away: a banner, the open conversation kept, a reply that waits and sends itself, then a refresh', async () => {
   const own = await startHub();

@@ -249,3 +249,39 @@ export function makePng(w, h, pixel) {
     chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0)),
   ]).toString('base64');
 }
+
+/**
+ * `browser(options)` for a test file: each browser a test opens is closed after that test
+ * (`afterEach` from node:test), its page errors reported as diagnostics.
+ */
+export function browsersPerTest(afterEach) {
+  const open = [];
+  afterEach(async (t) => {
+    while (open.length) {
+      const b = open.pop();
+      if (b.errors.length) t.diagnostic(`page errors: ${b.errors.join(' | ')}`);
+      await b.close();
+    }
+  });
+  return async function browser(options) {
+    const b = await launchBrowser(options);
+    open.push(b);
+    return b;
+  };
+}
+
+/** Replaces Notification and counts chime oscillators in `context`, before its pages load. */
+export async function recordNotifications(context) {
+  await context.addInitScript(() => {
+    window.__notes = [];
+    window.__tones = 0;
+    window.Notification = class {
+      constructor(title, opts) { window.__notes.push({ title, body: opts && opts.body }); }
+      close() {}
+      static get permission() { return 'granted'; }
+      static requestPermission() { return Promise.resolve('granted'); }
+    };
+    const create = AudioContext.prototype.createOscillator;
+    AudioContext.prototype.createOscillator = function (...a) { window.__tones++; return create.apply(this, a); };
+  });
+}

@@ -4,28 +4,14 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startHub, newAgent, launchBrowser, openPanel, item, selectSession,
-  hasHorizontalScroll, screenshot, PNG_4x4, sleep,
+  startHub, newAgent, openPanel, item, selectSession,
+  hasHorizontalScroll, screenshot, PNG_4x4, sleep, browsersPerTest, recordNotifications,
 } from './harness.mjs';
 
 let hub;
-const open = [];
-
 before(async () => { hub = await startHub(); });
 after(async () => { if (hub) await hub.stop(); });
-afterEach(async (t) => {
-  while (open.length) {
-    const b = open.pop();
-    if (b.errors.length) t.diagnostic(`page errors: ${b.errors.join(' | ')}`);
-    await b.close();
-  }
-});
-
-async function browser(options) {
-  const b = await launchBrowser(options);
-  open.push(b);
-  return b;
-}
+const browser = browsersPerTest(afterEach);
 
 test('login: the #key is traded for a cookie and dropped; a wrong key says so; logout', async () => {
   const { page, context } = await browser();
@@ -603,18 +589,7 @@ test('automatic replies are marked as such', async () => {
 
 test('a new wait notifies with a desktop notification and a sound, unless turned off', async () => {
   const { page, context } = await browser();
-  await context.addInitScript(() => {
-    window.__notes = [];
-    window.__tones = 0;
-    window.Notification = class {
-      constructor(title, opts) { window.__notes.push({ title, body: opts && opts.body }); }
-      close() {}
-      static get permission() { return 'granted'; }
-      static requestPermission() { return Promise.resolve('granted'); }
-    };
-    const create = AudioContext.prototype.createOscillator;
-    AudioContext.prototype.createOscillator = function (...a) { window.__tones++; return create.apply(this, a); };
-  });
+  await recordNotifications(context);
   await openPanel(page, hub);
   const agent = await newAgent(hub, 'Notify me');
   await agent.wait('ping');
