@@ -20,9 +20,11 @@ impl Hub {
         let shutdown = self.inner.shutdown.clone();
         loop {
             let waiting = self.open_waits();
-            self.inner
-                .waiters
-                .retain_seen(|t| waiting.iter().any(|(w, _)| w == t));
+            // A set, so forgetting the sessions that stopped waiting is O(n), not O(n²):
+            // the `seen` lock is held meanwhile and every poll takes it.
+            let tokens: std::collections::HashSet<&Token> =
+                waiting.iter().map(|(t, _)| t).collect();
+            self.inner.waiters.retain_seen(|t| tokens.contains(t));
             let pause = async {
                 if waiting.is_empty() {
                     self.inner.waiters.next_opened().await;
