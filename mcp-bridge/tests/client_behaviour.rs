@@ -357,45 +357,76 @@ async fn a_session_bound_with_an_explicit_workspace_survives_a_bridge_restart() 
     Ok(())
 }
 
-/// A hub that answers every request with 500.
-async fn failing_hub() -> anyhow::Result<String> {
+/// A fake hub on 127.0.0.1: each connection's first read (the request head and what body
+/// came with it) goes to `answer`, which writes what that hub says. Its URL.
+async fn fake_hub<F, Fut>(answer: F) -> anyhow::Result<String>
+where
+    F: Fn(tokio::net::TcpStream, String) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    use tokio::io::AsyncReadExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
+            let answer = answer.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
-                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buf).await;
-                let body = r#"{"error":{"code":"INTERNAL","message":"disk on fire"}}"#;
-                let answer = format!(
-                    "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(answer.as_bytes()).await;
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+                answer(socket, request).await;
             });
         }
     });
     Ok(format!("http://{addr}"))
 }
 
-#[tokio::test]
-async fn a_failing_hub_is_not_reported_as_the_person_not_answering() -> anyhow::Result<()> {
+/// A whole HTTP/1.1 answer with a JSON body, closing the connection.
+fn http_json(status: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// One `wait_for_user_input` call with a made-up token against a bridge for the hub at
+/// `url`, limited to `timeout_sec`: its result and how long it took.
+async fn wait_against(
+    url: String,
+    timeout_sec: u64,
+) -> anyhow::Result<(rmcp::model::CallToolResult, Duration)> {
     let home = TempDir::new()?;
-    let client = start_bridge(BridgeOptions::for_url(failing_hub().await?, home.path())).await?;
+    let client = start_bridge(BridgeOptions::for_url(url, home.path())).await?;
     let started = Instant::now();
     let r = call(
         &client,
         "wait_for_user_input",
         json!({"token": "ct_00000000000000000000000000000000", "message": "m",
-               "cursorTitle": "t", "workspace": "/w", "timeoutSec": 2}),
+               "cursorTitle": "t", "workspace": "/w", "timeoutSec": timeout_sec}),
     )
     .await?;
-    assert!(started.elapsed() < Duration::from_secs(4));
+    let took = started.elapsed();
+    client.cancel().await?;
+    Ok((r, took))
+}
+
+#[tokio::test]
+async fn a_failing_hub_is_not_reported_as_the_person_not_answering() -> anyhow::Result<()> {
+    // Every request answered 500.
+    let url = fake_hub(|mut socket, _| async move {
+        let answer = http_json(
+            "500 Internal Server Error",
+            r#"{"error":{"code":"INTERNAL","message":"disk on fire"}}"#,
+        );
+        let _ = socket.write_all(answer.as_bytes()).await;
+    })
+    .await?;
+    let (r, took) = wait_against(url, 2).await?;
+    assert!(took < Duration::from_secs(4));
     assert_eq!(r.is_error, Some(true));
     assert_eq!(structured(&r)["status"], "hub_unavailable", "{}", text(&r));
     assert!(!text(&r).contains("has not answered"), "{}", text(&r));
     assert!(text(&r).contains("500"), "{}", text(&r));
-    client.cancel().await?;
     Ok(())
 }
 
@@ -533,59 +564,31 @@ async fn the_first_wait_after_init_is_covered_and_a_garbled_resume_is_no_loop() 
     Ok(())
 }
 
-/// A hub that registers every wait, then trickles each poll's answer one byte a second.
-async fn trickling_hub() -> anyhow::Result<String> {
-    use tokio::io::AsyncReadExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 64 * 1024];
-                let n = socket.read(&mut buf).await.unwrap_or(0);
-                let head = String::from_utf8_lossy(&buf[..n]).to_string();
-                if head.contains("/api/wait/register") {
-                    let body = r#"{"waitId":"w_1","status":"waiting"}"#;
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = socket.write_all(answer.as_bytes()).await;
-                    return;
-                }
-                let _ = socket
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4000\r\n\r\n{")
-                    .await;
-                for _ in 0..4000 {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    if socket.write_all(b" ").await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    Ok(format!("http://{addr}"))
-}
-
 #[tokio::test]
 async fn a_stalled_hub_cannot_keep_a_wait_past_the_clients_limit() -> anyhow::Result<()> {
-    let home = TempDir::new()?;
-    let client = start_bridge(BridgeOptions::for_url(trickling_hub().await?, home.path())).await?;
-    let started = Instant::now();
-    let r = call(
-        &client,
-        "wait_for_user_input",
-        json!({"token": "ct_00000000000000000000000000000000", "message": "m",
-               "cursorTitle": "t", "workspace": "/w", "timeoutSec": 3}),
-    )
+    // Every wait registered, then each poll's answer trickled in one byte a second.
+    let url = fake_hub(|mut socket, request| async move {
+        if request.contains("/api/wait/register") {
+            let answer = http_json("200 OK", r#"{"waitId":"w_1","status":"waiting"}"#);
+            let _ = socket.write_all(answer.as_bytes()).await;
+            return;
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4000\r\n\r\n{")
+            .await;
+        for _ in 0..4000 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if socket.write_all(b" ").await.is_err() {
+                return;
+            }
+        }
+    })
     .await?;
-    let took = started.elapsed();
+    let (r, took) = wait_against(url, 3).await?;
     assert!(
         took < Duration::from_millis(3500),
         "answered after {took:?}"
     );
     assert_ne!(structured(&r)["status"], "replied", "{}", text(&r));
-    client.cancel().await?;
     Ok(())
 }
