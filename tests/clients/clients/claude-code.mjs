@@ -4,6 +4,7 @@
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'claude-code';
 export const pkg = '@anthropic-ai/claude-code';
@@ -27,10 +28,12 @@ export const brainHooks = {
 };
 
 export async function prepare(ctx) {
-  await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
+  if (ctx.remote) await installRemote('claude-code', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  else await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
   patchJson(join(ctx.home, '.claude.json'), (c) => {
     // Claude Code's own per-call limit (ms), low but above the bridge's short waits.
     c.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;
+    if (ctx.remote) Object.assign(c.mcpServers.holdline.headers, ctx.remote.headers);
     c.hasCompletedOnboarding = true;
     c.projects = { [ctx.project]: { hasTrustDialogAccepted: true, allowedTools: [] } };
     return c;

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'cline';
 export const pkg = 'cline';
@@ -22,10 +23,12 @@ export const expects = { images: false, why: 'Cline CLI gives the model the whol
 export async function prepare(ctx) {
   const env = baseEnv(ctx.home, { CLINE_SESSION_BACKEND_MODE: 'local' });
   const settings = join(ctx.home, '.cline', 'data', 'settings', 'cline_mcp_settings.json');
-  await holdlineInstall('cline', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  if (ctx.remote) await installRemote('cline', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  else await holdlineInstall('cline', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
-    entry.env = { ...entry.env, ...ctx.bridgeEnv };
+    if (ctx.remote) Object.assign(entry.headers, ctx.remote.headers);
+    else entry.env = { ...entry.env, ...ctx.bridgeEnv };
     entry.timeout = ctx.clientTimeoutSec;
     return s;
   });

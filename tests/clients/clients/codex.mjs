@@ -6,6 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'codex';
 export const pkg = '@openai/codex';
@@ -15,7 +16,8 @@ export const expects = { images: true };
 
 export async function prepare(ctx) {
   const codexHome = join(ctx.home, '.codex');
-  await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
+  if (ctx.remote) await installRemote('codex', { home: ctx.home, project: ctx.project, ...ctx.remote, env: { CODEX_HOME: codexHome } });
+  else await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
   const file = join(codexHome, 'config.toml');
   const provider = [
     'model = "fake-model"',
@@ -33,6 +35,10 @@ export async function prepare(ctx) {
   writeFileSync(file, provider + readFileSync(file, 'utf8'));
   // Codex's own per-call limit, low but above the bridge's short waits.
   const overrides = ['-c', `mcp_servers.holdline.tool_timeout_sec=${ctx.clientTimeoutSec}`];
+  // The remote entry's further headers (the test's), beside the installer's Authorization.
+  if (ctx.remote?.headers) {
+    for (const [k, v] of Object.entries(ctx.remote.headers)) overrides.push('-c', `mcp_servers.holdline.http_headers.${k}="${v}"`);
+  }
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'codex');
   return {
     cmd: bin,

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'continue';
 export const pkg = '@continuedev/cli';
@@ -22,10 +23,12 @@ export const expects = { images: false, why: 'Continue CLI gives the model a res
 export async function prepare(ctx) {
   const yaml = createRequire(join(ctx.installDir, 'package.json'))('js-yaml');
   const config = join(ctx.home, '.continue', 'config.yaml');
-  await holdlineInstall('continue', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  if (ctx.remote) await installRemote('continue', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  else await holdlineInstall('continue', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   const doc = yaml.load(readFileSync(config, 'utf8'));
   const entry = doc.mcpServers.find((s) => s.name === 'holdline');
-  entry.env = { ...entry.env, ...ctx.bridgeEnv };
+  if (ctx.remote) Object.assign(entry.requestOptions.headers, ctx.remote.headers);
+  else entry.env = { ...entry.env, ...ctx.bridgeEnv };
   Object.assign(doc, {
     name: doc.name ?? 'holdline-test',
     version: doc.version ?? '1.0.0',

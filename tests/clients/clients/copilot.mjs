@@ -4,6 +4,7 @@
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'copilot';
 export const pkg = '@github/copilot';
@@ -18,10 +19,12 @@ export const expects = { images: false, why: 'Copilot CLI in BYOK offline mode d
 
 export async function prepare(ctx) {
   const config = join(ctx.home, '.copilot', 'mcp-config.json');
-  await holdlineInstall('copilot', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  if (ctx.remote) await installRemote('copilot', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  else await holdlineInstall('copilot', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(config, (c) => {
     const entry = c.mcpServers.holdline;
-    entry.env = { ...entry.env, ...ctx.bridgeEnv };
+    if (ctx.remote) Object.assign(entry.headers, ctx.remote.headers);
+    else entry.env = { ...entry.env, ...ctx.bridgeEnv };
     return c;
   });
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'copilot');

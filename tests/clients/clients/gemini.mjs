@@ -6,6 +6,7 @@
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'gemini';
 export const pkg = '@google/gemini-cli';
@@ -14,10 +15,12 @@ export const interrupt = 'SIGINT';
 export const expects = { images: true };
 
 export async function prepare(ctx) {
-  await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ['--trust'] });
+  if (ctx.remote) await installRemote('gemini', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
+  else await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ['--trust'] });
   patchJson(join(ctx.home, '.gemini', 'settings.json'), (s) => {
     // Gemini's own per-call limit (ms), low but above the bridge's short waits.
     s.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;
+    if (ctx.remote) Object.assign(s.mcpServers.holdline.headers, ctx.remote.headers);
     s.security = { ...s.security, auth: { selectedType: 'gemini-api-key' } };
     s.privacy = { usageStatisticsEnabled: false };
     s.general = { ...s.general, disableAutoUpdate: true, disableUpdateNag: true };

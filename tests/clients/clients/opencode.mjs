@@ -6,6 +6,7 @@
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'opencode';
 export const pkg = 'opencode-ai';
@@ -15,10 +16,12 @@ export const expects = { images: true };
 
 export async function prepare(ctx) {
   const global = join(ctx.home, '.config', 'opencode', 'opencode.json');
-  await holdlineInstall('opencode', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  if (ctx.remote) await installRemote('opencode', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  else await holdlineInstall('opencode', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(global, (c) => {
     const entry = c.mcp.holdline;
-    entry.environment = { ...entry.environment, ...ctx.bridgeEnv };
+    if (ctx.remote) Object.assign(entry.headers, ctx.remote.headers);
+    else entry.environment = { ...entry.environment, ...ctx.bridgeEnv };
     return c;
   });
   patchJson(join(ctx.project, 'opencode.json'), () => ({

@@ -5,6 +5,7 @@
 
 import { join } from 'node:path';
 import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
+import { installRemote } from '../remote-entry.mjs';
 
 export const name = 'qwen';
 export const pkg = '@qwen-code/qwen-code';
@@ -24,10 +25,12 @@ export const brainHooks = {
 
 export async function prepare(ctx) {
   const settings = join(ctx.home, '.qwen', 'settings.json');
-  await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  if (ctx.remote) await installRemote('qwen', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
+  else await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
-    entry.env = { ...entry.env, ...ctx.bridgeEnv };
+    if (ctx.remote) Object.assign(entry.headers, ctx.remote.headers);
+    else entry.env = { ...entry.env, ...ctx.bridgeEnv };
     entry.timeout = ctx.clientTimeoutSec * 1000;
     s.security = { ...s.security, auth: { selectedType: 'openai' } };
     s.privacy = { usageStatisticsEnabled: false };
