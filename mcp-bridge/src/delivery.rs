@@ -113,6 +113,15 @@ impl Delivery {
         }
     }
 
+    /// The same bookkeeping, acking through `hub` (the hub's `/mcp` acks with the
+    /// caller's own credentials).
+    pub fn with_hub(&self, hub: HubClient) -> Delivery {
+        Delivery {
+            hub,
+            ..self.clone()
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner.lock().expect("delivery state not poisoned")
     }
@@ -279,7 +288,7 @@ impl Delivery {
     }
 
     /// Called by the transport after the response to `request` went out.
-    fn written(&self, request: &RequestId) {
+    pub fn written(&self, request: &RequestId) {
         let ack = {
             let mut state = self.state();
             let Some(ack) = state.pending.remove(request) else {

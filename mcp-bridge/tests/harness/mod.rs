@@ -299,6 +299,27 @@ pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
     Ok(client.serve(transport).await?)
 }
 
+/// A client of the hub's own `/mcp` (Streamable HTTP) sending `bearer`.
+pub async fn start_remote(
+    hub: &TestHub,
+    bearer: &str,
+    client_name: &str,
+) -> anyhow::Result<Client> {
+    use rmcp::transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    };
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", hub.url()))
+        .auth_header(bearer.to_owned());
+    let client = TestClient {
+        name: client_name.to_owned(),
+        root: None,
+        progress: Arc::default(),
+    };
+    Ok(client
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await?)
+}
+
 pub fn args(v: Value) -> rmcp::model::JsonObject {
     v.as_object().cloned().expect("object")
 }
