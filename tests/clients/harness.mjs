@@ -235,3 +235,29 @@ export function bridgesOf(home) {
   }
   return out;
 }
+
+/**
+ * An agent key for the hub `hub` named `name`: `holdline-hub key create --name NAME`
+ * (`{ kind: 'key', key, name }`), or, from a hub without agent keys, its secret
+ * (`{ kind: 'secret', key }`, which the agent routes accept too).
+ */
+export async function agentKey(hub, name) {
+  const made = await run(HUB_BIN, ['--home', hub.home, 'key', 'create', '--name', name], {
+    env: { ...process.env, HOLDLINE_HOME: hub.home },
+  }).catch((e) => e);
+  if (made instanceof Error) {
+    if (/unrecognized subcommand/.test(made.stderr ?? '')) return { kind: 'secret', key: hub.secret };
+    throw new Error(`holdline-hub key create --name ${name} failed: ${made.stderr || made.message}`);
+  }
+  const key = made.stdout.split('\n')[0].trim();
+  if (!/^hlk_[A-Za-z0-9_-]{43}$/.test(key)) throw new Error(`key create printed no key on its first line: ${made.stdout}`);
+  return { kind: 'key', key, name };
+}
+
+/** `holdline-hub key revoke NAME` against the running hub; returns what it printed. */
+export async function revokeKey(hub, name) {
+  const { stdout, stderr } = await run(HUB_BIN, ['--home', hub.home, 'key', 'revoke', name], {
+    env: { ...process.env, HOLDLINE_HOME: hub.home },
+  });
+  return stdout + stderr;
+}

@@ -70,6 +70,7 @@ export function classifyResult(text, isError, bare) {
  *   dir            folder for brain.jsonl
  *   title          the chat title passed to init_conversation
  *   finishWord     a reply containing this word makes the agent end its turn (default FINISH)
+ *   waitArgs       further arguments of every wait_for_user_input call (e.g. { timeoutSec: 4 })
  *   maxErrors      tool errors tolerated before giving up with a text answer (default 3)
  *   hooks.resolve  (conv, bare) => { name, args } | null: how to reach a tool the client
  *                  defers (Claude Code's ToolSearch, Qwen's tool_search / tool_call)
@@ -140,7 +141,7 @@ export function createBrain(knobs = {}) {
     const step = replies.length + 1;
     const message = `Step ${step} done: checked the fake repository. Next I will wait for your word.`;
     const resume = findResume(lastHoldline.text);
-    const args = { token, message };
+    const args = { token, message, ...knobs.waitArgs };
     if (resume) args.resume = resume;
     if (lastHoldline.bare === 'wait_for_user_input' && lastKind === 'replied') {
       const replyText = lastHoldline.text;

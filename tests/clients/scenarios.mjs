@@ -1,0 +1,257 @@
+// scenarios.mjs — what the real-client checks drive, shared by the stdio suite
+// (run.test.mjs) and the remote one (remote.test.mjs): the drivers picked by
+// HOLDLINE_CLIENTS, one client run (hub, fake model, config, the client) and the two
+// scenarios, "reply" and "ctrl-c", each run once per client and transport and read by
+// that file's checks.
+//
+// Scenario "reply": the agent starts a session and waits; each wait ends "no reply yet"
+// after WAIT_SEC (the bridge's HOLDLINE_MAX_WAIT_SEC; over /mcp the call's timeoutSec), the
+// agent re-calls; after ROUNDS wait calls the person replies with text and an image; the
+// agent waits again; "FINISH" ends its turn.
+// Scenario "ctrl-c": the agent waits; Ctrl-C goes to the client's process group; the hub
+// must show the session not waiting within its grace period and queue a later reply.
+
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startFakeModel } from './fake-model/server.mjs';
+import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor } from './harness.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** Wait calls before the person answers: Gemini's and Qwen's detectors stop the 5th identical one. */
+export const ROUNDS = Number(process.env.HOLDLINE_CLIENTS_ROUNDS || 6);
+/** The bridge ends each wait after this long (HOLDLINE_MAX_WAIT_SEC). */
+export const WAIT_SEC = Number(process.env.HOLDLINE_CLIENTS_WAIT_SEC || 4);
+/** The client's own per-call limit where it has one: above the bridge's, as install sets it. */
+export const CLIENT_TIMEOUT_SEC = 30;
+/**
+ * Over /mcp the client's own per-call limit is set this short where its remote entry has
+ * one (Claude Code, Codex, Gemini, Qwen, Cline), so a wait of ROUNDS calls spans several of
+ * them; the hub must end each call first.
+ */
+export const REMOTE_CLIENT_TIMEOUT_SEC = 10;
+/** The hub's MCP path; HOLDLINE_CLIENTS_MCP_PATH points the clients elsewhere (to see the checks fail). */
+export const MCP_PATH = process.env.HOLDLINE_CLIENTS_MCP_PATH || '/mcp';
+/**
+ * Headers a remote entry adds that claim another address: the binding's host must be the
+ * address the hub saw (127.0.0.1), never one the caller reports.
+ */
+export const CLAIMED_ADDRESS = '10.9.9.9';
+/** The hub's grace for a wait nobody polls (HOLDLINE_WAIT_GRACE_SEC). */
+export const GRACE_SEC = 3;
+/** How long after the grace the hub may take to notice (one sweep, a loaded machine). */
+export const GRACE_SLACK_MS = 3000;
+export const GUIDANCE = /call wait_for_user_input/;
+const PROMPT = 'Work on this repository with the person through holdline: call init_conversation, then report with wait_for_user_input and follow the replies.';
+
+const selected = (process.env.HOLDLINE_CLIENTS || '').split(',').map((s) => s.trim()).filter(Boolean);
+const driverFiles = readdirSync(join(here, 'clients')).filter((f) => f.endsWith('.mjs')).sort();
+export const drivers = [];
+for (const f of driverFiles) {
+  const d = await import(pathToFileURL(join(here, 'clients', f)).href);
+  if (!selected.length || selected.includes(d.name)) drivers.push(d);
+}
+const unknown = selected.filter((n) => !drivers.some((d) => d.name === n));
+if (unknown.length) throw new Error(`HOLDLINE_CLIENTS names no driver: ${unknown.join(', ')} (drivers: ${driverFiles.join(', ')})`);
+const runId = new Date().toISOString().replace(/[:.]/g, '-');
+/** Run folders kept in RUNS (each ~10 MB): this one and the newest before it. */
+const KEEP_RUNS = 5;
+try {
+  for (const old of readdirSync(RUNS).sort().reverse().slice(KEEP_RUNS - 1)) rmSync(join(RUNS, old), { recursive: true, force: true });
+} catch { /* no runs yet */ }
+
+/**
+ * One client run: hub, fake model, config, the client; `fn(run, out)` drives it and fills
+ * `out`; everything is stopped after. A failure is returned as `out.error` (with the run
+ * folder and the client's last words), so checks that need only part of the run still judge.
+ */
+async function withClient(driver, scenario, fn, transport = 'stdio') {
+  const remote = transport === 'remote';
+  const dir = join(RUNS, runId, `${driver.name}-${remote ? 'remote-' : ''}${scenario}`);
+  rmSync(dir, { recursive: true, force: true });
+  const home = join(dir, 'home');
+  const project = join(dir, 'project');
+  mkdirSync(project, { recursive: true });
+  const started = Date.now();
+  // HOLDLINE_HOST_ID: a host the hub's own environment claims; /mcp bindings must not use it.
+  const hub = await startHub(join(home, '.holdline'), { HOLDLINE_WAIT_GRACE_SEC: String(GRACE_SEC), ...(remote ? { HOLDLINE_HOST_ID: 'hub-environment-host' } : {}) });
+  // Over /mcp there is no bridge environment: the agent asks for the short wait itself.
+  const waitArgs = remote ? { timeoutSec: WAIT_SEC } : undefined;
+  const model = await startFakeModel({ dir, brain: { title: `${driver.name} ${scenario}`, hooks: driver.brainHooks, waitArgs } });
+  const out = { dir, brain: model.brain, requests: model.requests };
+  let client;
+  let earlier = [];
+  try {
+    const installDir = await installPackage(driver.pkg, driver.version);
+    const key = remote ? out.key = await agentKey(hub, `${driver.name}-${scenario}`) : null;
+    const spec = await driver.prepare({
+      home, project, dir, installDir,
+      hubUrl: hub.base, modelUrl: model.url, mcpBin: MCP_BIN, prompt: PROMPT,
+      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC,
+      remote: remote ? {
+        url: hub.base + MCP_PATH,
+        key: process.env.HOLDLINE_CLIENTS_KEY || key.key,
+        headers: { 'X-Forwarded-For': CLAIMED_ADDRESS, 'X-Real-IP': CLAIMED_ADDRESS, Forwarded: `for=${CLAIMED_ADDRESS}` },
+      } : undefined,
+      bridgeEnv: {
+        HOLDLINE_HUB: hub.base,
+        HOLDLINE_HOME: hub.home,
+        HOLDLINE_NO_AUTOSTART: '1',
+        HOLDLINE_MAX_WAIT_SEC: String(WAIT_SEC),
+        HOLDLINE_LOG: 'holdline_mcp=debug',
+      },
+    });
+    client = spawnClient({ ...spec, dir });
+    // The same client started again in the same HOME and folder (a new agent turn).
+    const restart = async () => {
+      earlier.push(client);
+      client = spawnClient({ ...spec, dir, log: `client-${earlier.length + 1}.log` });
+      return client;
+    };
+    await fn({ dir, hub, model, client, brain: model.brain, restart, key }, out);
+  } catch (e) {
+    e.message += `\n  (run folder: ${dir})\n  client log tail:\n${logTail(client?.log() ?? '')}`;
+    out.error = e;
+  } finally {
+    for (const c of earlier) await c.stop();
+    if (client) {
+      out.log = client.log();
+      await client.stop();
+    }
+    await model.close();
+    await hub.stop();
+    out.seconds = Math.round((Date.now() - started) / 1000);
+  }
+  return out;
+}
+
+/** The end of a client's log, each repeated line once (Gemini repeats schema warnings). */
+function logTail(log) {
+  const seen = new Set();
+  const lines = log.split('\n').filter((l) => !seen.has(l) && seen.add(l));
+  return lines.join('\n').slice(-3000);
+}
+
+/** The scenario's result, or its failure when a check needs what did not happen. */
+export function needs(r, what) {
+  if (r.error) throw new Error(`${what}: the run failed: ${r.error.message}`);
+  return r;
+}
+
+/** The token the agent is using, read from the calls it made. */
+function agentToken(brain) {
+  for (const t of [...brain.turns].reverse()) {
+    // Qwen's deferred tools: `tool_call {name, arguments: {token…}}`.
+    const token = t.action?.args?.token ?? t.action?.args?.arguments?.token;
+    if (token) return token;
+  }
+  return null;
+}
+
+async function waitingNow(hub, token) {
+  const s = await hub.session(token);
+  return s.status === 'waiting' ? s : null;
+}
+
+/** False while the client runs (so a wait goes on); throws once it has exited. */
+function stillRunning(client, what) {
+  if (!client.running()) throw new Error(`the client exited (${client.child.exitCode ?? client.child.signalCode}) while waiting for ${what}`);
+  return false;
+}
+
+async function replyScenario(driver, transport) {
+  return withClient(driver, 'reply', async ({ hub, client, brain }, out) => {
+    out.transport = transport;
+    const limit = (ROUNDS + 2) * (WAIT_SEC + 10) * 1000;
+    await waitFor(`${ROUNDS} wait calls`, () => brain.waitCalls().length >= ROUNDS || stillRunning(client, `${ROUNDS} wait calls`), limit);
+    const token = out.token = agentToken(brain);
+    out.waiting = await waitFor('the session to be waiting', async () => { stillRunning(client, 'the wait'); return waitingNow(hub, token); }, 30_000);
+    out.callsBeforeReply = brain.waitCalls().map((t) => t.action.args);
+    const marker = out.marker = `PINEAPPLE-${Math.random().toString(36).slice(2, 8)}`;
+    out.first = await hub.reply(token, `${marker}: looks good, please go on.`, [{ mimeType: 'image/png', data: pngBase64() }]);
+    await waitFor('the reply to reach the model', () => brain.results.some((r) => r.text?.includes(marker)) || stillRunning(client, 'the reply to reach the model'), 60_000);
+    // The agent reports its next step and waits again; the person ends the conversation.
+    await waitFor('the next wait', async () => { stillRunning(client, 'the next wait'); return waitingNow(hub, token); }, 60_000);
+    out.finish = await hub.reply(token, 'FINISH: that is all, thank you.');
+    out.exit = await Promise.race([client.exited, sleep(60_000).then(() => null)]);
+    out.history = await hub.session(token);
+  }, transport);
+}
+
+async function ctrlCScenario(driver, transport) {
+  return withClient(driver, 'ctrl-c', async ({ hub, client, brain, restart }, out) => {
+    await waitFor('a wait call', () => brain.waitCalls().length >= 1 || stillRunning(client, 'a wait call'), 90_000);
+    const token = out.token = agentToken(brain);
+    await waitFor('the session to be waiting', async () => { stillRunning(client, 'the wait'); return waitingNow(hub, token); }, 30_000);
+    await sleep(500);
+    out.bridgesBefore = bridgesOf(hub.home);
+    // Mid-wait, as a terminal's Ctrl-C: SIGINT to the whole foreground process group.
+    client.ctrlC();
+    const signalled = Date.now();
+    out.leftAfterMs = null;
+    try {
+      await waitFor('the session to leave waiting', async () => (await hub.session(token)).status !== 'waiting', GRACE_SEC * 1000 + GRACE_SLACK_MS, 200);
+      out.leftAfterMs = Date.now() - signalled;
+    } catch { /* judged by the check */ }
+    out.status = (await hub.session(token)).status;
+    // The bridge cancels its waits and exits on the signal (its wait may also end by the
+    // hub's grace; this is the part only the bridge can do).
+    out.bridgesAfter = await waitFor('the bridge to exit', () => { const b = bridgesOf(hub.home); return b.length ? null : b; }, 3000).catch(() => bridgesOf(hub.home));
+    out.marker = `QUEUED-${Math.random().toString(36).slice(2, 8)}`;
+    out.later = await hub.reply(token, `${out.marker}: I was away. FINISH`);
+    await Promise.race([client.exited, sleep(10_000)]);
+    // The person's reply waits for the agent: the next turn (the client started again in
+    // the same chat) gets it at its first wait.
+    const again = await restart();
+    await waitFor('the queued reply to reach the model', () => brain.results.some((r) => r.text?.includes(out.marker)) || stillRunning(again, 'the queued reply'), 90_000);
+    out.restartToken = agentToken(brain);
+    out.exit = await Promise.race([again.exited, sleep(60_000).then(() => null)]);
+  }, transport);
+}
+
+/**
+ * Over /mcp with an agent key: the agent waits, the person revokes its key. The hub must
+ * close that wait at once (the session leaves `waiting`), the model must be told of a
+ * failure, and the client's further calls must make no wait.
+ */
+async function revokeScenario(driver) {
+  return withClient(driver, 'revoke', async ({ hub, client, brain, key }, out) => {
+    if (key.kind !== 'key') return; // judged by the check: nothing to revoke
+    await waitFor('a wait call', () => brain.waitCalls().length >= 2 || stillRunning(client, 'a wait call'), 90_000);
+    const token = out.token = agentToken(brain);
+    await waitFor('the session to be waiting', async () => { stillRunning(client, 'the wait'); return waitingNow(hub, token); }, 30_000);
+    out.resultsBefore = brain.results.length;
+    out.revoke = await revokeKey(hub, key.name);
+    const revoked = Date.now();
+    out.leftAfterMs = null;
+    try {
+      await waitFor('the session to leave waiting', async () => (await hub.session(token)).status !== 'waiting', GRACE_SEC * 1000 + GRACE_SLACK_MS, 200);
+      out.leftAfterMs = Date.now() - revoked;
+    } catch { /* judged by the check */ }
+    // The client goes on (the agent re-calls, or gives up): its calls make no new wait.
+    out.exit = await Promise.race([client.exited, sleep(45_000).then(() => null)]);
+    out.statusAfter = (await hub.session(token)).status;
+    out.resultsAfter = brain.results.slice(out.resultsBefore);
+    out.later = await hub.reply(token, 'Are you still there?');
+  }, 'remote');
+}
+
+/**
+ * Each client's scenarios over `transport` ('stdio': the bridge as the client's server;
+ * 'remote': the hub's /mcp), started at once and shared by its checks. `revoke` (remote
+ * only, its own client run) runs beside them when asked for.
+ */
+const runs = new Map();
+export function scenarios(driver, transport = 'stdio', { revoke = false } = {}) {
+  const id = `${transport}:${driver.name}`;
+  if (!runs.has(id)) {
+    const reply = replyScenario(driver, transport);
+    const ctrlC = reply.catch(() => {}).then(() => ctrlCScenario(driver, transport));
+    const revoked = revoke ? revokeScenario(driver) : null;
+    runs.set(id, { reply, ctrlC, revoke: revoked });
+  }
+  return runs.get(id);
+}
+
+export const holdlineResults = (brain, bare) => brain.results.filter((r) => r.bare === bare);
+
