@@ -4,6 +4,8 @@
 # when missing, then drives them all headless against the fake model with node's test
 # runner. Builds nothing: uses target/debug/holdline-hub and holdline-mcp, or
 # $HOLDLINE_HUB_BIN / $HOLDLINE_MCP_BIN (the caller runs `cargo build --workspace`).
+# The stdio checks (run.test.mjs, abandoned.test.mjs) run first, then the same clients
+# against the hub's /mcp (remote.test.mjs).
 #
 #   scripts/test-clients.sh                               every client
 #   HOLDLINE_CLIENTS=claude-code,gemini scripts/test-clients.sh
@@ -46,10 +48,11 @@ node --input-type=module -e '
 '
 
 cd tests/clients
-# One file; its clients run in parallel inside it. Where a network namespace with only
+# Each file's clients run in parallel inside it, the files one after another. Where a network namespace with only
 # loopback can be made (root, or user namespaces allowed), the whole run is inside one:
 # hub, fake model and clients reach each other on 127.0.0.1 and nothing else at all.
-run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs)
+# remote.test.mjs: the same clients against the hub's /mcp over Streamable HTTP (no bridge).
+run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs remote.test.mjs)
 if [[ -z "${HOLDLINE_CLIENTS_NO_UNSHARE:-}" ]] && command -v ip >/dev/null &&
   unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
   echo "test-clients: inside a network namespace with only loopback"
