@@ -12,6 +12,8 @@ import { MCP_BIN, patchJson } from './harness.mjs';
 
 const run = promisify(execFile);
 const TOOLS = ['init_conversation', 'select_conversation', 'wait_for_user_input', 'merge_conversation'];
+/** Beside a client timeout the installer raises to an hour: the longest single wait, for the hub. */
+const MAX_WAIT = { 'Holdline-Max-Wait-Sec': '3570' };
 
 let installerHasUrl;
 async function installerSpeaksRemote() {
@@ -31,16 +33,16 @@ const byHand = {
     const file = join(env.CODEX_HOME ?? join(home, '.codex'), 'config.toml');
     mkdirSync(dirname(file), { recursive: true });
     const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    writeFileSync(file, `${old}[mcp_servers.holdline]\nurl = "${url}"\nhttp_headers = { Authorization = "Bearer ${key}" }\ntool_timeout_sec = 3600\ndefault_tools_approval_mode = "approve"\n`);
+    writeFileSync(file, `${old}[mcp_servers.holdline]\nurl = "${url}"\nhttp_headers = { Authorization = "Bearer ${key}", Holdline-Max-Wait-Sec = "3570" }\ntool_timeout_sec = 3600\ndefault_tools_approval_mode = "approve"\n`);
   },
   gemini: ({ home, url, key }) => patchJson(join(home, '.gemini', 'settings.json'), (s) => {
-    s.mcpServers = { ...s.mcpServers, holdline: { httpUrl: url, headers: { Authorization: `Bearer ${key}` }, timeout: 3_600_000 } };
+    s.mcpServers = { ...s.mcpServers, holdline: { type: 'http', url, headers: { Authorization: `Bearer ${key}`, ...MAX_WAIT }, timeout: 3_600_000 } };
   }),
   qwen: ({ home, url, key }) => patchJson(join(home, '.qwen', 'settings.json'), (s) => {
-    s.mcpServers = { ...s.mcpServers, holdline: { httpUrl: url, headers: { Authorization: `Bearer ${key}` }, timeout: 3_600_000 } };
+    s.mcpServers = { ...s.mcpServers, holdline: { httpUrl: url, headers: { Authorization: `Bearer ${key}`, ...MAX_WAIT }, timeout: 3_600_000 } };
   }),
   cline: ({ home, url, key }) => patchJson(join(home, '.cline', 'data', 'settings', 'cline_mcp_settings.json'), (s) => {
-    s.mcpServers = { ...s.mcpServers, holdline: { type: 'streamableHttp', url, headers: { Authorization: `Bearer ${key}` }, disabled: false, timeout: 3600, autoApprove: TOOLS } };
+    s.mcpServers = { ...s.mcpServers, holdline: { type: 'streamableHttp', url, headers: { Authorization: `Bearer ${key}`, ...MAX_WAIT }, disabled: false, timeout: 3600, autoApprove: TOOLS } };
   }),
   opencode: ({ home, url, key }) => patchJson(join(home, '.config', 'opencode', 'opencode.json'), (c) => {
     c.mcp = { ...c.mcp, holdline: { type: 'remote', url, headers: { Authorization: `Bearer ${key}` }, oauth: false, enabled: true } };
