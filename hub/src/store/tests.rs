@@ -381,6 +381,7 @@ fn a_version_1_store_gets_its_summaries_at_open() {
         wait_id: "w1".into(),
         request_id: "r1".into(),
         since: 42,
+        key: None,
     });
     let mut mirror = Session::new(Token::generate(), "b", "/w", "h", "other");
     mirror.mirror = true;
