@@ -117,7 +117,7 @@ mod tests {
                 cursor_title: t,
                 workspace: w,
                 host_ip: h,
-            agent_key: None,
+                agent_key: None,
             };
             assert!(!c.owns(&s));
         }

@@ -57,8 +57,7 @@ impl KeyName {
     /// A name as the person typed it, checked.
     pub fn parse(s: &str) -> Result<KeyName, KeyError> {
         let ok = (1..=MAX_NAME).contains(&s.len())
-            && s
-                .bytes()
+            && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         if ok {
             Ok(KeyName::intern(s))
@@ -341,9 +340,11 @@ mod tests {
     fn key_text_has_the_agreed_form() {
         let k = new_key_text();
         assert_eq!(k.len(), PREFIX.len() + 43);
-        assert!(k[PREFIX.len()..]
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert!(
+            k[PREFIX.len()..]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
         assert_ne!(k, new_key_text());
     }
 

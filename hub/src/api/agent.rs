@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use axum::{Extension, Json};
 use axum::extract::{FromRequest, Request, State};
 use axum::http::Method;
 use axum::response::IntoResponse;
+use axum::{Extension, Json};
 use http_body_util::Limited;
 
 use super::dto::*;

@@ -27,7 +27,13 @@ impl From<KeyError> for ApiError {
 
 /// `GET /api/keys`: every key, by name.
 pub async fn list(State(app): State<AppState>) -> Answer<KeyList> {
-    let keys = app.secret.keys().list().into_iter().map(Into::into).collect();
+    let keys = app
+        .secret
+        .keys()
+        .list()
+        .into_iter()
+        .map(Into::into)
+        .collect();
     Ok(Json(KeyList { keys }))
 }
 

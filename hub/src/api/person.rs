@@ -1,10 +1,10 @@
 //! Routes the person uses through the panel or the admin CLI: login, replies,
 //! listing and reading sessions, settings, archive, templates, export/import.
 
-use axum::{Extension, Json};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 
 use super::AppState;
 use super::dto::*;
