@@ -48,6 +48,10 @@ pub enum HubError {
         /// The `error.message` of the body.
         message: String,
     },
+    /// The hub refused the agent key (`HOLDLINE_KEY`) with 401, or ended a wait because
+    /// the key was revoked.
+    #[error("the hub refused this agent key: it is wrong or was revoked")]
+    KeyRefused,
     /// There is no secret to send.
     #[error("no secret found in {0}")]
     NoSecret(String),
@@ -373,6 +377,9 @@ impl HubClient {
                 tracing::info!(hub = %hub, "switched to hub");
             }
             self.inner.active.store(i, Ordering::Relaxed);
+            if status == 401 && self.inner.secret.is_key() {
+                return Err(HubError::KeyRefused);
+            }
             if !(200..300).contains(&status) {
                 return Err(api_error(hub, status, &bytes));
             }

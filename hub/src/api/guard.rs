@@ -518,7 +518,11 @@ mod tests {
             (Method::GET, "/metrics".to_owned()),
             (Method::POST, "/api/init/".to_owned()),
         ] {
-            assert_eq!(audience(&method, &path), Audience::Person, "{method} {path}");
+            assert_eq!(
+                audience(&method, &path),
+                Audience::Person,
+                "{method} {path}"
+            );
         }
     }
 
@@ -533,7 +537,10 @@ mod tests {
         );
         let (name, key) = s.keys().create("laptop").await.unwrap();
         let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, format!("Bearer {key}").parse().unwrap());
+        h.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {key}").parse().unwrap(),
+        );
         let agent = admit(&s, &Method::POST, "/api/init", &h).unwrap();
         assert_eq!(agent, Caller::Agent { key: name });
         let refused = admit(&s, &Method::POST, "/api/reply", &h).unwrap_err();
