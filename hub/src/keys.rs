@@ -7,7 +7,7 @@
 //! table is on disk before a create or a revoke answers; the key's text is
 //! shown once, by [`Keys::create`], and never stored or logged.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use base64::Engine as _;
@@ -45,13 +45,15 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
-/// A key's name. Interned: every wait and session made with a key names it,
-/// and they share one allocation per name (8 + 8 bytes each, no `String`).
+/// A key's name. Interned and a thin pointer: every open wait and session
+/// made with a key names it, and each pays 8 bytes (`Option<KeyName>` too),
+/// sharing one allocation per name — the hub keeps 10,000 waiting sessions
+/// in memory.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyName(Arc<str>);
+pub struct KeyName(Arc<String>);
 
 /// The names seen in this process; they are few (one per key ever made).
-static NAMES: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+static NAMES: LazyLock<Mutex<HashMap<String, KeyName>>> = LazyLock::new(Mutex::default);
 
 impl KeyName {
     /// A name as the person typed it, checked.
@@ -70,11 +72,11 @@ impl KeyName {
     fn intern(s: &str) -> KeyName {
         let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(known) = names.get(s) {
-            return KeyName(known.clone());
+            return known.clone();
         }
-        let name: Arc<str> = Arc::from(s);
-        names.insert(name.clone());
-        KeyName(name)
+        let name = KeyName(Arc::new(s.to_owned()));
+        names.insert(s.to_owned(), name.clone());
+        name
     }
 
     pub fn as_str(&self) -> &str {
@@ -334,6 +336,7 @@ mod tests {
         let a = KeyName::parse("shared-name").unwrap();
         let b: KeyName = serde_json::from_str("\"shared-name\"").unwrap();
         assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(std::mem::size_of::<Option<KeyName>>(), 8);
     }
 
     #[test]

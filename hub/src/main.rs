@@ -82,10 +82,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             action: NotifyAction::Test,
         } => Ok(admin::notify_test(&config).await?),
         Command::Key { action } => Ok(match action {
-            KeyAction::Create { name } => admin::key_create(&config, &name).await?,
-            KeyAction::List => admin::key_list(&config).await?,
-            KeyAction::Revoke { name } => admin::key_revoke(&config, &name).await?,
-        }),
+            KeyAction::Create { name } => admin::key_create(&config, &name).await,
+            KeyAction::List => admin::key_list(&config).await,
+            KeyAction::Revoke { name } => admin::key_revoke(&config, &name).await,
+        }?),
         Command::Config => {
             print!("{}", config.to_masked_toml());
             Ok(())
