@@ -15,6 +15,7 @@
 //! - [`logins`]      the panel's login sessions (revocable cookie ids)
 //! - [`keys`]        agent keys: hashed, scoped to the agent routes, revocable
 //! - [`api`]         the only code that knows HTTP and JSON
+//! - [`mcp`]         `/mcp`: the bridge's tools over Streamable HTTP, calling the agent routes in process
 //! - [`server`]      connections, framing and their time limits
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
@@ -37,6 +38,7 @@ pub mod interchange;
 pub mod keys;
 pub mod log_file;
 pub mod logins;
+pub mod mcp;
 pub mod net;
 pub mod notify;
 pub mod panel;
@@ -132,7 +134,7 @@ pub async fn run(
         shutdown.await;
         signal.cancel();
     });
-    server::serve(listener, api::Api::new(state), stop.clone()).await;
+    server::serve(listener, api::Api::new(state, stop.clone()), stop.clone()).await;
     stop.cancel();
     let flushed = hub.flush().await;
     let _ = std::fs::remove_file(home.addr_file());
