@@ -81,6 +81,23 @@ async fn waiting_session(hub: &RealHub, bearer: &str, title: &str) -> (String, S
     (token, v["waitId"].as_str().unwrap().to_owned())
 }
 
+/// `initialize` at `/mcp` with `bearer`: the status and the body's text.
+async fn mcp_initialize(hub: &RealHub, bearer: &str) -> (u16, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "keys-test", "version": "1"}}});
+    let res = reqwest::Client::new()
+        .post(format!("http://{}/mcp", hub.addr))
+        .bearer_auth(bearer)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .expect("the hub answers");
+    let status = res.status().as_u16();
+    (status, res.text().await.unwrap_or_default())
+}
+
 async fn start() -> (tempfile::TempDir, RealHub) {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -261,6 +278,8 @@ async fn revoking_a_key_refuses_it_at_once_and_ends_its_wait_mid_poll() {
     let (_dir, hub) = start().await;
     let key = create_key(&hub.home, "laptop");
     let spare = create_key(&hub.home, "desk");
+    let (s, text) = mcp_initialize(&hub, &key).await;
+    assert_eq!(s, 200, "/mcp takes a live key: {text}");
     let (token, wait_id) = waiting_session(&hub, &key, "chat").await;
     let (spare_token, spare_wait) = waiting_session(&hub, &spare, "other").await;
 
@@ -302,7 +321,13 @@ async fn revoking_a_key_refuses_it_at_once_and_ends_its_wait_mid_poll() {
         "{v}"
     );
 
-    // The key is refused from now on, on every route.
+    // The key is refused from now on, on every route, /mcp too.
+    let (s, text) = mcp_initialize(&hub, &key).await;
+    assert_eq!(s, 401, "{text}");
+    assert!(
+        text.contains("the hub refused this agent key: it is wrong or was revoked"),
+        "{text}"
+    );
     let poll = json!({"token": token, "waitId": wait_id, "timeoutMs": 0});
     let (s, v) = call(&hub, Method::POST, "/api/wait/poll", &key, Some(poll)).await;
     assert_eq!(s, 401, "{v}");
