@@ -381,7 +381,7 @@ mod tests {
             assert!(!raw.to_string().contains(&text));
             text
         };
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let store = crate::store::tests::reopen(dir.path()).unwrap();
         let keys = Keys::open(&store).unwrap();
         assert_eq!(keys.verify(&text).unwrap().as_str(), "desk");
     }
