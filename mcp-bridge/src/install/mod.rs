@@ -1,8 +1,11 @@
 //! `holdline-mcp install` and `uninstall`: holdline's MCP server entry in each client's
-//! config, merged into what the person has (their keys survive; only what the flags say
-//! changes), and the rule that keeps the agent waiting. Uninstall takes out exactly those.
+//! config, local (stdio, runs this binary) or remote (`--url` + `--key`: the hub's `/mcp`
+//! with an agent key), merged into what the person has (their keys survive; only what the
+//! flags say changes), and the rule that keeps the agent waiting. Uninstall takes out
+//! exactly those.
 //!
-//! - `clients`: where each client keeps what, and holdline's entry for it.
+//! - `clients`: where each client keeps what, and holdline's entries for it.
+//! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
 //! - `json_doc`, `codex_toml`, `continue_yaml`: in-place edits of each file format.
 //! - `rule`: the rule text, its own file or its marked section.
@@ -14,6 +17,7 @@ mod continue_yaml;
 mod entry;
 mod file;
 mod json_doc;
+mod remote;
 mod rule;
 
 use std::path::{Path, PathBuf};
@@ -21,10 +25,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 pub use clients::{
-    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, Plan, RuleTarget, Setup,
-    plan,
+    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, MAX_WAIT_HEADER, Plan,
+    Remote, RuleTarget, Setup, plan, remote_entry,
 };
 pub use entry::{Change, Overwrite};
+pub use remote::{MCP_PATH, remote_entry_text};
 pub use rule::{BEGIN, END, RULE, RuleKind};
 
 use file::TextFile;
@@ -69,6 +74,14 @@ pub struct InstallArgs {
     /// hub, found where it listens.
     #[arg(long, value_name = "URLS")]
     pub hub: Option<String>,
+    /// Write the remote entry instead: the client reaches the hub's MCP endpoint at this
+    /// URL (e.g. http://HUB:13458/mcp) itself, no holdline-mcp on this machine. Needs --key.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The agent key the remote entry sends as `Authorization: Bearer KEY` (from
+    /// `holdline-hub key create`). Written into the client's config file.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
     /// Project folder for clients whose rule file lives in the project (default: current folder).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
@@ -141,12 +154,14 @@ fn plan_for(
     client: Client,
     command: String,
     hub: Option<String>,
+    remote: Option<Remote>,
     project: PathBuf,
     config: Option<&Path>,
 ) -> Result<Plan, InstallError> {
     let setup = Setup {
         command,
         hub,
+        remote,
         home: home_dir()?,
         project,
         env: &env_var,
@@ -159,8 +174,55 @@ fn plan_for(
     Ok(plan)
 }
 
+/// The flags that shape only the local entry, when set: a remote entry has none of them.
+fn local_only_flags(args: &InstallArgs) -> Vec<&'static str> {
+    let mut set = Vec::new();
+    if args.hub.is_some() {
+        set.push("--hub");
+    }
+    if args.command.is_some() {
+        set.push("--command");
+    }
+    if !args.env.is_empty() {
+        set.push("--env");
+    }
+    set
+}
+
+/// `--url` and `--key` checked, and what the person should know about them.
+fn remote_from_args(args: &InstallArgs) -> Result<Option<Remote>, InstallError> {
+    let Some(checked) = remote::from_flags(args.url.as_deref(), args.key.as_deref())? else {
+        return Ok(None);
+    };
+    let local_only = local_only_flags(args);
+    if !local_only.is_empty() {
+        return Err(InstallError::Refused(format!(
+            "{} shape the local (stdio) entry, which runs holdline-mcp here; the remote \
+             entry (--url) has none. Leave {} out, or leave out --url and --key.",
+            local_only.join(", "),
+            if local_only.len() == 1 { "it" } else { "them" }
+        )));
+    }
+    if checked.added_path {
+        eprintln!(
+            "note: --url had no path; using {} (the hub serves MCP on {MCP_PATH})",
+            checked.remote.url
+        );
+    }
+    if checked.not_an_agent_key {
+        eprintln!(
+            "note: --key does not look like an agent key (hlk_…). If it is the hub's secret, \
+             anyone who can read the config file can reply as you and read every session; \
+             an agent key (`holdline-hub key create --name NAME`) can only wait, and can be \
+             revoked."
+        );
+    }
+    Ok(Some(checked.remote))
+}
+
 /// Runs `holdline-mcp install`.
 pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
+    let remote = remote_from_args(args)?;
     let command = match &args.command {
         Some(c) => c.clone(),
         None => {
@@ -175,11 +237,16 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         args.client,
         command,
         args.hub.clone(),
+        remote.clone(),
         project.clone(),
         args.config.as_deref(),
     )?;
     for target in &mut plan.configs {
-        if let Some(env) = target.entry[target.env_key].as_object_mut() {
+        if let Some(env) = target
+            .entry
+            .get_mut(target.env_key)
+            .and_then(Value::as_object_mut)
+        {
             for (k, v) in &args.env {
                 env.insert(k.clone(), json!(v));
             }
@@ -199,21 +266,20 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         );
         return Ok(());
     }
-    let mut overwrite = Overwrite {
-        paths: vec!["command".into()],
-        all: args.reset,
-    };
     let mut flagged_env: Vec<&str> = args.env.iter().map(|(k, _)| k.as_str()).collect();
     if args.hub.is_some() {
         flagged_env.push("HOLDLINE_HUB");
     }
     for target in &plan.configs {
+        let mut overwrite = Overwrite {
+            paths: target.decided.clone(),
+            all: args.reset,
+            other_transport: target.other_transport.clone(),
+        };
         for key in &flagged_env {
             overwrite.paths.push(format!("{}.{key}", target.env_key));
         }
-    }
-    for target in &plan.configs {
-        install_config(target, &overwrite)?;
+        install_config(target, &overwrite, remote.is_some())?;
     }
     install_rule(&plan.rule)?;
     if let Some(trusted) = &plan.trusted_folders {
@@ -247,6 +313,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
             client,
             String::new(),
             None,
+            None,
             project.clone(),
             args.config.as_deref(),
         )?;
@@ -268,15 +335,19 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
 
 /// The entry as a person pastes it: valid JSON, TOML or YAML for the client.
 pub fn snippet(target: &ConfigTarget) -> String {
-    let text = match target.format {
+    entry_text(target.format, &target.entry)
+}
+
+/// `entry` under holdline's name, as a file of `format` holds it.
+fn entry_text(format: Format, entry: &Value) -> String {
+    let text = match format {
         Format::Json(key) => Ok(format!(
             "{}\n",
-            serde_json::to_string_pretty(&json!({ key: { SERVER_NAME: target.entry } }))
-                .expect("json")
+            serde_json::to_string_pretty(&json!({ key: { SERVER_NAME: entry } })).expect("json")
         )),
-        Format::CodexToml => codex_toml::with_entry("", &target.entry).map_err(|e| e.0),
+        Format::CodexToml => codex_toml::with_entry("", entry).map_err(|e| e.0),
         Format::ContinueYaml => {
-            continue_yaml::with_entry("mcpServers: []\n", &target.entry).map_err(|e| e.0)
+            continue_yaml::with_entry("mcpServers: []\n", entry).map_err(|e| e.0)
         }
     };
     text.expect("holdline's own entry always renders")
@@ -360,7 +431,13 @@ fn report_backup(backup: Option<PathBuf>) {
     }
 }
 
-fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), InstallError> {
+/// Merges holdline's entry into the file; one that holds a key (`holds_key`) is created
+/// `0600`, and the person is told where their key now is.
+fn install_config(
+    target: &ConfigTarget,
+    overwrite: &Overwrite,
+    holds_key: bool,
+) -> Result<(), InstallError> {
     let file = TextFile::read(&target.path)?;
     let text = file.text.clone().unwrap_or_default();
     let existing = current_entry(target, &text)?;
@@ -371,7 +448,7 @@ fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), In
         return Ok(());
     }
     let new_text = text_with_entry(target, &text, &merged)?;
-    let backup = file.write(&new_text)?;
+    let backup = file.write(&new_text, holds_key)?;
     if existing.is_none() {
         eprintln!("{name}: added holdline's entry");
     } else {
@@ -381,7 +458,35 @@ fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), In
         }
     }
     report_backup(backup);
+    if holds_key {
+        warn_key_in_file(&file);
+    }
     Ok(())
+}
+
+/// Says that the agent key sits in the file in plain text, and who can read it.
+fn warn_key_in_file(file: &TextFile) {
+    #[cfg(unix)]
+    let mode = {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(&file.target).map_or(0o600, |m| m.permissions().mode() & 0o777)
+    };
+    #[cfg(not(unix))]
+    let mode = 0o600;
+    if mode & 0o077 == 0 {
+        eprintln!(
+            "note: the agent key is written in plain text into {}, which only you can read \
+             (mode {mode:o}). If the file leaks, `holdline-hub key revoke NAME` locks the key out.",
+            file.target.display()
+        );
+    } else {
+        eprintln!(
+            "warning: the agent key is written in plain text into {}, which others on this \
+             machine can read (mode {mode:o}); run `chmod 600 {}`.",
+            file.target.display(),
+            file.target.display()
+        );
+    }
 }
 
 fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {
@@ -392,7 +497,7 @@ fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {
         eprintln!("{name}: unchanged (the holdline rule is up to date)");
         return Ok(());
     }
-    let backup = file.write(&new_text)?;
+    let backup = file.write(&new_text, false)?;
     eprintln!("{name}: wrote the holdline rule");
     report_backup(backup);
     Ok(())
@@ -406,7 +511,7 @@ fn uninstall_config(target: &ConfigTarget) -> Result<bool, InstallError> {
     let Some(new_text) = text_without_entry(target, text)? else {
         return Ok(false);
     };
-    let backup = file.write(&new_text)?;
+    let backup = file.write(&new_text, false)?;
     eprintln!("{}: removed holdline's entry", file.describe());
     report_backup(backup);
     Ok(true)
@@ -433,7 +538,7 @@ fn uninstall_rule(target: &RuleTarget) -> Result<bool, InstallError> {
                 eprintln!("{name}: removed the holdline rule (the file held nothing else)");
             }
             Some(Some(rest)) => {
-                let backup = file.write(&rest)?;
+                let backup = file.write(&rest, false)?;
                 eprintln!("{name}: removed the holdline rule section");
                 report_backup(backup);
             }
@@ -442,7 +547,7 @@ fn uninstall_rule(target: &RuleTarget) -> Result<bool, InstallError> {
     Ok(true)
 }
 
-/// Gemini CLI and Qwen Code start stdio servers only in trusted folders: trust the project
+/// Gemini CLI and Qwen Code start MCP servers only in trusted folders: trust the project
 /// with `--trust`, else say how.
 fn trust_project(
     client: Client,
@@ -471,7 +576,7 @@ fn trust_project(
     };
     if !trust {
         eprintln!(
-            "note: {name} starts stdio MCP servers such as holdline only in folders it trusts. \
+            "note: {name} starts MCP servers such as holdline only in folders it trusts. \
              Trust {} by running {} there and choosing \"Trust folder\", or run this again \
              with --trust.",
             project.display(),
@@ -489,7 +594,7 @@ fn trust_project(
         "{}\n",
         serde_json::to_string_pretty(&Value::Object(map)).expect("json")
     );
-    let backup = file.write(&text)?;
+    let backup = file.write(&text, false)?;
     eprintln!("{}: trusted {}", file.describe(), project.display());
     report_backup(backup);
     Ok(())
