@@ -174,55 +174,9 @@ fn plan_for(
     Ok(plan)
 }
 
-/// The flags that shape only the local entry, when set: a remote entry has none of them.
-fn local_only_flags(args: &InstallArgs) -> Vec<&'static str> {
-    let mut set = Vec::new();
-    if args.hub.is_some() {
-        set.push("--hub");
-    }
-    if args.command.is_some() {
-        set.push("--command");
-    }
-    if !args.env.is_empty() {
-        set.push("--env");
-    }
-    set
-}
-
-/// `--url` and `--key` checked, and what the person should know about them.
-fn remote_from_args(args: &InstallArgs) -> Result<Option<Remote>, InstallError> {
-    let Some(checked) = remote::from_flags(args.url.as_deref(), args.key.as_deref())? else {
-        return Ok(None);
-    };
-    let local_only = local_only_flags(args);
-    if !local_only.is_empty() {
-        return Err(InstallError::Refused(format!(
-            "{} shape the local (stdio) entry, which runs holdline-mcp here; the remote \
-             entry (--url) has none. Leave {} out, or leave out --url and --key.",
-            local_only.join(", "),
-            if local_only.len() == 1 { "it" } else { "them" }
-        )));
-    }
-    if checked.added_path {
-        eprintln!(
-            "note: --url had no path; using {} (the hub serves MCP on {MCP_PATH})",
-            checked.remote.url
-        );
-    }
-    if checked.not_an_agent_key {
-        eprintln!(
-            "note: --key does not look like an agent key (hlk_…). If it is the hub's secret, \
-             anyone who can read the config file can reply as you and read every session; \
-             an agent key (`holdline-hub key create --name NAME`) can only wait, and can be \
-             revoked."
-        );
-    }
-    Ok(Some(checked.remote))
-}
-
 /// Runs `holdline-mcp install`.
 pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
-    let remote = remote_from_args(args)?;
+    let remote = remote::from_args(args)?;
     let command = match &args.command {
         Some(c) => c.clone(),
         None => {
@@ -459,34 +413,9 @@ fn install_config(
     }
     report_backup(backup);
     if holds_key {
-        warn_key_in_file(&file);
+        remote::warn_key_in_file(&file);
     }
     Ok(())
-}
-
-/// Says that the agent key sits in the file in plain text, and who can read it.
-fn warn_key_in_file(file: &TextFile) {
-    #[cfg(unix)]
-    let mode = {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::metadata(&file.target).map_or(0o600, |m| m.permissions().mode() & 0o777)
-    };
-    #[cfg(not(unix))]
-    let mode = 0o600;
-    if mode & 0o077 == 0 {
-        eprintln!(
-            "note: the agent key is written in plain text into {}, which only you can read \
-             (mode {mode:o}). If the file leaks, `holdline-hub key revoke NAME` locks the key out.",
-            file.target.display()
-        );
-    } else {
-        eprintln!(
-            "warning: the agent key is written in plain text into {}, which others on this \
-             machine can read (mode {mode:o}); run `chmod 600 {}`.",
-            file.target.display(),
-            file.target.display()
-        );
-    }
 }
 
 fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {

@@ -1,10 +1,11 @@
 //! The remote entry's inputs, `--url` and `--key`, checked before anything is written: the
-//! URL is the hub's `/mcp` over http(s) with a host, the key is one header-safe word. Also
-//! the entry as a client's file holds it, for `holdline-hub key create --print-config`.
+//! URL is the hub's `/mcp` over http(s) with a host, the key is one header-safe word, and no
+//! flag of the local entry comes with them. Also the warning about the key in the file,
+//! and the entry as a client's file holds it, for `holdline-hub key create --print-config`.
 
 use reqwest::Url;
 
-use super::{Client, InstallError, clients::Remote};
+use super::{Client, InstallArgs, InstallError, clients::Remote, file::TextFile};
 
 /// The path the hub serves MCP on; a URL given with no path gets it.
 pub const MCP_PATH: &str = "/mcp";
@@ -121,6 +122,77 @@ fn check_key(key: &str) -> Result<String, InstallError> {
         ));
     }
     Ok(key.to_owned())
+}
+
+/// The flags that shape only the local entry, when set: a remote entry has none of them.
+fn local_only_flags(args: &InstallArgs) -> Vec<&'static str> {
+    let mut set = Vec::new();
+    if args.hub.is_some() {
+        set.push("--hub");
+    }
+    if args.command.is_some() {
+        set.push("--command");
+    }
+    if !args.env.is_empty() {
+        set.push("--env");
+    }
+    set
+}
+
+/// `--url` and `--key` checked, and what the person should know about them.
+pub(super) fn from_args(args: &InstallArgs) -> Result<Option<Remote>, InstallError> {
+    let Some(checked) = from_flags(args.url.as_deref(), args.key.as_deref())? else {
+        return Ok(None);
+    };
+    let local_only = local_only_flags(args);
+    if !local_only.is_empty() {
+        return Err(InstallError::Refused(format!(
+            "{} shape the local (stdio) entry, which runs holdline-mcp here; the remote \
+             entry (--url) has none. Leave {} out, or leave out --url and --key.",
+            local_only.join(", "),
+            if local_only.len() == 1 { "it" } else { "them" }
+        )));
+    }
+    if checked.added_path {
+        eprintln!(
+            "note: --url had no path; using {} (the hub serves MCP on {MCP_PATH})",
+            checked.remote.url
+        );
+    }
+    if checked.not_an_agent_key {
+        eprintln!(
+            "note: --key does not look like an agent key (hlk_…). If it is the hub's secret, \
+             anyone who can read the config file can reply as you and read every session; \
+             an agent key (`holdline-hub key create --name NAME`) can only wait, and can be \
+             revoked."
+        );
+    }
+    Ok(Some(checked.remote))
+}
+
+/// Says that the agent key sits in the file in plain text, and who can read it.
+pub(super) fn warn_key_in_file(file: &TextFile) {
+    #[cfg(unix)]
+    let mode = {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(&file.target).map_or(0o600, |m| m.permissions().mode() & 0o777)
+    };
+    #[cfg(not(unix))]
+    let mode = 0o600;
+    if mode & 0o077 == 0 {
+        eprintln!(
+            "note: the agent key is written in plain text into {}, which only you can read \
+             (mode {mode:o}). If the file leaks, `holdline-hub key revoke NAME` locks the key out.",
+            file.target.display()
+        );
+    } else {
+        eprintln!(
+            "warning: the agent key is written in plain text into {}, which others on this \
+             machine can read (mode {mode:o}); run `chmod 600 {}`.",
+            file.target.display(),
+            file.target.display()
+        );
+    }
 }
 
 /// The remote entry for `client` as its config file holds it (JSON, Codex's TOML, or
