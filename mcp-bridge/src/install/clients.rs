@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::rule::{RULE, RuleKind};
+use crate::limits::MAX_WAIT_HEADER;
 
 /// The clients `install` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -54,11 +55,6 @@ pub const CLIENT_TIMEOUT_SEC: u64 = 3600;
 /// `HOLDLINE_MAX_WAIT_SEC` beside that timeout: the bridge ends a wait 30 s before the
 /// client would, which covers a poll in flight and a slow machine.
 pub const BRIDGE_WAIT_SEC: u64 = CLIENT_TIMEOUT_SEC - 30;
-
-/// The header a remote entry sends beside a raised client timeout: what
-/// `HOLDLINE_MAX_WAIT_SEC` is to the stdio bridge (the longest single wait, in seconds),
-/// for the hub's `/mcp`, which has no environment of the client's to read.
-pub const MAX_WAIT_HEADER: &str = "Holdline-Max-Wait-Sec";
 
 /// The four tools, for clients that list the ones they may call without asking.
 pub const TOOLS: [&str; 4] = [

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 pub use clients::{
-    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, MAX_WAIT_HEADER, Plan,
-    Remote, RuleTarget, Setup, plan, remote_entry,
+    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, Plan, Remote, RuleTarget,
+    Setup, plan, remote_entry,
 };
 pub use entry::{Change, Overwrite};
 pub use remote::{MCP_PATH, remote_entry_text};
