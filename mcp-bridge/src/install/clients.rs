@@ -85,7 +85,8 @@ pub struct ConfigTarget {
     /// The key holding the server's environment (`env`, or `environment` for opencode).
     pub env_key: &'static str,
     /// The dotted paths this command decides, replaced whatever the person set there:
-    /// `command` for a local entry; the URL and the `Authorization` header for a remote one.
+    /// `command` for a local entry; `type`, the URL and the `Authorization` header for a
+    /// remote one.
     pub decided: Vec<String>,
     /// Top-level keys only the other transport's entry has (`command`, `env` … for a remote
     /// entry; `url`, `headers` … for a local one): an entry switching transport loses them.
@@ -315,7 +316,8 @@ fn wanted_entry(client: Client, setup: &Setup) -> (Value, Vec<String>, Vec<Strin
     let (entry, other, decided) = match &setup.remote {
         Some(remote) => {
             let entry = remote_entry(client, remote);
-            let decided = ["url", "httpUrl", "serverUrl", "Authorization"]
+            // The transport is holdline's to decide: the hub serves Streamable HTTP only.
+            let decided = ["type", "url", "httpUrl", "serverUrl", "Authorization"]
                 .iter()
                 .filter_map(|k| path_of(&entry, k))
                 .collect();

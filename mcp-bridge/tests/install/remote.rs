@@ -159,11 +159,15 @@ fn switching_local_remote_local_keeps_the_person_s_keys_and_uninstall_restores_b
         assert_remote(&case, &entry, KEY);
         assert_eq!(entry["mine"], true, "{}: the person's key went", case.name);
 
-        // A new key replaces the old one; the person's extra header stays.
+        // A new key replaces the old one and a wrong `type` is put right; the person's
+        // extra header stays.
         let mut v = super::parse(case.fmt, &read(&config));
         let text = match case.fmt {
             Fmt::Json(_) | Fmt::Yaml => {
                 let e = find_entry(case.fmt, &mut v);
+                if e.get("type").is_some() {
+                    e["type"] = json!("sse");
+                }
                 let h = shape(case.name).1.iter().fold(e, |v, k| &mut v[k]);
                 h["X-Mine"] = json!("1");
                 match case.fmt {
