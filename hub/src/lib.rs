@@ -14,6 +14,7 @@
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`logins`]      the panel's login sessions (revocable cookie ids)
 //! - [`api`]         the only code that knows HTTP and JSON
+//! - [`mcp`]         `/mcp`: the bridge's tools over Streamable HTTP, calling the agent routes in process
 //! - [`server`]      connections, framing and their time limits
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
@@ -35,6 +36,7 @@ pub mod hub;
 pub mod interchange;
 pub mod log_file;
 pub mod logins;
+pub mod mcp;
 pub mod net;
 pub mod notify;
 pub mod panel;
@@ -120,7 +122,7 @@ pub async fn run(
         shutdown.await;
         signal.cancel();
     });
-    server::serve(listener, api::Api::new(state), stop.clone()).await;
+    server::serve(listener, api::Api::new(state, stop.clone()), stop.clone()).await;
     stop.cancel();
     let flushed = hub.flush().await;
     let _ = std::fs::remove_file(home.addr_file());

@@ -113,6 +113,15 @@ impl Delivery {
         }
     }
 
+    /// The same bookkeeping, acking through `hub` (the hub's `/mcp` acks with the
+    /// caller's own credentials).
+    pub fn with_hub(&self, hub: HubClient) -> Delivery {
+        Delivery {
+            hub,
+            ..self.clone()
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner.lock().expect("delivery state not poisoned")
     }
@@ -194,6 +203,17 @@ impl Delivery {
             .get(token)
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// Sets the last reply id of `token` when this bridge has none (see
+    /// [`crate::tools::Bridge::restore_last_reply`]).
+    pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
+        if !reply_id.is_empty() {
+            self.state()
+                .last_reply
+                .entry(token.to_owned())
+                .or_insert_with(|| reply_id.to_owned());
+        }
     }
 
     /// Claims `reply` for `request`, whose result gives `resume`; false when it was returned
@@ -279,7 +299,7 @@ impl Delivery {
     }
 
     /// Called by the transport after the response to `request` went out.
-    fn written(&self, request: &RequestId) {
+    pub fn written(&self, request: &RequestId) {
         let ack = {
             let mut state = self.state();
             let Some(ack) = state.pending.remove(request) else {

@@ -1,8 +1,12 @@
-//! The only code that speaks HTTP to hubs: ordered failover, retry, auto-start of a loopback hub.
+//! The only code that calls hubs: over HTTP with ordered failover, retry and auto-start of
+//! a loopback hub, or in process when the hub itself runs the tools (its `/mcp`). Both
+//! routes send the same requests and read the answers by the same rules.
 
 use std::{
+    future::Future,
     net::{IpAddr, SocketAddr, ToSocketAddrs},
     path::PathBuf,
+    pin::Pin,
     process::Stdio,
     sync::{
         Arc, Mutex,
@@ -154,13 +158,33 @@ pub struct SessionInfo {
     pub status: String,
 }
 
-/// A clonable handle to the ordered hub list.
-#[derive(Clone)]
-pub struct HubClient {
-    inner: Arc<Inner>,
+/// A hub request answered in process: the HTTP status and the body.
+pub type InProcessAnswer = Pin<Box<dyn Future<Output = (u16, Vec<u8>)> + Send>>;
+
+/// A hub the tools reach without a socket: the hub's own `/mcp` hands its requests to its
+/// router, so an in-process call passes the same guards and rules as one over HTTP.
+pub trait InProcessHub: Send + Sync {
+    /// Answers `method path` with a JSON `body`; the answer is read like an HTTP one.
+    fn call(&self, method: reqwest::Method, path: &str, body: Option<Vec<u8>>) -> InProcessAnswer;
 }
 
-struct Inner {
+/// A clonable handle to the hubs calls go to.
+#[derive(Clone)]
+pub struct HubClient {
+    route: Route,
+}
+
+#[derive(Clone)]
+enum Route {
+    Network(Arc<Network>),
+    InProcess(Arc<dyn InProcessHub>),
+}
+
+/// The name a hub reached in process has in errors and logs.
+const IN_PROCESS: &str = "this hub";
+
+/// The ordered hub list reached over HTTP.
+struct Network {
     hubs: Vec<String>,
     http: reqwest::Client,
     secret: SecretSource,
@@ -189,7 +213,7 @@ impl HubClient {
             .build()
             .expect("reqwest client without TLS always builds");
         HubClient {
-            inner: Arc::new(Inner {
+            route: Route::Network(Arc::new(Network {
                 hubs: config.hubs.clone(),
                 http,
                 secret: config.secret.clone(),
@@ -198,13 +222,23 @@ impl HubClient {
                 autostart: config.autostart,
                 active: AtomicUsize::new(0),
                 last_autostart: Mutex::new(None),
-            }),
+            })),
+        }
+    }
+
+    /// A client whose calls `hub` answers in process.
+    pub fn in_process(hub: Arc<dyn InProcessHub>) -> HubClient {
+        HubClient {
+            route: Route::InProcess(hub),
         }
     }
 
     /// The hub calls currently go to.
     pub fn active_hub(&self) -> &str {
-        &self.inner.hubs[self.inner.active.load(Ordering::Relaxed) % self.inner.hubs.len()]
+        match &self.route {
+            Route::Network(net) => &net.hubs[net.active.load(Ordering::Relaxed) % net.hubs.len()],
+            Route::InProcess(_) => IN_PROCESS,
+        }
     }
 
     pub async fn init(&self, body: Value) -> Result<InitAnswer, HubError> {
@@ -280,7 +314,31 @@ impl HubClient {
             .await
     }
 
-    /// One call, bounded by `timeout` in all: every hub tried, the auto-start
+    /// One call, bounded by `timeout` in all.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<T, HubError> {
+        match &self.route {
+            Route::Network(net) => net.send(method, path, body, timeout).await,
+            Route::InProcess(hub) => {
+                let body = body.map(|b| serde_json::to_vec(b).expect("a JSON value serializes"));
+                match tokio::time::timeout(timeout, hub.call(method, path, body)).await {
+                    Ok((status, bytes)) => read_answer(IN_PROCESS, status, &bytes),
+                    Err(_) => Err(HubError::Unreachable {
+                        tried: vec![IN_PROCESS.to_owned()],
+                    }),
+                }
+            }
+        }
+    }
+}
+
+impl Network {
+    /// One call over HTTP, bounded by `timeout` in all: every hub tried, the auto-start
     /// and the retry after it share it, so the call answers within it
     /// whatever the hubs do.
     async fn send<T: DeserializeOwned>(
@@ -312,18 +370,17 @@ impl HubClient {
         deadline: Instant,
     ) -> Result<T, HubError> {
         let secret = self
-            .inner
             .secret
             .read()
-            .ok_or_else(|| HubError::NoSecret(self.inner.secret.describe()))?;
-        let n = self.inner.hubs.len();
-        let start = self.inner.active.load(Ordering::Relaxed) % n;
+            .ok_or_else(|| HubError::NoSecret(self.secret.describe()))?;
+        let n = self.hubs.len();
+        let start = self.active.load(Ordering::Relaxed) % n;
         // The active hub first, then the list in its configured order.
         let order = std::iter::once(start).chain((0..n).filter(|&i| i != start));
         let mut tried = Vec::new();
         let mut last_server_error = None;
         for i in order {
-            let hub = &self.inner.hubs[i];
+            let hub = &self.hubs[i];
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 tracing::warn!(hub = %hub, path, "no time left for this hub");
@@ -331,7 +388,6 @@ impl HubClient {
                 continue;
             }
             let mut request = self
-                .inner
                 .http
                 .request(method.clone(), format!("{hub}{path}"))
                 .bearer_auth(&secret)
@@ -372,14 +428,8 @@ impl HubClient {
             if i != start {
                 tracing::info!(hub = %hub, "switched to hub");
             }
-            self.inner.active.store(i, Ordering::Relaxed);
-            if !(200..300).contains(&status) {
-                return Err(api_error(hub, status, &bytes));
-            }
-            return serde_json::from_slice(&bytes).map_err(|e| HubError::BadAnswer {
-                hub: hub.clone(),
-                detail: e.to_string(),
-            });
+            self.active.store(i, Ordering::Relaxed);
+            return read_answer(hub, status, &bytes);
         }
         Err(last_server_error.unwrap_or(HubError::Unreachable { tried }))
     }
@@ -387,14 +437,14 @@ impl HubClient {
     /// Starts `holdline-hub serve` for the first loopback hub in the list and waits for its
     /// `/healthz` (until `deadline` at most). Answers whether a hub is up now.
     async fn autostart_local_hub(&self, deadline: Instant) -> bool {
-        if !self.inner.autostart {
+        if !self.autostart {
             return false;
         }
-        let Some(hub) = self.inner.hubs.iter().find(|h| loopback_addr(h).is_some()) else {
+        let Some(hub) = self.hubs.iter().find(|h| loopback_addr(h).is_some()) else {
             return false;
         };
         {
-            let mut last = self.inner.last_autostart.lock().expect("not poisoned");
+            let mut last = self.last_autostart.lock().expect("not poisoned");
             if last.is_some_and(|t| t.elapsed() < AUTOSTART_COOLDOWN) {
                 return false;
             }
@@ -405,7 +455,7 @@ impl HubClient {
         };
         if self.healthy(hub).await {
             // A hub runs already; only the secret may have been missing.
-            return self.inner.secret.read().is_some();
+            return self.secret.read().is_some();
         }
         let Some(bin) = self.hub_binary() else {
             tracing::warn!(
@@ -416,11 +466,11 @@ impl HubClient {
         let mut command = std::process::Command::new(&bin);
         command
             .arg("--home")
-            .arg(&self.inner.home)
+            .arg(&self.home)
             .arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
-            .env("HOLDLINE_HOME", &self.inner.home)
+            .env("HOLDLINE_HOME", &self.home)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -444,7 +494,7 @@ impl HubClient {
         }
         let deadline = deadline.min(Instant::now() + AUTOSTART_READY);
         while Instant::now() < deadline {
-            if self.healthy(hub).await && self.inner.secret.read().is_some() {
+            if self.healthy(hub).await && self.secret.read().is_some() {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -454,8 +504,7 @@ impl HubClient {
     }
 
     async fn healthy(&self, hub: &str) -> bool {
-        self.inner
-            .http
+        self.http
             .get(format!("{hub}/healthz"))
             .timeout(Duration::from_secs(2))
             .send()
@@ -464,7 +513,7 @@ impl HubClient {
     }
 
     fn hub_binary(&self) -> Option<PathBuf> {
-        if let Some(bin) = &self.inner.hub_bin {
+        if let Some(bin) = &self.hub_bin {
             return Some(bin.clone());
         }
         let name = format!("holdline-hub{}", std::env::consts::EXE_SUFFIX);
@@ -499,6 +548,18 @@ async fn read_capped(mut response: reqwest::Response) -> reqwest::Result<Option<
         body.extend_from_slice(&chunk);
     }
     Ok(Some(body))
+}
+
+/// A hub's answer read by the one rule both routes share: 2xx is the documented JSON,
+/// anything else an API error.
+fn read_answer<T: DeserializeOwned>(hub: &str, status: u16, bytes: &[u8]) -> Result<T, HubError> {
+    if !(200..300).contains(&status) {
+        return Err(api_error(hub, status, bytes));
+    }
+    serde_json::from_slice(bytes).map_err(|e| HubError::BadAnswer {
+        hub: hub.to_owned(),
+        detail: e.to_string(),
+    })
 }
 
 fn api_error(hub: &str, status: u16, bytes: &[u8]) -> HubError {

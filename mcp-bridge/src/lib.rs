@@ -36,7 +36,12 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
     let delivery = delivery::Delivery::new(hub.clone());
     let shutdown = CancellationToken::new();
     let stop_signal = stop_signals()?;
-    let bridge = tools::Bridge::new(&config, hub.clone(), delivery.clone(), shutdown.clone());
+    let bridge = tools::Bridge::new(
+        &(&config).into(),
+        hub.clone(),
+        delivery.clone(),
+        shutdown.clone(),
+    );
     let transport = delivery::AckingTransport::new(
         AsyncRwTransport::<RoleServer, _, _>::new_server(
             line_cap::LineCap::new(stdio::stdin(), line_cap::MAX_LINE),

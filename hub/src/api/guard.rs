@@ -50,6 +50,11 @@ impl Secret {
         constant_time_eq(self.value.as_bytes(), candidate.as_bytes())
     }
 
+    /// The secret itself, for the hub's own in-process calls (`crate::mcp`).
+    pub(crate) fn value(&self) -> &str {
+        &self.value
+    }
+
     pub fn logins(&self) -> &Logins {
         &self.logins
     }

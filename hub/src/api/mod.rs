@@ -12,7 +12,7 @@ mod person;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use tower::ServiceExt;
@@ -51,11 +51,23 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(state: AppState) -> Api {
+    /// The hub's whole surface; `stop` ends `/mcp`'s sessions when the hub stops.
+    pub fn new(state: AppState, stop: tokio_util::sync::CancellationToken) -> Api {
+        // `/mcp`'s tools call the agent routes in process, through a router without
+        // `/mcp` itself.
+        let agent_routes = Api {
+            router: router(state.clone(), None),
+            state: state.clone(),
+        };
+        let endpoint = crate::mcp::McpEndpoint::new(agent_routes, stop);
         Api {
-            router: router(state.clone()),
+            router: router(state.clone(), Some(endpoint)),
             state,
         }
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
     }
 }
 
@@ -76,8 +88,8 @@ impl crate::server::Answer for Api {
     }
 }
 
-/// Every route but the long poll's.
-fn router(state: AppState) -> Router {
+/// Every route but the long poll's; `/mcp` when `mcp` is given.
+fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
     let authed = Router::new()
         .route("/api/init", post(agent::init))
         .route("/api/select", post(agent::select))
@@ -112,8 +124,18 @@ fn router(state: AppState) -> Router {
         .route("/metrics", get(events::metrics))
         .route_layer(from_fn_with_state(state.clone(), guard::require_secret));
 
-    Router::new()
-        .merge(authed)
+    let mut routes = Router::new().merge(authed);
+    if let Some(endpoint) = mcp {
+        let answer = move |State(app): State<AppState>, request: Request| {
+            let endpoint = endpoint.clone();
+            async move {
+                let caller = crate::mcp::check_caller(&app, request.headers());
+                endpoint.answer(caller, request).await
+            }
+        };
+        routes = routes.route("/mcp", axum::routing::any(answer));
+    }
+    routes
         .route(
             "/api/login",
             post(person::login).layer(DefaultBodyLimit::max(LOGIN_LIMIT)),

@@ -45,7 +45,37 @@ struct KnownBinding {
     title: String,
 }
 
-/// The MCP server: one per stdio connection.
+/// How a bridge waits and whom it names as the caller: from the environment for the stdio
+/// bridge, from the connection for the hub's `/mcp`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The caller's host in every binding.
+    pub host_ip: String,
+    /// `HOLDLINE_MAX_WAIT_SEC`: `Some(None)` = no limit of the bridge's own.
+    pub max_wait: Option<Option<Duration>>,
+    /// The client's own tool timeout when it tells its servers (`MCP_TOOL_TIMEOUT`).
+    pub tool_timeout: Option<Duration>,
+    /// How long one long poll at the hub is held.
+    pub poll_hold: Duration,
+    /// The workspace when neither the argument nor the client's roots name one; `None`:
+    /// the working directory (a bridge the IDE started in its project). The hub's is not
+    /// the agent's, so it names one.
+    pub fallback_workspace: Option<String>,
+}
+
+impl From<&Config> for Settings {
+    fn from(config: &Config) -> Settings {
+        Settings {
+            host_ip: config.host_ip.clone(),
+            max_wait: config.max_wait,
+            tool_timeout: config.tool_timeout,
+            poll_hold: config.poll_hold,
+            fallback_workspace: None,
+        }
+    }
+}
+
+/// The MCP server: one per stdio connection, or one per `/mcp` session of the hub.
 #[derive(Clone)]
 pub struct Bridge {
     hub: HubClient,
@@ -54,6 +84,7 @@ pub struct Bridge {
     max_wait: Option<Option<Duration>>,
     tool_timeout: Option<Duration>,
     poll_hold: Duration,
+    fallback_workspace: Option<String>,
     /// Token → binding; a std mutex, held only for a map operation.
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
@@ -65,7 +96,7 @@ pub struct Bridge {
 impl Bridge {
     /// A bridge forwarding to `hub`; `shutdown` ends every wait (stdin closed, a signal).
     pub fn new(
-        config: &Config,
+        settings: &Settings,
         hub: HubClient,
         delivery: Delivery,
         shutdown: CancellationToken,
@@ -73,14 +104,59 @@ impl Bridge {
         Bridge {
             hub,
             delivery,
-            host_ip: config.host_ip.clone(),
-            max_wait: config.max_wait,
-            tool_timeout: config.tool_timeout,
-            poll_hold: config.poll_hold,
+            host_ip: settings.host_ip.clone(),
+            max_wait: settings.max_wait,
+            tool_timeout: settings.tool_timeout,
+            poll_hold: settings.poll_hold,
+            fallback_workspace: settings.fallback_workspace.clone(),
             known: Arc::default(),
             roots: Arc::default(),
             shutdown,
             tool_router: Self::tool_router(),
+        }
+    }
+
+    /// This bridge answering one caller: its calls go to `hub` (carrying the caller's
+    /// credentials) and its bindings name `host_ip`; what it knows (bindings, deliveries,
+    /// roots) is shared with `self`.
+    pub fn for_caller(&self, hub: HubClient, host_ip: String) -> Bridge {
+        Bridge {
+            hub: hub.clone(),
+            delivery: self.delivery.with_hub(hub),
+            host_ip,
+            ..self.clone()
+        }
+    }
+
+    /// This bridge waiting with no limit of its own (a task's wait: no client timer runs).
+    pub fn without_limit(&self) -> Bridge {
+        Bridge {
+            max_wait: Some(None),
+            ..self.clone()
+        }
+    }
+
+    /// The last reply id returned on `token` (part of a wait's hub request id).
+    pub fn last_reply(&self, token: &str) -> String {
+        self.delivery.last_reply(token)
+    }
+
+    /// Sets the last reply id of `token` as recorded elsewhere (a task's record), so the
+    /// same message is the same hub request after a restart.
+    pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
+        self.delivery.restore_last_reply(token, reply_id);
+    }
+
+    /// The result of `request` reached the client (see [`Delivery::written`]).
+    pub fn result_written(&self, request: &rmcp::model::RequestId) {
+        self.delivery.written(request);
+    }
+
+    /// The same bridge with its own roots: a new MCP session's client has its own.
+    pub fn for_session(&self) -> Bridge {
+        Bridge {
+            roots: Arc::default(),
+            ..self.clone()
         }
     }
 
@@ -105,6 +181,9 @@ impl Bridge {
         }
         if let Some(ws) = self.roots_workspace(ctx).await {
             return ws;
+        }
+        if let Some(ws) = &self.fallback_workspace {
+            return ws.clone();
         }
         std::env::current_dir()
             .map(|p| p.display().to_string())

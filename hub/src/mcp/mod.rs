@@ -1,0 +1,292 @@
+//! The hub's MCP endpoint `/mcp` (Streamable HTTP): the stdio bridge's own tools
+//! ([`holdline_mcp::tools::Bridge`]), whose hub calls go in process through this hub's
+//! agent routes with the caller's credentials — one implementation of the tools and their
+//! wait rules, one of the agent rules, for both transports.
+//!
+//! Invariants: a `/mcp` call can do exactly what its credentials can do on the agent
+//! routes; the host in a binding made here is the address the hub saw, never one the
+//! caller reports.
+
+mod agent_routes;
+mod tasks;
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicI64, Ordering},
+    },
+};
+
+use axum::{
+    body::Body,
+    extract::{ConnectInfo, Request},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use holdline_mcp::{
+    delivery::Delivery,
+    hub_client::HubClient,
+    tools::{Bridge, Settings},
+};
+use rmcp::{
+    ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+        ErrorData, GetTaskParams, GetTaskResult, Implementation, ListToolsResult, NumberOrString,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::{NotificationContext, RequestContext, RoleServer},
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::api::Api;
+use agent_routes::AgentRoutes;
+use tasks::Tasks;
+
+/// The largest `/mcp` request body: a `wait_for_user_input` message fits the hub's 1 MiB
+/// JSON limit, and the JSON-RPC envelope around it gets room of its own.
+pub const MCP_BODY_LIMIT: usize = crate::api::JSON_LIMIT + 64 * 1024;
+
+/// The workspace of a binding whose agent named none (no argument, no roots): the
+/// hub's own directory is not the agent's.
+pub const FALLBACK_WORKSPACE: &str = "remote agent";
+
+/// The `/mcp` endpoint: rmcp's Streamable HTTP service over one [`RemoteAgent`] per MCP
+/// session (or per request, for stateless 2026-07-28 clients).
+#[derive(Clone)]
+pub struct McpEndpoint {
+    service: StreamableHttpService<RemoteAgent, LocalSessionManager>,
+}
+
+impl McpEndpoint {
+    /// An endpoint whose tools call `agent_routes` (an [`Api`] without `/mcp`); `stop`
+    /// ends every session and wait when the hub stops.
+    pub fn new(agent_routes: Api, stop: CancellationToken) -> McpEndpoint {
+        let settings = Settings {
+            // Set per call from the connection; never the hub's own.
+            host_ip: String::new(),
+            max_wait: None,
+            tool_timeout: None,
+            poll_hold: holdline_mcp::config::DEFAULT_POLL_HOLD,
+            fallback_workspace: Some(FALLBACK_WORKSPACE.to_owned()),
+        };
+        // The bookkeeping all remote agents share acks in process with the hub's own
+        // secret: an ack only says a reply reached its agent.
+        let hub_itself =
+            HubClient::in_process(Arc::new(AgentRoutes::for_hub(agent_routes.clone())));
+        let delivery = Delivery::new(hub_itself.clone());
+        let calls = Arc::new(AtomicI64::new(1));
+        let hub = &agent_routes.state().hub;
+        let tasks = Tasks::open(hub.store().clone(), calls.clone(), hub.config().wait_grace);
+        let template = RemoteAgent {
+            bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
+            agent_routes,
+            calls,
+            tasks,
+        };
+        let config = StreamableHttpServerConfig::default()
+            // The hub's front door checks Host and Origin for every route, this one too.
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(MCP_BODY_LIMIT)
+            .with_cancellation_token(stop);
+        let service = StreamableHttpService::new(
+            move || Ok(template.for_session()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        McpEndpoint { service }
+    }
+
+    /// Answers one `/mcp` request: the caller's credentials and the body's size first,
+    /// each refusal a JSON-RPC error with one sentence, then rmcp.
+    pub async fn answer(&self, headers_ok: Result<(), Refusal>, request: Request) -> Response {
+        if let Err(refusal) = headers_ok {
+            return refusal.into_response();
+        }
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MCP_BODY_LIMIT as u64) {
+            return Refusal::too_large().into_response();
+        }
+        match self.service.clone().oneshot(request).await {
+            Ok(response) if response.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Refusal::too_large().into_response()
+            }
+            Ok(response) => response.map(Body::new),
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// Why `/mcp` refused a request before MCP: the HTTP status and a JSON-RPC error body.
+#[derive(Debug)]
+pub struct Refusal {
+    status: StatusCode,
+    code: i32,
+    message: String,
+}
+
+impl Refusal {
+    /// Wrong, missing or revoked credentials.
+    pub fn unauthorized(message: impl Into<String>) -> Refusal {
+        Refusal {
+            status: StatusCode::UNAUTHORIZED,
+            code: -32001,
+            message: message.into(),
+        }
+    }
+
+    fn too_large() -> Refusal {
+        Refusal {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            code: -32600,
+            message: format!(
+                "TOO_LARGE: an MCP request to the hub is at most {} KiB; send a shorter message",
+                MCP_BODY_LIMIT / 1024
+            ),
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": self.code, "message": self.message},
+        });
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer realm=\"holdline\""),
+            );
+        }
+        response
+    }
+}
+
+/// One MCP session's server: the bridge, re-aimed per call at the caller.
+#[derive(Clone)]
+struct RemoteAgent {
+    bridge: Bridge,
+    agent_routes: Api,
+    /// Request ids unique in this hub: the shared delivery bookkeeping is keyed by them,
+    /// and every client numbers its own requests from 0.
+    calls: Arc<AtomicI64>,
+    tasks: Tasks,
+}
+
+impl RemoteAgent {
+    fn for_session(&self) -> RemoteAgent {
+        RemoteAgent {
+            bridge: self.bridge.for_session(),
+            ..self.clone()
+        }
+    }
+
+    /// The bridge answering the caller of `ctx`'s HTTP request: its hub calls carry the
+    /// request's credentials and its bindings the address the hub saw.
+    fn bridge_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Bridge, ErrorData> {
+        let parts = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .ok_or_else(|| ErrorData::internal_error("the HTTP request is missing", None))?;
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0)
+            .ok_or_else(|| ErrorData::internal_error("the caller's address is missing", None))?;
+        let routes = AgentRoutes::for_caller(self.agent_routes.clone(), &parts.headers, peer);
+        let host_ip = peer.ip().to_canonical().to_string();
+        Ok(self
+            .bridge
+            .for_caller(HubClient::in_process(Arc::new(routes)), host_ip))
+    }
+}
+
+impl ServerHandler for RemoteAgent {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = self.bridge.get_info();
+        info.capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        info.server_info = Implementation::new("holdline-hub", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        mut ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let bridge = self.bridge_for(&ctx)?;
+        if request.name == "wait_for_user_input" && tasks::client_does_tasks(&ctx) {
+            return self.tasks.start(bridge, request, ctx).await;
+        }
+        let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
+        ctx.id = id.clone();
+        let answer = bridge.call_tool(request, ctx).await;
+        // rmcp writes the answer to the caller's stream from here; a client that lost
+        // the stream gets the reply again on its next call (the `resume` rule).
+        bridge.result_written(&id);
+        answer
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let bridge = self.bridge_for(&ctx)?;
+        self.tasks.get(&request.task_id, bridge, ctx)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, &ctx).await
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.bridge.list_tools(request, ctx).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.bridge.get_tool(name)
+    }
+
+    async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
+        self.bridge.on_roots_list_changed(ctx).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        self.bridge.on_custom_request(request, ctx).await
+    }
+}
+
+/// The credentials check of `/mcp`: the same rule as every agent route.
+pub fn check_caller(app: &crate::api::AppState, headers: &HeaderMap) -> Result<(), Refusal> {
+    crate::api::guard::check_secret(&app.secret, headers)
+        .map_err(|e| Refusal::unauthorized(e.message))
+}
