@@ -151,7 +151,8 @@ const readers = {
 };
 
 const selected = (process.env.HOLDLINE_CLIENTS || '').split(',').map((s) => s.trim()).filter(Boolean);
-const runDir = join(RUNS, `remote-entry-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+/** Named like run.test.mjs's run folders (time first), so its pruning counts this one too. */
+const runDir = join(RUNS, `${new Date().toISOString().replace(/[:.]/g, '-')}-remote-entry`);
 
 describe('the remote entry, read by each client', () => {
   let recorder;
