@@ -18,7 +18,28 @@ async fn a_remote_agent_waits_and_gets_the_reply_once_bound_to_the_address_the_h
     let client = start_remote(&hub, &hub.secret, "holdline-test")
         .await
         .unwrap();
+    round_trip(&hub, &client).await;
+    client.cancel().await.unwrap();
+}
 
+#[tokio::test]
+async fn a_stateless_2026_07_28_client_gets_the_same_tools_and_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote_stateless(&hub, &hub.secret, TestClient::named("holdline-test"))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        rmcp::model::ProtocolVersion::V_2026_07_28
+    );
+    round_trip(&hub, &client).await;
+    client.cancel().await.unwrap();
+}
+
+/// The four tools are there; init binds to the address the hub saw; a wait gets the
+/// reply once, and the next wait does not get it again.
+async fn round_trip(hub: &TestHub, client: &Client) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     for tool in [
@@ -33,12 +54,12 @@ async fn a_remote_agent_waits_and_gets_the_reply_once_bound_to_the_address_the_h
         );
     }
 
-    let token = init(&client, "remote work").await.unwrap();
+    let token = init(client, "remote work").await.unwrap();
     let session = hub.session(&token).await.unwrap();
     assert_eq!(session["hostIp"], "127.0.0.1", "binding host: {session}");
 
     let wait = start_call(
-        &client,
+        client,
         "wait_for_user_input",
         json!({"token": token, "message": "step one done"}),
     )
@@ -62,7 +83,7 @@ async fn a_remote_agent_waits_and_gets_the_reply_once_bound_to_the_address_the_h
     let again = tokio::time::timeout(
         Duration::from_secs(30),
         call(
-            &client,
+            client,
             "wait_for_user_input",
             json!({"token": token, "message": "step two done", "resume": resume, "timeoutSec": 2}),
         ),
@@ -82,7 +103,6 @@ async fn a_remote_agent_waits_and_gets_the_reply_once_bound_to_the_address_the_h
         1,
         "{session}"
     );
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test]
@@ -348,4 +368,78 @@ async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
         .expect_err("an unknown task is not found")
         .to_string();
     assert!(e.contains("no task"), "{e}");
+}
+
+#[tokio::test]
+async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote(&hub, &hub.secret, "holdline-test")
+        .await
+        .unwrap();
+    let r = call(&client, "init_conversation", json!({"cursorTitle": "drop"}))
+        .await
+        .unwrap();
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let resume = structured(&r)["resume"].as_str().unwrap().to_owned();
+
+    // The same agent's wait, on a stream that is then dropped (a network blip, a client
+    // restart): raw HTTP, so the drop is real.
+    let http = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut request = http
+            .post(format!("{}/mcp", hub.url()))
+            .bearer_auth(&hub.secret)
+            .header("Accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(s) = session {
+            request = request.header("Mcp-Session-Id", s);
+        }
+        request.send()
+    };
+    let opened = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "holdline-test", "version": "1"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    drop(opened);
+    post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(session.clone()),
+    )
+    .await
+    .unwrap();
+    let waiting = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "wait_for_user_input",
+            "arguments": {"token": token, "message": "built it", "resume": resume}}}),
+        Some(session),
+    )
+    .await
+    .unwrap();
+    assert_eq!(waiting.status(), 200);
+    hub.wait_status(&token, "waiting").await.unwrap();
+    drop(waiting);
+    drop(http);
+
+    hub.reply(&token, "now test it", json!([])).await.unwrap();
+    // The agent calls again, showing the last result it saw: it gets the reply.
+    let again = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "built it", "resume": resume, "timeoutSec": 10}),
+    )
+    .await
+    .unwrap();
+    assert!(text(&again).contains("now test it"), "{}", text(&again));
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(count_messages(&session, "built it"), 1, "{session}");
+    assert_eq!(count_messages(&session, "now test it"), 1, "{session}");
 }

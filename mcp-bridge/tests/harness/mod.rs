@@ -330,14 +330,37 @@ pub async fn start_remote_as(
     bearer: &str,
     client: TestClient,
 ) -> anyhow::Result<Client> {
-    use rmcp::transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_config(remote_config(hub, bearer));
+    Ok(client.serve(transport).await?)
+}
+
+/// `client` on the hub's own `/mcp` speaking MCP 2026-07-28: `server/discover`, no
+/// session, every request self-contained.
+pub async fn start_remote_stateless(
+    hub: &TestHub,
+    bearer: &str,
+    client: TestClient,
+) -> anyhow::Result<Client> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let mode = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", hub.url()))
-        .auth_header(bearer.to_owned());
-    Ok(client
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await?)
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_config(remote_config(hub, bearer));
+    Ok(client.serve_with_lifecycle(transport, mode).await?)
+}
+
+/// Streamable HTTP to the hub's `/mcp` with `Authorization: Bearer <bearer>`.
+fn remote_config(
+    hub: &TestHub,
+    bearer: &str,
+) -> rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig {
+    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!(
+        "{}/mcp",
+        hub.url()
+    ))
+    .auth_header(bearer.to_owned())
 }
 
 pub fn args(v: Value) -> rmcp::model::JsonObject {
