@@ -49,7 +49,7 @@ cd tests/clients
 # One file; its clients run in parallel inside it. Where a network namespace with only
 # loopback can be made (root, or user namespaces allowed), the whole run is inside one:
 # hub, fake model and clients reach each other on 127.0.0.1 and nothing else at all.
-run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs)
+run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs remote-entry.test.mjs)
 if [[ -z "${HOLDLINE_CLIENTS_NO_UNSHARE:-}" ]] && command -v ip >/dev/null &&
   unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
   echo "test-clients: inside a network namespace with only loopback"
