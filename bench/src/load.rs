@@ -259,7 +259,8 @@ async fn register(conn: &mut Conn, token: &str, i: usize, round: u64) -> anyhow:
         .to_owned())
 }
 
-async fn wait_for_waiting(addr: SocketAddr, secret: &str, n: usize) -> anyhow::Result<()> {
+/// Until the hub's `/healthz` counts `n` sessions waiting (at most 60 s).
+pub async fn wait_for_waiting(addr: SocketAddr, secret: &str, n: usize) -> anyhow::Result<()> {
     let mut conn = Conn::connect(addr, secret).await?;
     let until = Instant::now() + Duration::from_secs(60);
     loop {
