@@ -205,6 +205,17 @@ impl Delivery {
             .unwrap_or_default()
     }
 
+    /// Sets the last reply id of `token` when this bridge has none (see
+    /// [`crate::tools::Bridge::restore_last_reply`]).
+    pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
+        if !reply_id.is_empty() {
+            self.state()
+                .last_reply
+                .entry(token.to_owned())
+                .or_insert_with(|| reply_id.to_owned());
+        }
+    }
+
     /// Claims `reply` for `request`, whose result gives `resume`; false when it was returned
     /// (or is being returned) already. On success the ack is sent once the response to
     /// `request` is written.

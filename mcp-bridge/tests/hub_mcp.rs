@@ -18,7 +18,28 @@ async fn a_remote_agent_waits_and_gets_the_reply_once_bound_to_the_address_the_h
     let client = start_remote(&hub, &hub.secret, "holdline-test")
         .await
         .unwrap();
+    round_trip(&hub, &client).await;
+    client.cancel().await.unwrap();
+}
 
+#[tokio::test]
+async fn a_stateless_2026_07_28_client_gets_the_same_tools_and_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote_stateless(&hub, &hub.secret, TestClient::named("holdline-test"))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        rmcp::model::ProtocolVersion::V_2026_07_28
+    );
+    round_trip(&hub, &client).await;
+    client.cancel().await.unwrap();
+}
+
+/// The four tools are there; init binds to the address the hub saw; a wait gets the
+/// reply once, and the next wait does not get it again.
+async fn round_trip(hub: &TestHub, client: &Client) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     for tool in [
@@ -82,7 +103,6 @@ async fn a_remote_agent_waits_and_gets_the_reply_once_bound_to_the_address_the_h
         1,
         "{session}"
     );
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test]
@@ -156,4 +176,270 @@ async fn an_oversized_request_is_refused_as_too_large_and_the_session_keeps_work
     .await
     .unwrap();
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
+}
+
+/// A client of `/mcp` that declares the MCP Tasks extension.
+async fn tasks_client(hub: &TestHub) -> Client {
+    let client = TestClient {
+        tasks: true,
+        ..TestClient::named("holdline-test")
+    };
+    start_remote_as(hub, &hub.secret, client).await.unwrap()
+}
+
+/// Starts `wait_for_user_input` as a task; answers its id.
+async fn start_task(client: &Client, token: &str, message: &str) -> String {
+    let answer = client
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("wait_for_user_input")
+                .with_arguments(args(json!({"token": token, "message": message}))),
+        )
+        .await
+        .unwrap();
+    match answer {
+        rmcp::model::CallToolResponse::Task(t) => {
+            assert_eq!(t.task.status, rmcp::model::TaskStatus::Working);
+            t.task.task_id
+        }
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+async fn get_task(client: &Client, id: &str) -> rmcp::model::GetTaskResult {
+    client
+        .get_task(rmcp::model::GetTaskParams::new(id))
+        .await
+        .unwrap()
+}
+
+/// Polls the task as a client does until it leaves `working`.
+async fn task_outcome(client: &Client, id: &str) -> rmcp::model::DetailedTask {
+    let started = std::time::Instant::now();
+    loop {
+        let t = get_task(client, id).await.task;
+        if t.status() != rmcp::model::TaskStatus::Working {
+            return t;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "task still working"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn completed_text(t: &rmcp::model::DetailedTask) -> String {
+    match &t.payload {
+        rmcp::model::TaskPayload::Completed { result } => {
+            result.get("content").unwrap().to_string()
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_task_reports_working_then_completes_once_with_the_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let info = client.peer_info().unwrap();
+    assert!(
+        info.capabilities.supports_tasks(),
+        "tasks extension not advertised"
+    );
+    let token = init(&client, "task work").await.unwrap();
+
+    let id = start_task(&client, &token, "ready for review").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    let working = get_task(&client, &id).await.task;
+    assert_eq!(working.status(), rmcp::model::TaskStatus::Working);
+    let message = working.task.status_message.clone().unwrap_or_default();
+    assert!(message.contains("waiting for the person"), "{message}");
+
+    hub.reply(&token, "looks good, ship it", json!([]))
+        .await
+        .unwrap();
+    let done = task_outcome(&client, &id).await;
+    assert!(completed_text(&done).contains("looks good, ship it"));
+    // The same result on every later poll, and the reply consumed once.
+    let again = get_task(&client, &id).await.task;
+    assert_eq!(completed_text(&again), completed_text(&done));
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(count_messages(&session, "ready for review"), 1, "{session}");
+    assert_eq!(
+        count_messages(&session, "looks good, ship it"),
+        1,
+        "{session}"
+    );
+    assert_ne!(session["status"], "waiting", "{session}");
+
+    // The next wait is a new task that does not get that reply again.
+    let next = start_task(&client, &token, "shipped").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        get_task(&client, &next).await.task.status(),
+        rmcp::model::TaskStatus::Working
+    );
+}
+
+#[tokio::test]
+async fn a_task_whose_client_stops_polling_leaves_no_waiting_session_until_it_polls_again() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), "wait_grace_sec = 3\n").unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "ghost").await.unwrap();
+    let id = start_task(&client, &token, "are you there").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+
+    // The client goes quiet: within the grace (and a poll interval) the session is not
+    // waiting, and the person's reply queues.
+    hub.wait_status(&token, "holding").await.unwrap();
+    let answered = hub.reply(&token, "here now", json!([])).await.unwrap();
+    assert_eq!(answered["queued"], true, "{answered}");
+
+    // It polls again: the wait opens again and completes with the queued reply.
+    let done = task_outcome(&client, &id).await;
+    assert!(completed_text(&done).contains("here now"));
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(count_messages(&session, "are you there"), 1, "{session}");
+}
+
+#[tokio::test]
+async fn a_task_survives_a_hub_restart_and_completes_with_a_reply_given_meanwhile() {
+    let home = tempfile::tempdir().unwrap();
+    let mut hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "restart").await.unwrap();
+    let id = start_task(&client, &token, "long job finished").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+
+    hub.kill();
+    let addr = hub.addr.clone();
+    let hub = TestHub::start_on(home.path(), &addr).await.unwrap();
+    // The person answers while no agent polls (the hub keeps the wait open for the grace).
+    hub.reply(&token, "thanks, next step", json!([]))
+        .await
+        .unwrap();
+
+    // The agent's client reconnects and polls its task: it completes with that reply.
+    let client = tasks_client(&hub).await;
+    let done = task_outcome(&client, &id).await;
+    assert!(completed_text(&done).contains("thanks, next step"));
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(
+        count_messages(&session, "long job finished"),
+        1,
+        "{session}"
+    );
+    assert_eq!(
+        count_messages(&session, "thanks, next step"),
+        1,
+        "{session}"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "cancel").await.unwrap();
+    let id = start_task(&client, &token, "waiting on you").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+
+    client
+        .cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+        .await
+        .unwrap();
+    hub.wait_status(&token, "holding").await.unwrap();
+    let answered = hub.reply(&token, "too late", json!([])).await.unwrap();
+    assert_eq!(answered["queued"], true, "{answered}");
+    let t = get_task(&client, &id).await.task;
+    assert_eq!(t.status(), rmcp::model::TaskStatus::Cancelled);
+
+    let unknown = client
+        .get_task(rmcp::model::GetTaskParams::new(
+            "task_00000000000000000000000000000000",
+        ))
+        .await;
+    let e = unknown
+        .expect_err("an unknown task is not found")
+        .to_string();
+    assert!(e.contains("no task"), "{e}");
+}
+
+#[tokio::test]
+async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote(&hub, &hub.secret, "holdline-test")
+        .await
+        .unwrap();
+    let r = call(&client, "init_conversation", json!({"cursorTitle": "drop"}))
+        .await
+        .unwrap();
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let resume = structured(&r)["resume"].as_str().unwrap().to_owned();
+
+    // The same agent's wait, on a stream that is then dropped (a network blip, a client
+    // restart): raw HTTP, so the drop is real.
+    let http = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut request = http
+            .post(format!("{}/mcp", hub.url()))
+            .bearer_auth(&hub.secret)
+            .header("Accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(s) = session {
+            request = request.header("Mcp-Session-Id", s);
+        }
+        request.send()
+    };
+    let opened = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "holdline-test", "version": "1"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    drop(opened);
+    post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(session.clone()),
+    )
+    .await
+    .unwrap();
+    let waiting = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "wait_for_user_input",
+            "arguments": {"token": token, "message": "built it", "resume": resume}}}),
+        Some(session),
+    )
+    .await
+    .unwrap();
+    assert_eq!(waiting.status(), 200);
+    hub.wait_status(&token, "waiting").await.unwrap();
+    drop(waiting);
+    drop(http);
+
+    hub.reply(&token, "now test it", json!([])).await.unwrap();
+    // The agent calls again, showing the last result it saw: it gets the reply.
+    let again = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "built it", "resume": resume, "timeoutSec": 10}),
+    )
+    .await
+    .unwrap();
+    assert!(text(&again).contains("now test it"), "{}", text(&again));
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(count_messages(&session, "built it"), 1, "{session}");
+    assert_eq!(count_messages(&session, "now test it"), 1, "{session}");
 }

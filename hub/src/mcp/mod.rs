@@ -8,6 +8,7 @@
 //! caller reports.
 
 mod agent_routes;
+mod tasks;
 
 use std::{
     net::SocketAddr,
@@ -31,9 +32,9 @@ use holdline_mcp::{
 use rmcp::{
     ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorData,
-        Implementation, ListToolsResult, NumberOrString, PaginatedRequestParams, ServerConfig,
-        Tool,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+        ErrorData, GetTaskParams, GetTaskResult, Implementation, ListToolsResult, NumberOrString,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, RequestContext, RoleServer},
     transport::streamable_http_server::{
@@ -45,6 +46,7 @@ use tower::ServiceExt;
 
 use crate::api::Api;
 use agent_routes::AgentRoutes;
+use tasks::Tasks;
 
 /// The largest `/mcp` request body: a `wait_for_user_input` message fits the hub's 1 MiB
 /// JSON limit, and the JSON-RPC envelope around it gets room of its own.
@@ -78,10 +80,14 @@ impl McpEndpoint {
         let hub_itself =
             HubClient::in_process(Arc::new(AgentRoutes::for_hub(agent_routes.clone())));
         let delivery = Delivery::new(hub_itself.clone());
+        let calls = Arc::new(AtomicI64::new(1));
+        let hub = &agent_routes.state().hub;
+        let tasks = Tasks::open(hub.store().clone(), calls.clone(), hub.config().wait_grace);
         let template = RemoteAgent {
             bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
             agent_routes,
-            calls: Arc::new(AtomicI64::new(1)),
+            calls,
+            tasks,
         };
         let config = StreamableHttpServerConfig::default()
             // The hub's front door checks Host and Origin for every route, this one too.
@@ -177,6 +183,7 @@ struct RemoteAgent {
     /// Request ids unique in this hub: the shared delivery bookkeeping is keyed by them,
     /// and every client numbers its own requests from 0.
     calls: Arc<AtomicI64>,
+    tasks: Tasks,
 }
 
 impl RemoteAgent {
@@ -210,6 +217,10 @@ impl RemoteAgent {
 impl ServerHandler for RemoteAgent {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.bridge.get_info();
+        info.capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
         info.server_info = Implementation::new("holdline-hub", env!("CARGO_PKG_VERSION"));
         info
     }
@@ -220,6 +231,9 @@ impl ServerHandler for RemoteAgent {
         mut ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let bridge = self.bridge_for(&ctx)?;
+        if request.name == "wait_for_user_input" && tasks::client_does_tasks(&ctx) {
+            return self.tasks.start(bridge, request, ctx).await;
+        }
         let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
         ctx.id = id.clone();
         let answer = bridge.call_tool(request, ctx).await;
@@ -227,6 +241,23 @@ impl ServerHandler for RemoteAgent {
         // the stream gets the reply again on its next call (the `resume` rule).
         bridge.result_written(&id);
         answer
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let bridge = self.bridge_for(&ctx)?;
+        self.tasks.get(&request.task_id, bridge, ctx)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, &ctx).await
     }
 
     async fn list_tools(

@@ -562,6 +562,20 @@ impl Store {
         Ok(())
     }
 
+    pub fn meta_remove(&self, name: &str) -> Result<(), StoreError> {
+        self.meta.remove(name)?;
+        Ok(())
+    }
+
+    /// The names of the meta values that start with `prefix`.
+    pub fn meta_names(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.meta
+            .scan_prefix(prefix)
+            .keys()
+            .map(|k| Ok(String::from_utf8_lossy(&k?).into_owned()))
+            .collect()
+    }
+
     /// How far MongoDB has the session: `(rev, message count)`.
     pub fn synced(&self, token: &Token) -> Result<(u64, u64), StoreError> {
         Ok(match self.synced.get(token.as_str().as_bytes())? {

@@ -128,6 +128,25 @@ impl Bridge {
         }
     }
 
+    /// This bridge waiting with no limit of its own (a task's wait: no client timer runs).
+    pub fn without_limit(&self) -> Bridge {
+        Bridge {
+            max_wait: Some(None),
+            ..self.clone()
+        }
+    }
+
+    /// The last reply id returned on `token` (part of a wait's hub request id).
+    pub fn last_reply(&self, token: &str) -> String {
+        self.delivery.last_reply(token)
+    }
+
+    /// Sets the last reply id of `token` as recorded elsewhere (a task's record), so the
+    /// same message is the same hub request after a restart.
+    pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
+        self.delivery.restore_last_reply(token, reply_id);
+    }
+
     /// The result of `request` reached the client (see [`Delivery::written`]).
     pub fn result_written(&self, request: &rmcp::model::RequestId) {
         self.delivery.written(request);

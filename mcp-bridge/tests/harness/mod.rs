@@ -193,14 +193,31 @@ pub struct TestClient {
     pub name: String,
     pub root: Option<String>,
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// Declares the MCP Tasks extension.
+    pub tasks: bool,
+}
+
+impl TestClient {
+    pub fn named(name: &str) -> TestClient {
+        TestClient {
+            name: name.to_owned(),
+            root: None,
+            progress: Arc::default(),
+            tasks: false,
+        }
+    }
 }
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        let caps = if self.root.is_some() {
-            ClientCapabilities::builder().enable_roots().build()
-        } else {
-            ClientCapabilities::default()
+        let caps = match (self.root.is_some(), self.tasks) {
+            (true, true) => ClientCapabilities::builder()
+                .enable_roots()
+                .enable_tasks()
+                .build(),
+            (true, false) => ClientCapabilities::builder().enable_roots().build(),
+            (false, true) => ClientCapabilities::builder().enable_tasks().build(),
+            (false, false) => ClientCapabilities::default(),
         };
         ClientConfig::new(caps, Implementation::new(self.name.clone(), "1.0"))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
@@ -292,32 +309,58 @@ pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
         .stderr(Stdio::inherit())
         .spawn()?;
     let client = TestClient {
-        name: o.client_name.to_owned(),
         root: o.root.map(str::to_owned),
-        progress: Arc::default(),
+        ..TestClient::named(o.client_name)
     };
     Ok(client.serve(transport).await?)
 }
 
-/// A client of the hub's own `/mcp` (Streamable HTTP) sending `bearer`.
+/// A client named `client_name` of the hub's own `/mcp` (Streamable HTTP) sending `bearer`.
 pub async fn start_remote(
     hub: &TestHub,
     bearer: &str,
     client_name: &str,
 ) -> anyhow::Result<Client> {
-    use rmcp::transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    start_remote_as(hub, bearer, TestClient::named(client_name)).await
+}
+
+/// `client` on the hub's own `/mcp`, sending `bearer`.
+pub async fn start_remote_as(
+    hub: &TestHub,
+    bearer: &str,
+    client: TestClient,
+) -> anyhow::Result<Client> {
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_config(remote_config(hub, bearer));
+    Ok(client.serve(transport).await?)
+}
+
+/// `client` on the hub's own `/mcp` speaking MCP 2026-07-28: `server/discover`, no
+/// session, every request self-contained.
+pub async fn start_remote_stateless(
+    hub: &TestHub,
+    bearer: &str,
+    client: TestClient,
+) -> anyhow::Result<Client> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let mode = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", hub.url()))
-        .auth_header(bearer.to_owned());
-    let client = TestClient {
-        name: client_name.to_owned(),
-        root: None,
-        progress: Arc::default(),
-    };
-    Ok(client
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await?)
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_config(remote_config(hub, bearer));
+    Ok(client.serve_with_lifecycle(transport, mode).await?)
+}
+
+/// Streamable HTTP to the hub's `/mcp` with `Authorization: Bearer <bearer>`.
+fn remote_config(
+    hub: &TestHub,
+    bearer: &str,
+) -> rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig {
+    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!(
+        "{}/mcp",
+        hub.url()
+    ))
+    .auth_header(bearer.to_owned())
 }
 
 pub fn args(v: Value) -> rmcp::model::JsonObject {

@@ -1,0 +1,425 @@
+//! MCP Tasks (SEP-2663, `io.modelcontextprotocol/tasks`) on `/mcp`: a
+//! `wait_for_user_input` from a client that declares the extension becomes a durable task.
+//! Its record survives a hub restart; it is `working` while the wait is open, completes
+//! once with the tool's result, and `tasks/cancel` ends the wait (the session leaves
+//! `waiting`, later replies queue).
+//!
+//! Invariants: a task's result is stored and flushed before its reply is acked at the hub,
+//! so a reply is never consumed without a task holding it; only the credentials that made
+//! a task see or cancel it (any other gets "not found"); a task's wait is held only while
+//! its client polls (`tasks/get`), so a client that went away leaves no ghost wait — its
+//! next `tasks/get` (after a hub restart too) opens the wait again.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use holdline_mcp::tools::Bridge;
+use rmcp::{
+    ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CreateTaskResult, DetailedTask, ErrorData,
+        GetTaskResult, JsonObject, NumberOrString, Task, TaskPayload,
+    },
+    service::{RequestContext, RoleServer},
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::now_ms;
+use crate::store::{Store, StoreError};
+
+/// Where task records live in the store's meta tree: `mcp-task/<id>`.
+const PREFIX: &str = "mcp-task/";
+/// How often a client is asked to poll at most.
+const POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// How long a finished task stays readable.
+const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// What a task record holds; stored as JSON, so fields are only ever added.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    id: String,
+    /// SHA-256 of the credentials that made it (never the credentials).
+    owner: String,
+    created_ms: i64,
+    updated_ms: i64,
+    /// The `wait_for_user_input` arguments, to open the same wait again.
+    arguments: JsonObject,
+    /// The session's last reply id when the task began: the same message is then the same
+    /// hub request after a restart, so it is never stored twice.
+    last_reply: String,
+    state: State,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum State {
+    Working,
+    Completed { result: JsonObject },
+    Failed { error: JsonObject },
+    Cancelled,
+}
+
+/// A task whose wait runs in this process.
+struct Running {
+    stop: CancellationToken,
+    last_polled: Instant,
+}
+
+/// Every task of this hub.
+#[derive(Clone)]
+pub struct Tasks {
+    store: Store,
+    /// A std mutex: map operations only, never across `.await`.
+    running: Arc<Mutex<HashMap<String, Running>>>,
+    /// Ids unique in this hub for the runs' delivery bookkeeping (see `super`).
+    next_id: Arc<std::sync::atomic::AtomicI64>,
+    /// A task's wait is closed when its client has not polled for this long: the hub's
+    /// `wait_grace_sec`, the rule for every unpolled wait (`None`: never).
+    unpolled: Option<Duration>,
+    /// How often clients are asked to poll: often enough for the grace.
+    poll_interval: Duration,
+}
+
+/// Who asked: the SHA-256 of the request's credentials.
+pub fn owner_of(ctx: &RequestContext<RoleServer>) -> String {
+    let credential = ctx
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get(axum::http::header::AUTHORIZATION))
+        .map(|v| v.as_bytes().to_vec())
+        .unwrap_or_default();
+    hex::encode(Sha256::digest(credential))
+}
+
+/// Whether the request declared the tasks extension (at `initialize` or in its `_meta`).
+pub fn client_does_tasks(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
+
+impl Tasks {
+    /// The tasks in `store` (finished ones past their time are dropped); a task's wait
+    /// closes when its client has not polled for `grace` (zero: never).
+    pub fn open(
+        store: Store,
+        next_id: Arc<std::sync::atomic::AtomicI64>,
+        grace: Duration,
+    ) -> Tasks {
+        let unpolled = (!grace.is_zero()).then_some(grace);
+        let poll_interval = unpolled.map_or(POLL_INTERVAL, |g| {
+            (g / 3).clamp(Duration::from_secs(1), POLL_INTERVAL)
+        });
+        let tasks = Tasks {
+            store,
+            running: Arc::default(),
+            next_id,
+            unpolled,
+            poll_interval,
+        };
+        tasks.prune();
+        tasks
+    }
+
+    /// Starts a task for a `wait_for_user_input` call and answers with it.
+    pub async fn start(
+        &self,
+        bridge: Bridge,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let token = arguments
+            .get("token")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default();
+        let now = now_ms();
+        let record = Record {
+            id: format!("task_{}", uuid::Uuid::new_v4().simple()),
+            owner: owner_of(&ctx),
+            created_ms: now,
+            updated_ms: now,
+            last_reply: bridge.last_reply(token),
+            arguments,
+            state: State::Working,
+        };
+        self.save(&record).await.map_err(store_failed)?;
+        self.run(bridge, &record, ctx);
+        Ok(CallToolResponse::Task(CreateTaskResult::new(
+            self.view(&record),
+        )))
+    }
+
+    /// `tasks/get`: the task's state; a working task whose wait is not running (its
+    /// client paused polling, or the hub restarted) opens its wait again.
+    pub fn get(
+        &self,
+        id: &str,
+        bridge: Bridge,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let record = self.owned(id, &owner_of(&ctx))?;
+        if matches!(record.state, State::Working) {
+            let resumed = {
+                let mut running = self.lock();
+                match running.get_mut(id) {
+                    Some(r) => {
+                        r.last_polled = Instant::now();
+                        false
+                    }
+                    None => true,
+                }
+            };
+            if resumed {
+                tracing::info!(task = id, "task's wait opened again");
+                self.run(bridge, &record, ctx);
+            }
+        }
+        Ok(GetTaskResult::new(self.detailed(&record)))
+    }
+
+    /// `tasks/cancel`: the agent stopped waiting; the wait is cancelled at the hub.
+    pub async fn cancel(
+        &self,
+        id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut record = self.owned(id, &owner_of(ctx))?;
+        if !matches!(record.state, State::Working) {
+            return Ok(());
+        }
+        record.state = State::Cancelled;
+        record.updated_ms = now_ms();
+        self.save(&record).await.map_err(store_failed)?;
+        if let Some(r) = self.lock().get(id) {
+            r.stop.cancel();
+        }
+        Ok(())
+    }
+
+    /// Runs the task's wait in the background until a result, a cancel, or its client
+    /// stops polling.
+    fn run(&self, bridge: Bridge, record: &Record, ctx: RequestContext<RoleServer>) {
+        let stop = CancellationToken::new();
+        {
+            let mut running = self.lock();
+            if running.contains_key(&record.id) {
+                return;
+            }
+            running.insert(
+                record.id.clone(),
+                Running {
+                    stop: stop.clone(),
+                    last_polled: Instant::now(),
+                },
+            );
+        }
+        let token = record
+            .arguments
+            .get("token")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default();
+        bridge.restore_last_reply(token, &record.last_reply);
+        let call_id = NumberOrString::Number(
+            self.next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        let mut call_ctx = ctx;
+        call_ctx.id = call_id.clone();
+        call_ctx.ct = stop.clone();
+        // The request that made the task has its answer; progress would name a request
+        // the client no longer waits on.
+        call_ctx.meta.0.remove("progressToken");
+        let request = CallToolRequestParams::new("wait_for_user_input")
+            .with_arguments(record.arguments.clone());
+        let tasks = self.clone();
+        let id = record.id.clone();
+        let watch = self
+            .unpolled
+            .map(|limit| self.watch_polls(id.clone(), stop.clone(), limit));
+        tokio::spawn(async move {
+            let answer = bridge.without_limit().call_tool(request, call_ctx).await;
+            if let Some(watch) = watch {
+                watch.abort();
+            }
+            tasks.lock().remove(&id);
+            let state = match answer {
+                Ok(CallToolResponse::Complete(result)) if is_final(&result) => State::Completed {
+                    result: to_object(&result),
+                },
+                // Cancelled (`tasks/cancel` stored that), its client stopped polling, or the
+                // hub is stopping: the task stays working and its next poll opens the wait.
+                Ok(_) => {
+                    tracing::info!(task = %id, "task's wait closed until its client polls again");
+                    return;
+                }
+                Err(e) => State::Failed {
+                    error: to_object(&e),
+                },
+            };
+            if let Err(e) = tasks.finish(&id, state).await {
+                // Not acked: the reply stays pending at the hub for the next wait.
+                tracing::error!(task = %id, error = %e, "could not store the task's result");
+                return;
+            }
+            bridge.result_written(&call_id);
+        });
+    }
+
+    /// Closes the task's wait when its client stops polling.
+    fn watch_polls(
+        &self,
+        id: String,
+        stop: CancellationToken,
+        limit: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let running = self.running.clone();
+        let every = self.poll_interval;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let idle = running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&id)
+                    .is_none_or(|r| r.last_polled.elapsed() > limit);
+                if idle {
+                    stop.cancel();
+                    return;
+                }
+            }
+        })
+    }
+
+    async fn finish(&self, id: &str, state: State) -> Result<(), StoreError> {
+        let Some(mut record) = self.load(id)? else {
+            return Ok(());
+        };
+        if !matches!(record.state, State::Working) {
+            return Ok(());
+        }
+        record.state = state;
+        record.updated_ms = now_ms();
+        self.save(&record).await
+    }
+
+    fn owned(&self, id: &str, owner: &str) -> Result<Record, ErrorData> {
+        match self.load(id) {
+            Ok(Some(r)) if r.owner == owner => Ok(r),
+            Ok(_) => Err(ErrorData::invalid_params(
+                format!("no task {id:?}: it does not exist, is not yours, or has expired"),
+                None,
+            )),
+            Err(e) => Err(store_failed(e)),
+        }
+    }
+
+    fn load(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        if id.len() > 64 {
+            return Ok(None);
+        }
+        self.store.meta_get(&format!("{PREFIX}{id}"))
+    }
+
+    async fn save(&self, record: &Record) -> Result<(), StoreError> {
+        self.store
+            .meta_put(&format!("{PREFIX}{}", record.id), record)?;
+        self.store.flush().await
+    }
+
+    /// Drops finished tasks older than [`KEPT_FOR`].
+    fn prune(&self) {
+        let cutoff = now_ms() - KEPT_FOR.as_millis() as i64;
+        let names = match self.store.meta_names(PREFIX) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list MCP tasks");
+                return;
+            }
+        };
+        for name in names {
+            let old = self
+                .store
+                .meta_get::<Record>(&name)
+                .ok()
+                .flatten()
+                .is_none_or(|r| !matches!(r.state, State::Working) && r.updated_ms < cutoff);
+            if old && let Err(e) = self.store.meta_remove(&name) {
+                tracing::warn!(error = %e, "could not drop an old MCP task");
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Whether a wait's result ends the task: the reply, or why there will be none (merged,
+/// closed, refused) — not "no reply yet" and not a cancel.
+fn is_final(result: &rmcp::model::CallToolResult) -> bool {
+    let Some(s) = result.structured_content.as_ref() else {
+        return true;
+    };
+    s["status"] != "no_reply_yet" && s["error"]["code"] != "CANCELLED"
+}
+
+fn to_object(value: &impl Serialize) -> JsonObject {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(o)) => o,
+        _ => JsonObject::new(),
+    }
+}
+
+fn store_failed(e: StoreError) -> ErrorData {
+    ErrorData::internal_error(format!("the hub could not store the task: {e}"), None)
+}
+
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+impl Tasks {
+    fn view(&self, record: &Record) -> Task {
+        let mut task = Task::new(
+            record.id.clone(),
+            rmcp::model::TaskStatus::Working,
+            rfc3339(record.created_ms),
+            rfc3339(record.updated_ms),
+        )
+        .with_poll_interval_ms(self.poll_interval.as_millis() as u64);
+        if matches!(record.state, State::Working) {
+            let waited = Duration::from_millis((now_ms() - record.created_ms).max(0) as u64);
+            task = task.with_status_message(format!(
+                "waiting for the person's reply for {}",
+                holdline_mcp::tools::sentences::human_duration(waited)
+            ));
+        }
+        task
+    }
+
+    fn detailed(&self, record: &Record) -> DetailedTask {
+        let payload = match &record.state {
+            State::Working => TaskPayload::Working,
+            State::Completed { result } => TaskPayload::Completed {
+                result: result.clone(),
+            },
+            State::Failed { error } => TaskPayload::Failed {
+                error: error.clone(),
+            },
+            State::Cancelled => TaskPayload::Cancelled,
+        };
+        DetailedTask::new(self.view(record), payload)
+    }
+}
