@@ -15,6 +15,9 @@ use tokio::sync::mpsc;
 use crate::http::Conn;
 use crate::stats::Samples;
 
+/// How long the bridge asks the hub to hold one poll (its `timeoutMs`).
+pub const BRIDGE_POLL_HOLD: Duration = Duration::from_secs(10);
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {

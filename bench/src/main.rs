@@ -153,7 +153,7 @@ impl Scale {
                     sessions: 10_000,
                     rate: 1_000,
                     duration: Duration::from_secs(10),
-                    poll_hold: Duration::from_secs(10),
+                    poll_hold: load::BRIDGE_POLL_HOLD,
                     idle_window: Duration::from_secs(30),
                 },
                 stored_sessions: 100_000,

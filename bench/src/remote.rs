@@ -513,6 +513,32 @@ async fn send_replies(
     ))
 }
 
+/// The same many sessions as the hub sees them from stdio bridges: one
+/// long poll each on a keep-alive connection (`load.rs`'s simulated bridges),
+/// one reply per session on average at `rate`. Answers the idle hub's RSS
+/// with the load's figures.
+pub async fn many_polling(
+    hub_bin: &Path,
+    n: usize,
+    rate: u32,
+    settle: Duration,
+) -> anyhow::Result<(u64, crate::load::LoadFigures)> {
+    let home = tempfile::tempdir()?;
+    let hub = HubProcess::start(hub_bin, &home.path().join("home")).await?;
+    tokio::time::sleep(settle).await;
+    let idle = rss(hub.pid()).unwrap_or(0);
+    let plan = crate::load::LoadPlan {
+        sessions: n,
+        rate,
+        duration: Duration::from_secs_f64((n as f64 / f64::from(rate.max(1))).max(1.0)),
+        poll_hold: crate::load::BRIDGE_POLL_HOLD,
+        idle_window: settle,
+    };
+    let f = crate::load::run(hub.addr, &hub.secret, hub.pid(), &plan).await?;
+    hub.stop()?;
+    Ok((idle, f))
+}
+
 /// The numbers of this part.
 #[derive(Debug, Clone)]
 pub struct RemotePlan {
@@ -631,6 +657,7 @@ pub async fn bench(
     );
 
     let f = many_waiting(&bins.hub, plan.many, plan.rate, plan.settle).await?;
+    let (polling_idle, p) = many_polling(&bins.hub, plan.many, plan.rate, plan.settle).await?;
     let n = f.memory.agents;
     report.reference(
         format!("/mcp hub RSS, {n} remote agents waiting at once"),
@@ -656,6 +683,24 @@ pub async fn bench(
             ms(l.pct(99.0)),
             ms(l.max()),
             l.len()
+        ),
+    );
+    report.reference(
+        format!(
+            "/mcp beside: {n} sessions long-polling as stdio bridges do (simulated), {:.0} replies/s: reply POST → poll answer p50 / p99; hub RSS",
+            p.achieved_rate
+        ),
+        format!(
+            "{} / {} (max {}, {} replies, lost {}, duplicated {}); {} ({} per session over the idle {})",
+            ms(p.latency.median()),
+            ms(p.latency.pct(99.0)),
+            ms(p.latency.max()),
+            p.sent,
+            p.lost,
+            p.duplicated,
+            mib(p.rss_waiting),
+            kib(p.rss_waiting.saturating_sub(polling_idle) / n.max(1) as u64),
+            mib(polling_idle)
         ),
     );
     report.row(
@@ -684,7 +729,11 @@ pub async fn bench(
                "many": {"memory": memory(&f.memory), "setup_s": f.setup.as_secs_f64(),
                         "hub_after": f.hub_after, "latency": samples(&f.latency),
                         "rate": f.achieved_rate, "sent": f.sent, "delivered": f.delivered,
-                        "lost": f.lost, "duplicated": f.duplicated, "errors": f.errors}}),
+                        "lost": f.lost, "duplicated": f.duplicated, "errors": f.errors},
+               "many_polling": {"sessions": n, "hub_idle": polling_idle,
+                                "hub_waiting": p.rss_waiting, "latency": samples(&p.latency),
+                                "rate": p.achieved_rate, "sent": p.sent, "lost": p.lost,
+                                "duplicated": p.duplicated, "errors": p.errors}}),
     );
     Ok(())
 }
