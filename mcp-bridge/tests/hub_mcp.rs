@@ -54,12 +54,12 @@ async fn round_trip(hub: &TestHub, client: &Client) {
         );
     }
 
-    let token = init(&client, "remote work").await.unwrap();
+    let token = init(client, "remote work").await.unwrap();
     let session = hub.session(&token).await.unwrap();
     assert_eq!(session["hostIp"], "127.0.0.1", "binding host: {session}");
 
     let wait = start_call(
-        &client,
+        client,
         "wait_for_user_input",
         json!({"token": token, "message": "step one done"}),
     )
@@ -83,7 +83,7 @@ async fn round_trip(hub: &TestHub, client: &Client) {
     let again = tokio::time::timeout(
         Duration::from_secs(30),
         call(
-            &client,
+            client,
             "wait_for_user_input",
             json!({"token": token, "message": "step two done", "resume": resume, "timeoutSec": 2}),
         ),
