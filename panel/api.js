@@ -69,6 +69,10 @@ export const api = {
   merge: (fromToken, toToken) => call('POST', `/api/sessions/${enc(fromToken)}/merge`, { toToken }),
   templates: () => call('GET', '/api/templates'),
   saveTemplates: (templates) => call('PUT', '/api/templates', { templates }),
+  /** `{keys: [{name, createdAt, lastUsedAt}]}`: the agent keys (never their text). */
+  keys: () => call('GET', '/api/keys'),
+  /** Revokes an agent key: refused at once, its open waits end. */
+  revokeKey: (name) => call('DELETE', `/api/keys/${enc(name)}`),
 };
 
 /**

@@ -17,6 +17,7 @@ import { markSeen, seenCount } from './seen.js';
 import { initActions } from './actions.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
+import { initKeys } from './keys.js';
 
 const CLOSED = new Set(['merged', 'archived']);
 const PAGE = 50;
@@ -194,6 +195,7 @@ function wireStatic() {
   $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
   notify.initNotifySettings(drawToolbar);
+  initKeys();
   notify.registerWorker((token) => select(token));
   document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });
   let searchTimer = null;
@@ -246,6 +248,7 @@ function drawToolbar() {
   const on = notify.enabled();
   const bell = $('#notify-toggle');
   bell.replaceChildren(icon(on ? 'bell' : 'bellOff'));
+  $('#keys-open').replaceChildren(icon('key'));
   // Notifications on but the page cannot show them (plain http on the LAN): the bell says so.
   const blocked = on && notify.blocker();
   bell.title = `${on ? t('notifyOn') : t('notifyOff')}${blocked ? ` — ${t(`blocked.${blocked}`, { host: location.host })}` : ''} (${t('notifySettings')})`;

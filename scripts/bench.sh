@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark of docs/benchmarks.md in one command, on release builds:
-# the hub figures (holdline-bench hub), the bridge figures (holdline-bench bridge)
+# the hub figures (holdline-bench hub: over the stdio bridge and over /mcp),
+# the bridge figures (holdline-bench bridge)
 # and the side-by-side comparison with mcp-feedback-enhanced (scripts/bench-peer.sh).
 # Prints the machine and the tables; keeps a copy in target/bench/. On a shared
 # machine, run it as `nice -n -10 scripts/bench.sh` (root) to keep other work's
@@ -45,6 +46,7 @@ part() { # title, json name, command...
 bench=target/release/holdline-bench
 part "Hub: reply latency, large store" hub "$bench" hub --only reply,stored
 part "Hub: 10,000 waiting under 1,000 replies/s" load "$bench" hub --only load
+part "Hub: /mcp beside the stdio bridge, 1,000 remote agents" remote "$bench" hub --only remote
 part "Bridge (rmcp client)" bridge "$bench" bridge
 if [ "$peer" = 1 ]; then
   part "Side by side with the peer (MCP Python SDK client)" peer scripts/bench-peer.sh --bin-dir target/release

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Keeps the benchmark harness working: runs `holdline-bench hub --quick` and
 # `holdline-bench bridge --quick` on the debug binaries and checks that they ran
-# and printed every figure, and that the peer comparison's `floor-server` answers
+# and printed every figure (the hub's /mcp beside the stdio bridge included), and that the peer comparison's `floor-server` answers
 # a tool call. Timings are not judged here (debug build, small numbers); real
 # figures come from scripts/bench.sh on release builds.
 # Ends with `bench: N passed, M failed`; exits non-zero on failure.
@@ -66,8 +66,16 @@ if run "hub --quick" "$out/hub" hub --quick; then
     '^| hub start, 2000 stored sessions' \
     '^| hub RSS, 2000 stored sessions, idle | [0-9.]* MiB' \
     '^| hub RSS, 2000 stored sessions, after the panel.s list paged through all | [0-9.]* MiB' \
-    '^| hub idle, nothing waiting'
-  check "hub --quick --json" "$out/hub.json" '"reply"' '"load"' '"stored"'
+    '^| hub idle, nothing waiting' \
+    '^| /mcp reply latency: reply POST → tool result at an rmcp client over Streamable HTTP (20 replies) p50 / p99 | [0-9.]* ms / [0-9.]* ms' \
+    '^| /mcp beside: the same through the stdio bridge, rounds alternated on the same hub (20 replies) p50 / p99 | [0-9.]* ms / [0-9.]* ms' \
+    '^| /mcp memory per waiting remote agent (5 waiting).* | [0-9.]* KiB (hub idle' \
+    '^| /mcp beside: memory per waiting stdio agent (5 waiting).* | [0-9.]* MiB = bridge [0-9.]* MiB + hub [0-9.]* KiB' \
+    '^| /mcp hub RSS, 50 remote agents waiting at once | [0-9.]* MiB' \
+    '^| /mcp 50 remote agents waiting, one reply each at [0-9]* replies/s: reply POST → tool result p50 / p99 | [0-9.]* ms / [0-9.]* ms (max [0-9.]* ms, 50 results)' \
+    '^| /mcp beside: 50 sessions long-polling as stdio bridges do (simulated), [0-9]* replies/s: reply POST → poll answer p50 / p99; hub RSS | [0-9.]* ms / [0-9.]* ms (max [0-9.]* ms, [0-9]* replies, lost 0, duplicated 0); [0-9.]* MiB' \
+    '^| /mcp 50 remote agents: replies lost / duplicated | 0 / 0 (delivered 50 of 50 sent, errors 0)'
+  check "hub --quick --json" "$out/hub.json" '"reply"' '"load"' '"stored"' '"remote"'
 fi
 if run "bridge --quick" "$out/bridge" bridge --quick; then
   check "bridge --quick" "$out/bridge" \

@@ -4,8 +4,9 @@
 # when missing, then drives them all headless against the fake model with node's test
 # runner. Builds nothing: uses target/debug/holdline-hub and holdline-mcp, or
 # $HOLDLINE_HUB_BIN / $HOLDLINE_MCP_BIN (the caller runs `cargo build --workspace`).
-# The stdio checks (run.test.mjs, abandoned.test.mjs) run first, then the same clients
-# against the hub's /mcp (remote.test.mjs).
+# Files: the clients with the stdio bridge (run.test.mjs, abandoned.test.mjs), the
+# installer's remote entry read back (remote-entry.test.mjs), and the same clients
+# against the hub's /mcp with an agent key (remote.test.mjs).
 #
 #   scripts/test-clients.sh                               every client
 #   HOLDLINE_CLIENTS=claude-code,gemini scripts/test-clients.sh
@@ -51,8 +52,9 @@ cd tests/clients
 # Each file's clients run in parallel inside it, the files one after another. Where a network namespace with only
 # loopback can be made (root, or user namespaces allowed), the whole run is inside one:
 # hub, fake model and clients reach each other on 127.0.0.1 and nothing else at all.
+# remote-entry.test.mjs: the installer's remote entry read back by each client.
 # remote.test.mjs: the same clients against the hub's /mcp over Streamable HTTP (no bridge).
-run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs remote.test.mjs)
+run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs remote-entry.test.mjs remote.test.mjs)
 if [[ -z "${HOLDLINE_CLIENTS_NO_UNSHARE:-}" ]] && command -v ip >/dev/null &&
   unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
   echo "test-clients: inside a network namespace with only loopback"

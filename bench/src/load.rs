@@ -15,6 +15,9 @@ use tokio::sync::mpsc;
 use crate::http::Conn;
 use crate::stats::Samples;
 
+/// How long the bridge asks the hub to hold one poll (its `timeoutMs`).
+pub const BRIDGE_POLL_HOLD: Duration = Duration::from_secs(10);
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
@@ -259,7 +262,8 @@ async fn register(conn: &mut Conn, token: &str, i: usize, round: u64) -> anyhow:
         .to_owned())
 }
 
-async fn wait_for_waiting(addr: SocketAddr, secret: &str, n: usize) -> anyhow::Result<()> {
+/// Until the hub's `/healthz` counts `n` sessions waiting (at most 60 s).
+pub async fn wait_for_waiting(addr: SocketAddr, secret: &str, n: usize) -> anyhow::Result<()> {
     let mut conn = Conn::connect(addr, secret).await?;
     let until = Instant::now() + Duration::from_secs(60);
     loop {

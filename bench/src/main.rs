@@ -1,7 +1,8 @@
 //! `holdline-bench`: runs the real `holdline-hub` and `holdline-mcp`
 //! binaries as processes and measures the figures of docs/benchmarks.md —
 //! reply latency through the bridge, many waiting sessions under reply load,
-//! memory, start time on a large store, idle cost, bridge cold start.
+//! memory, start time on a large store, idle cost, bridge cold start, and the
+//! hub's `/mcp` beside the stdio bridge.
 //!
 //! `--quick` runs small numbers to check the harness works (scripts/test-bench.sh);
 //! real figures need release builds (scripts/bench.sh).
@@ -13,6 +14,7 @@ mod http;
 mod load;
 mod mcp;
 mod procs;
+mod remote;
 mod stats;
 mod stored;
 
@@ -39,7 +41,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Hub figures: reply latency through the bridge, 10,000 waiting sessions
-    /// under 1,000 replies/s, memory, start with 100,000 stored sessions, idle cost.
+    /// under 1,000 replies/s, memory, start with 100,000 stored sessions, idle cost;
+    /// and `/mcp` beside the stdio bridge (latency, memory, 1,000 remote agents).
     Hub(HubArgs),
     /// Bridge figures: cold start (spawn → tools/list answered) and idle memory.
     Bridge(Common),
@@ -88,6 +91,9 @@ struct HubArgs {
     /// Seconds of reply load (default 10; quick 2).
     #[arg(long, value_name = "S")]
     seconds: Option<u64>,
+    /// Remote agents waiting at once over /mcp (default 1,000; quick 50).
+    #[arg(long, value_name = "N")]
+    agents: Option<usize>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -95,6 +101,8 @@ enum Part {
     Reply,
     Load,
     Stored,
+    /// The hub's `/mcp` beside the stdio bridge.
+    Remote,
 }
 
 /// The numbers a run uses.
@@ -108,6 +116,7 @@ struct Scale {
     stored_idle: Duration,
     bridge_runs: usize,
     bridge_idle: Duration,
+    remote: remote::RemotePlan,
 }
 
 impl Scale {
@@ -129,6 +138,13 @@ impl Scale {
                 stored_idle: Duration::from_secs(1),
                 bridge_runs: 3,
                 bridge_idle: Duration::from_millis(500),
+                remote: remote::RemotePlan {
+                    replies: 20,
+                    memory_agents: 5,
+                    many: 50,
+                    rate: 200,
+                    settle: Duration::from_millis(500),
+                },
             }
         } else {
             Scale {
@@ -137,7 +153,7 @@ impl Scale {
                     sessions: 10_000,
                     rate: 1_000,
                     duration: Duration::from_secs(10),
-                    poll_hold: Duration::from_secs(10),
+                    poll_hold: load::BRIDGE_POLL_HOLD,
                     idle_window: Duration::from_secs(30),
                 },
                 stored_sessions: 100_000,
@@ -147,6 +163,13 @@ impl Scale {
                 stored_idle: Duration::from_secs(10),
                 bridge_runs: 10,
                 bridge_idle: Duration::from_secs(2),
+                remote: remote::RemotePlan {
+                    replies: 200,
+                    memory_agents: 200,
+                    many: 1_000,
+                    rate: 1_000,
+                    settle: Duration::from_secs(1),
+                },
             }
         }
     }
@@ -261,11 +284,14 @@ async fn dispatch(measured: Measured) -> anyhow::Result<()> {
         Measured::Bridge(c) => c,
     };
     let bins = Binaries::locate(common.hub_bin.clone(), common.mcp_bin.clone())?;
+    // A socket per simulated connection: thousands in the load and remote parts.
+    procs::raise_open_files_limit();
     let mut scale = Scale::new(common.quick);
     if let Measured::Hub(a) = &measured {
         scale.load.sessions = a.sessions.unwrap_or(scale.load.sessions).max(1);
         scale.load.rate = a.rate.unwrap_or(scale.load.rate).max(1);
         scale.load.duration = a.seconds.map_or(scale.load.duration, Duration::from_secs);
+        scale.remote.many = a.agents.unwrap_or(scale.remote.many).max(1);
     }
     let mut report = Report {
         quick: common.quick,
@@ -297,6 +323,9 @@ async fn dispatch(measured: Measured) -> anyhow::Result<()> {
                         .unwrap_or_else(|| PathBuf::from("holdline-bench-cache")),
                 };
                 bench_stored(&bins, &scale, &cache, &mut report).await?;
+            }
+            if all || a.only.contains(&Part::Remote) {
+                remote::bench(&bins, &scale.remote, &mut report).await?;
             }
         }
         Measured::Bridge(_) => bench_bridge(&bins, &scale, &mut report).await?,

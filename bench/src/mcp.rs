@@ -1,14 +1,15 @@
 //! Figures taken through the real bridge over stdio with an rmcp client:
 //! cold start (spawn → `tools/list` answered), idle memory of its process
-//! tree, and reply latency (reply POST sent → tool result at the client).
+//! tree, and reply latency (reply POST sent → tool result at the client) —
+//! one round of which ([`one_reply`]) is also how `/mcp` is timed (`remote.rs`).
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::service::{Peer, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -17,7 +18,8 @@ use crate::http::Conn;
 use crate::procs::{HubProcess, tree_rss};
 use crate::stats::Samples;
 
-type Client = RunningService<RoleClient, ()>;
+/// An rmcp client; its handler only says who it is (`clientInfo`, protocol version).
+pub type Client = RunningService<RoleClient, ClientConfig>;
 
 /// A bridge process speaking MCP to us.
 pub struct Bridge {
@@ -41,8 +43,13 @@ impl From<&HubProcess> for HubAddr {
     }
 }
 
-/// Spawns `holdline-mcp` against `hub` and completes `initialize`.
-pub async fn spawn_bridge(mcp: &Path, hub: &HubAddr, cwd: &Path) -> anyhow::Result<Bridge> {
+/// Spawns `holdline-mcp` against `hub` and completes `initialize` as `info`.
+pub async fn spawn_bridge(
+    mcp: &Path,
+    hub: &HubAddr,
+    cwd: &Path,
+    info: ClientConfig,
+) -> anyhow::Result<Bridge> {
     let mut cmd = tokio::process::Command::new(mcp);
     cmd.current_dir(cwd)
         .env("HOLDLINE_HUB", format!("http://{}", hub.addr))
@@ -68,7 +75,7 @@ pub async fn spawn_bridge(mcp: &Path, hub: &HubAddr, cwd: &Path) -> anyhow::Resu
         .spawn()
         .with_context(|| format!("cannot run {}", mcp.display()))?;
     let pid = transport.id().context("the bridge has no pid")?;
-    let client = ().serve(transport).await.context("MCP initialize")?;
+    let client = info.serve(transport).await.context("MCP initialize")?;
     Ok(Bridge { client, pid })
 }
 
@@ -91,7 +98,7 @@ pub async fn bridge_figures(
     let mut rss = Vec::with_capacity(runs);
     for run in 0..=runs {
         let t0 = Instant::now();
-        let b = spawn_bridge(mcp, &hub.into(), cwd).await?;
+        let b = spawn_bridge(mcp, &hub.into(), cwd, ClientConfig::default()).await?;
         let tools = b.client.list_all_tools().await.context("tools/list")?;
         let took = t0.elapsed();
         if tools.len() != 4 {
@@ -113,11 +120,11 @@ pub async fn bridge_figures(
     })
 }
 
-fn args(v: Value) -> rmcp::model::JsonObject {
+pub fn args(v: Value) -> rmcp::model::JsonObject {
     v.as_object().cloned().unwrap_or_default()
 }
 
-fn text_of(r: &CallToolResult) -> String {
+pub fn text_of(r: &CallToolResult) -> String {
     r.content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
@@ -125,69 +132,85 @@ fn text_of(r: &CallToolResult) -> String {
         .join("\n")
 }
 
-/// `replies` rounds of: the agent calls `wait_for_user_input`; once the hub
-/// holds the bridge's long poll, the person's reply is POSTed; the clock runs
-/// from writing that POST to the tool result arriving at the MCP client.
+/// `replies` rounds of [`one_reply`] through a bridge spawned for them.
 pub async fn reply_latency(
     mcp: &Path,
     hub: &HubAddr,
     cwd: &Path,
     replies: usize,
 ) -> anyhow::Result<Samples> {
-    let b = spawn_bridge(mcp, hub, cwd).await?;
-    let r = b
-        .client
-        .call_tool(
-            CallToolRequestParams::new("init_conversation")
-                .with_arguments(args(json!({"cursorTitle": "bench reply latency"}))),
-        )
-        .await?;
-    let token = r
-        .structured_content
-        .as_ref()
-        .and_then(|s| s["token"].as_str())
-        .with_context(|| format!("init_conversation gave no token: {}", text_of(&r)))?
-        .to_owned();
+    let b = spawn_bridge(mcp, hub, cwd, ClientConfig::default()).await?;
+    let token = init_conversation(b.client.peer(), "bench reply latency", json!({})).await?;
     let mut person = Conn::connect(hub.addr, &hub.secret).await?;
     let mut samples = Vec::with_capacity(replies);
-    let peer = b.client.peer().clone();
     for i in 0..replies {
-        let peer = peer.clone();
-        let wait_args = args(json!({"token": token, "message": format!("step {i} done")}));
-        // The clock stops when the tool result reaches the client, which may be
-        // before the person's 200 (that one also waits for the disk).
-        let call = tokio::spawn(async move {
-            let result = peer
-                .call_tool(
-                    CallToolRequestParams::new("wait_for_user_input").with_arguments(wait_args),
-                )
-                .await;
-            (result, Instant::now())
-        });
-        wait_until_waiting(&mut person, &token).await?;
-        // The bridge polls right after its register answers; give that poll
-        // time to reach the hub so the reply wakes a held poll.
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        let text = format!("reply #{i}.");
-        let t0 = Instant::now();
-        let answer = person
-            .post("/api/reply", &json!({"token": token, "text": text}))
-            .await?;
-        answer.ok_json()?;
-        let (result, arrived) = call.await?;
-        let result = result?;
-        let took = arrived - t0;
-        let got = text_of(&result);
-        if result.is_error == Some(true) || !got.contains(&text) {
-            bail!("wait {i} ended without the reply: {got}");
-        }
-        samples.push(took);
-        // The bridge acks after writing the result; let that ack land before the
-        // next call (see .notes-bench.md: an ack racing a new wait closes it).
-        wait_until_acked(&mut person, &token).await?;
+        samples.push(one_reply(b.client.peer(), &mut person, &token, i, json!({})).await?);
     }
     b.client.cancel().await.ok();
     Ok(Samples::new(samples))
+}
+
+/// `init_conversation` titled `title` (plus `extra` arguments); the session's token.
+pub async fn init_conversation(
+    peer: &Peer<RoleClient>,
+    title: &str,
+    extra: Value,
+) -> anyhow::Result<String> {
+    let mut a = args(extra);
+    a.insert("cursorTitle".into(), json!(title));
+    let r = peer
+        .call_tool(CallToolRequestParams::new("init_conversation").with_arguments(a))
+        .await?;
+    Ok(r.structured_content
+        .as_ref()
+        .and_then(|s| s["token"].as_str())
+        .with_context(|| format!("init_conversation gave no token: {}", text_of(&r)))?
+        .to_owned())
+}
+
+/// One round: the agent calls `wait_for_user_input` (with `extra` arguments); once
+/// the hub holds the long poll behind it, the person's reply is POSTed; the time
+/// from writing that POST to the tool result arriving at the MCP client. Returns
+/// once the delivery was acked, so the next round starts from a quiet session.
+pub async fn one_reply(
+    peer: &Peer<RoleClient>,
+    person: &mut Conn,
+    token: &str,
+    i: usize,
+    extra: Value,
+) -> anyhow::Result<Duration> {
+    let peer = peer.clone();
+    let mut wait_args = args(extra);
+    wait_args.insert("token".into(), json!(token));
+    wait_args.insert("message".into(), json!(format!("step {i} done")));
+    // The clock stops when the tool result reaches the client, which may be
+    // before the person's 200 (that one also waits for the disk).
+    let call = tokio::spawn(async move {
+        let result = peer
+            .call_tool(CallToolRequestParams::new("wait_for_user_input").with_arguments(wait_args))
+            .await;
+        (result, Instant::now())
+    });
+    wait_until_waiting(person, token).await?;
+    // The bridge polls right after its register answers; give that poll
+    // time to reach the hub so the reply wakes a held poll.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let text = format!("reply #{i}.");
+    let t0 = Instant::now();
+    let answer = person
+        .post("/api/reply", &json!({"token": token, "text": text}))
+        .await?;
+    answer.ok_json()?;
+    let (result, arrived) = call.await?;
+    let result = result?;
+    let got = text_of(&result);
+    if result.is_error == Some(true) || !got.contains(&text) {
+        bail!("wait {i} ended without the reply: {got}");
+    }
+    // The bridge acks after writing the result; let that ack land before the
+    // next call (docs/benchmarks.md: an ack racing a new wait closed it).
+    wait_until_acked(person, token).await?;
+    Ok(arrived - t0)
 }
 
 async fn wait_until_acked(conn: &mut Conn, token: &str) -> anyhow::Result<()> {

@@ -192,6 +192,31 @@ pub fn tree_rss(pid: u32) -> u64 {
     total
 }
 
+/// How many files (sockets included) a process has open.
+pub fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Raises this process's soft open-files limit to its hard limit (one socket per
+/// simulated connection: 10,000 waiting sessions, two per remote agent) and
+/// answers the limit in force.
+pub fn raise_open_files_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    // An unlimited hard limit cannot be the soft one: then a large finite value.
+    let wanted = limit.maximum.unwrap_or(65_536);
+    if limit.current.is_some_and(|c| c < wanted) {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(wanted),
+                maximum: limit.maximum,
+            },
+        );
+    }
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}
+
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {

@@ -49,6 +49,11 @@ pub fn with_range(s: &Samples, figure: Duration) -> String {
     format!("{} (min {}, max {})", ms(figure), ms(s.min()), ms(s.max()))
 }
 
+/// Bytes as KiB with one decimal.
+pub fn kib(bytes: u64) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}
+
 /// Bytes as MiB with one decimal.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))

@@ -1,6 +1,6 @@
 //! The admin subcommands: they talk HTTP to the running hub (found through
 //! `hub.addr` in the home, else the configured listen address) and, for
-//! export and import when no hub runs, open the store directly.
+//! export, import and agent keys when no hub runs, open the store directly.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -362,6 +362,140 @@ pub async fn import(config: &Config, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The agent keys of a stopped hub, straight from its store (a running hub
+/// holds the store's lock; then the commands go over HTTP).
+fn offline_keys(config: &Config) -> Result<crate::keys::Keys> {
+    let home = Home::new(config.home.clone());
+    home.prepare().map_err(|e| {
+        AdminError::Message(format!("cannot prepare {}: {e}", config.home.display()))
+    })?;
+    let store = crate::store::Store::open(&home.db_dir(), config.cache_bytes)?;
+    Ok(crate::keys::Keys::open(&store)?)
+}
+
+/// The running hub's client, or `None` when no hub answers.
+async fn running(config: &Config) -> Option<Client> {
+    let c = Client::new(config).ok()?;
+    c.is_up().await.then_some(c)
+}
+
+/// `key create --name NAME`: the key alone on stdout's first line, so
+/// `KEY=$(holdline-hub key create --name x | head -1)` works; how to use it on stderr.
+pub async fn key_create(config: &Config, name: &str) -> Result<()> {
+    let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
+    let key = match running(config).await {
+        Some(c) => {
+            let body = serde_json::json!({ "name": name.as_str() });
+            let r = c
+                .call(c.http.post(format!("{}/api/keys", c.base)).json(&body))
+                .await?;
+            r["key"]
+                .as_str()
+                .ok_or_else(|| AdminError::Message("the hub's answer has no key".into()))?
+                .to_owned()
+        }
+        None => {
+            let keys = offline_keys(config)?;
+            keys.create(name.as_str())
+                .await
+                .map_err(|e| AdminError::Message(e.to_string()))?
+                .1
+        }
+    };
+    {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{key}");
+        let _ = stdout.flush();
+    }
+    eprintln!(
+        "Agent key \"{name}\" created. It is shown only this once (the hub keeps its hash).\n\
+         Give it to that machine's agent: HOLDLINE_KEY=<key> in the holdline-mcp entry's env,\n\
+         or the header `Authorization: Bearer <key>` for the hub's /mcp URL.\n\
+         It opens the agent routes only; `holdline-hub key revoke {name}` ends it at once."
+    );
+    Ok(())
+}
+
+/// A time for `key list`: `2026-12-03 19:53 UTC`, or `never`.
+fn when(ms: Option<i64>) -> String {
+    let Some(ms) = ms else {
+        return "never".into();
+    };
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(time::macros::format_description!(
+                "[year]-[month]-[day] [hour]:[minute] UTC"
+            ))
+            .ok()
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// `key list`: name, when made, when last used.
+pub async fn key_list(config: &Config) -> Result<()> {
+    let rows: Vec<(String, Option<i64>, Option<i64>)> = match running(config).await {
+        Some(c) => {
+            let r = c.call(c.http.get(format!("{}/api/keys", c.base))).await?;
+            r["keys"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|k| {
+                    (
+                        k["name"].as_str().unwrap_or("?").to_owned(),
+                        k["createdAt"].as_i64(),
+                        k["lastUsedAt"].as_i64(),
+                    )
+                })
+                .collect()
+        }
+        None => offline_keys(config)?
+            .list()
+            .into_iter()
+            .map(|k| (k.name.to_string(), Some(k.created_ms), k.last_used_ms))
+            .collect(),
+    };
+    if rows.is_empty() {
+        eprintln!("no agent keys yet; make one with `holdline-hub key create --name NAME`");
+        return Ok(());
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(4);
+    println!("{:<width$}  {:<20}  LAST USED", "NAME", "CREATED");
+    for (name, created, used) in rows {
+        println!("{name:<width$}  {:<20}  {}", when(created), when(used));
+    }
+    Ok(())
+}
+
+/// `key revoke NAME`: refused from now on; a running hub ends its open waits
+/// at once, a stopped one when it starts.
+pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
+    let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
+    match running(config).await {
+        Some(c) => {
+            let r = c
+                .call(c.http.delete(format!("{}/api/keys/{name}", c.base)))
+                .await?;
+            let closed = r["closedWaits"].as_u64().unwrap_or(0);
+            println!(
+                "revoked agent key \"{name}\"; {} ended",
+                count(closed, "open wait")
+            );
+        }
+        None => {
+            offline_keys(config)?
+                .revoke(name.as_str())
+                .await
+                .map_err(|e| AdminError::Message(e.to_string()))?;
+            println!(
+                "revoked agent key \"{name}\" (the hub is not running: it ends the key's open waits when it starts)"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,5 +505,11 @@ mod tests {
         assert_eq!(count(0, "session"), "0 sessions");
         assert_eq!(count(1, "session"), "1 session");
         assert_eq!(count(2, "session"), "2 sessions");
+    }
+
+    #[test]
+    fn times_are_shown_in_utc_or_never() {
+        assert_eq!(when(None), "never");
+        assert_eq!(when(Some(0)), "1970-01-01 00:00 UTC");
     }
 }

@@ -1,6 +1,7 @@
 //! Vertical binding (SPEC §3): which IDE chat on which machine owns a session,
 //! and the three check levels; pure logic, no IO.
 
+use crate::keys::KeyName;
 use crate::session::Session;
 
 /// `{workspace}::{cursorTitle}@{hostIp}`.
@@ -21,12 +22,14 @@ impl BindingKey {
     }
 }
 
-/// The caller's fingerprint, as the bridge sends it with every call.
+/// The caller's fingerprint, as the bridge sends it with every call, and the
+/// agent key it called with (`None`: the secret).
 #[derive(Debug, Clone)]
 pub struct Caller<'a> {
     pub cursor_title: &'a str,
     pub workspace: &'a str,
     pub host_ip: &'a str,
+    pub agent_key: Option<&'a KeyName>,
 }
 
 impl Caller<'_> {
@@ -102,6 +105,7 @@ mod tests {
             cursor_title: "Fix CI",
             workspace: "/w",
             host_ip: "10.0.0.2",
+            agent_key: None,
         };
         assert!(same.owns(&s));
         for (t, w, h) in [
@@ -113,6 +117,7 @@ mod tests {
                 cursor_title: t,
                 workspace: w,
                 host_ip: h,
+                agent_key: None,
             };
             assert!(!c.owns(&s));
         }
@@ -125,6 +130,7 @@ mod tests {
             cursor_title: "Fix CI v2",
             workspace: "/w",
             host_ip: "10.0.0.2",
+            agent_key: None,
         };
         match check_wait(&renamed, &s) {
             WaitBinding::Migrate { old_key, new_key } => {
@@ -137,6 +143,7 @@ mod tests {
             cursor_title: "Fix CI",
             workspace: "/w",
             host_ip: "10.0.0.9",
+            agent_key: None,
         };
         assert_eq!(check_wait(&elsewhere, &s), WaitBinding::Rejected);
     }

@@ -73,6 +73,31 @@ pub enum Command {
         #[command(subcommand)]
         action: NotifyAction,
     },
+    /// Agent keys: credentials for one agent machine that open the agent
+    /// routes only, each revocable on its own.
+    Key {
+        #[command(subcommand)]
+        action: KeyAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyAction {
+    /// Make a key: prints it alone on the first line of standard output
+    /// (shown this once; the hub keeps only its hash), how to use it on stderr.
+    Create {
+        /// The key's name, e.g. the machine it is for: 1 to 64 letters, digits, `.`, `_`, `-`.
+        #[arg(long, value_name = "NAME")]
+        name: String,
+    },
+    /// List the keys: name, when made, when last used.
+    List,
+    /// Revoke a key: refused from now on, its open waits end at once.
+    Revoke {
+        /// The key's name (`holdline-hub key list` shows them).
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

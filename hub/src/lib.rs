@@ -13,6 +13,7 @@
 //! - [`sync`]        the only code that knows MongoDB (optional)
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`logins`]      the panel's login sessions (revocable cookie ids)
+//! - [`keys`]        agent keys: hashed, scoped to the agent routes, revocable
 //! - [`api`]         the only code that knows HTTP and JSON
 //! - [`mcp`]         `/mcp`: the bridge's tools over Streamable HTTP, calling the agent routes in process
 //! - [`server`]      connections, framing and their time limits
@@ -34,6 +35,7 @@ pub mod config;
 pub mod home;
 pub mod hub;
 pub mod interchange;
+pub mod keys;
 pub mod log_file;
 pub mod logins;
 pub mod mcp;
@@ -106,12 +108,22 @@ pub async fn run(
         Some(uri) => Some(sync::Sync::start(hub.clone(), uri).await?),
         None => None,
     };
+    let keys = keys::Keys::open(hub.store())?;
+    // A key revoked while the hub was stopped (`key revoke` opens the store
+    // then) still had open waits on disk: close them before anyone polls.
+    if hub.close_waits_of_keys(|k| !keys.is_live(k)) > 0 {
+        hub.flush().await.map_err(|e| match e {
+            hub::HubError::Store(s) => RunError::Store(s),
+            other => RunError::Serve(std::io::Error::other(other.to_string())),
+        })?;
+    }
     let state = api::AppState {
         sync,
         hub: hub.clone(),
         secret: Arc::new(api::guard::Secret::new(
             secret,
             logins::Logins::open(hub.store())?,
+            keys,
         )),
         logins: Arc::default(),
         refusals: Arc::default(),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use holdline_hub::config::{self, Cli, Command, Config, NotifyAction};
+use holdline_hub::config::{self, Cli, Command, Config, KeyAction, NotifyAction};
 use holdline_hub::{admin, home::Home};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -81,6 +81,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Notify {
             action: NotifyAction::Test,
         } => Ok(admin::notify_test(&config).await?),
+        Command::Key { action } => Ok(match action {
+            KeyAction::Create { name } => admin::key_create(&config, &name).await,
+            KeyAction::List => admin::key_list(&config).await,
+            KeyAction::Revoke { name } => admin::key_revoke(&config, &name).await,
+        }?),
         Command::Config => {
             print!("{}", config.to_masked_toml());
             Ok(())

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::keys::KeyName;
+
 /// Milliseconds since the Unix epoch, the time unit of every stored field.
 pub type Millis = i64;
 
@@ -312,6 +314,10 @@ pub struct OpenWait {
     pub wait_id: String,
     pub request_id: String,
     pub since: Millis,
+    /// The agent key it was registered with (`None`: the secret); revoking
+    /// that key closes the wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<KeyName>,
 }
 
 /// Why a wait ended, as its late polls are told.
@@ -325,6 +331,9 @@ pub enum WaitEnd {
     Archived,
     /// Nobody polled it for the hub's grace period: the agent behind it is gone.
     Expired,
+    /// The agent key it was registered with was revoked.
+    #[serde(rename = "key_revoked")]
+    KeyRevoked,
 }
 
 impl WaitEnd {
@@ -336,6 +345,7 @@ impl WaitEnd {
             WaitEnd::Merged => "merged",
             WaitEnd::Archived => "archived",
             WaitEnd::Expired => "expired",
+            WaitEnd::KeyRevoked => "key_revoked",
         }
     }
 }
@@ -422,6 +432,11 @@ pub struct Session {
     /// Every move of the session from one hub to another.
     #[serde(default)]
     pub adoptions: Vec<Adoption>,
+    /// The agent key the last binding call (init, select, wait, merge) was
+    /// made with; `None` when the secret made it. A key reads only the
+    /// sessions it bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_key: Option<KeyName>,
 }
 
 /// A hub taking over a session from another (SPEC §7, multi-hub).
@@ -463,6 +478,7 @@ impl Session {
             rev: 1,
             mirror: false,
             adoptions: Vec::new(),
+            bound_key: None,
         }
     }
 
@@ -604,6 +620,7 @@ mod tests {
             wait_id: "w1".into(),
             request_id: "q".into(),
             since: 0,
+            key: None,
         });
         s.reply_delivered(&QueuedReply::new("go".into(), vec![], true));
         assert_eq!((s.auto_streak, s.status), (1, Status::Running));
@@ -632,6 +649,7 @@ mod tests {
                 wait_id: format!("w{i}"),
                 request_id: String::new(),
                 since: 0,
+                key: None,
             });
             s.close_wait(WaitEnd::Superseded);
         }

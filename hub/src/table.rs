@@ -213,6 +213,7 @@ mod tests {
                         wait_id: format!("w{i}"),
                         request_id: format!("r{i}"),
                         since: 1_000 + i as i64,
+                        key: None,
                     });
                 }
                 w.session(&s);

@@ -1,5 +1,5 @@
 //! Bridge configuration from the environment: hub list (or the local hub, found where it
-//! really listens), secret source, host id, wait limits.
+//! really listens), the credential (an agent key, else the secret), host id, wait limits.
 
 use std::{
     net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket},
@@ -18,7 +18,7 @@ pub const DEFAULT_POLL_HOLD: Duration = Duration::from_secs(10);
 pub struct Config {
     /// Hub base URLs without a trailing slash, primary first.
     pub hubs: Vec<String>,
-    /// Where the secret comes from.
+    /// Where the credential comes from: `HOLDLINE_KEY`, else the secret.
     pub secret: SecretSource,
     /// The holdline home (`HOLDLINE_HOME`, else `~/.holdline`).
     pub home: PathBuf,
@@ -38,10 +38,14 @@ pub struct Config {
     pub poll_hold: Duration,
 }
 
-/// The secret is either given or read from the home folder; the file is re-read on demand
-/// because an auto-started hub writes it after the bridge has started.
+/// What the bridge sends as its Bearer: an agent key (`HOLDLINE_KEY`, made with
+/// `holdline-hub key create`; opens the agent routes only), else the hub's secret, given or
+/// read from the home folder; the file is re-read on demand because an auto-started hub
+/// writes it after the bridge has started.
 #[derive(Debug, Clone)]
 pub enum SecretSource {
+    /// `HOLDLINE_KEY`.
+    Key(String),
     /// `HOLDLINE_SECRET`.
     Given(String),
     /// `<home>/secret`.
@@ -52,7 +56,7 @@ impl SecretSource {
     /// The secret now, or `None` when the file does not exist (yet) or is empty.
     pub fn read(&self) -> Option<String> {
         match self {
-            SecretSource::Given(s) => Some(s.clone()),
+            SecretSource::Key(s) | SecretSource::Given(s) => Some(s.clone()),
             SecretSource::File(path) => std::fs::read_to_string(path)
                 .ok()
                 .map(|s| s.trim().to_owned())
@@ -60,9 +64,15 @@ impl SecretSource {
         }
     }
 
+    /// Whether the credential is an agent key (a 401 then means the key was refused).
+    pub fn is_key(&self) -> bool {
+        matches!(self, SecretSource::Key(_))
+    }
+
     /// Where the secret comes from, for error messages.
     pub fn describe(&self) -> String {
         match self {
+            SecretSource::Key(_) => "HOLDLINE_KEY".to_owned(),
             SecretSource::Given(_) => "HOLDLINE_SECRET".to_owned(),
             SecretSource::File(path) => path.display().to_string(),
         }
@@ -89,9 +99,10 @@ impl Config {
             Some(list) => parse_hub_list(&list),
             None => vec![local_hub(&home, nonempty("HOLDLINE_LISTEN").as_deref())],
         };
-        let secret = match nonempty("HOLDLINE_SECRET") {
-            Some(s) => SecretSource::Given(s),
-            None => SecretSource::File(home.join("secret")),
+        let secret = match (nonempty("HOLDLINE_KEY"), nonempty("HOLDLINE_SECRET")) {
+            (Some(k), _) => SecretSource::Key(k),
+            (None, Some(s)) => SecretSource::Given(s),
+            (None, None) => SecretSource::File(home.join("secret")),
         };
         let host_ip = nonempty("HOLDLINE_HOST_ID").unwrap_or_else(primary_ipv4);
         let max_wait = nonempty("HOLDLINE_MAX_WAIT_SEC")
@@ -241,6 +252,17 @@ mod tests {
         assert!(matches!(c.secret, SecretSource::File(ref p) if p == &PathBuf::from("/x/secret")));
         let c = config(&[("HOME", "/home/u")]);
         assert_eq!(c.home, PathBuf::from("/home/u/.holdline"));
+    }
+
+    #[test]
+    fn an_agent_key_is_sent_instead_of_the_secret() {
+        let c = config(&[("HOLDLINE_KEY", " hlk_k "), ("HOLDLINE_SECRET", "s3")]);
+        assert!(matches!(c.secret, SecretSource::Key(ref k) if k == "hlk_k"));
+        assert!(c.secret.is_key());
+        assert_eq!(c.secret.read().as_deref(), Some("hlk_k"));
+        assert_eq!(c.secret.describe(), "HOLDLINE_KEY");
+        let c = config(&[("HOLDLINE_KEY", " "), ("HOLDLINE_SECRET", "s3")]);
+        assert!(!c.secret.is_key());
     }
 
     #[test]

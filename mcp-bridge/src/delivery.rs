@@ -88,6 +88,51 @@ struct State {
     unconfirmed: HashMap<String, Unconfirmed>,
     /// Per token, the `resume` values handed out most recently, oldest first.
     issued: HashMap<String, VecDeque<String>>,
+    /// The tokens the per-token maps may hold, oldest first, at most [`TOKENS_KEPT`]: a
+    /// hub serves agents for months, and a session whose agent never calls again must
+    /// not keep its last reply (images too) for good.
+    tokens: VecDeque<String>,
+    known_tokens: HashSet<String>,
+    /// `returned` in the order written, at most [`RETURNED_KEPT`].
+    returned_order: VecDeque<String>,
+}
+
+impl State {
+    /// Notes that per-token state is kept for `token`; forgets the oldest tokens' state
+    /// past [`TOKENS_KEPT`] (never a token a call waits on now). A forgotten token only
+    /// loses the repeat of an unseen reply, as after a bridge restart.
+    fn remember(&mut self, token: &str) {
+        if !self.known_tokens.insert(token.to_owned()) {
+            return;
+        }
+        self.tokens.push_back(token.to_owned());
+        let mut kept = 0;
+        while self.tokens.len() > TOKENS_KEPT && kept < self.tokens.len() {
+            let oldest = self.tokens.pop_front().expect("not empty");
+            if self.current.contains_key(&oldest) || self.lingering.contains_key(&oldest) {
+                self.tokens.push_back(oldest);
+                kept += 1;
+                continue;
+            }
+            self.known_tokens.remove(&oldest);
+            self.last_reply.remove(&oldest);
+            self.unconfirmed.remove(&oldest);
+            self.issued.remove(&oldest);
+        }
+    }
+
+    /// Records `reply_id` as written; the oldest past [`RETURNED_KEPT`] are forgotten (the
+    /// hub has their acks by then, so it never sends them again).
+    fn returned(&mut self, reply_id: &str) {
+        if self.returned.insert(reply_id.to_owned()) {
+            self.returned_order.push_back(reply_id.to_owned());
+            if self.returned_order.len() > RETURNED_KEPT
+                && let Some(old) = self.returned_order.pop_front()
+            {
+                self.returned.remove(&old);
+            }
+        }
+    }
 }
 
 /// A reply written to the client that the agent has not yet shown it saw.
@@ -98,6 +143,10 @@ struct Unconfirmed {
     returned_again: u32,
 }
 
+/// How many sessions' delivery state is kept (see `State::tokens`).
+const TOKENS_KEPT: usize = 4096;
+/// How many written reply ids are remembered.
+const RETURNED_KEPT: usize = 16_384;
 /// How many `resume` values per token the bridge remembers having handed out.
 const ISSUED_KEPT: usize = 32;
 /// How often one reply is returned again before the bridge takes it as seen (an agent that
@@ -209,7 +258,9 @@ impl Delivery {
     /// [`crate::tools::Bridge::restore_last_reply`]).
     pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
         if !reply_id.is_empty() {
-            self.state()
+            let mut state = self.state();
+            state.remember(token);
+            state
                 .last_reply
                 .entry(token.to_owned())
                 .or_insert_with(|| reply_id.to_owned());
@@ -259,6 +310,7 @@ impl Delivery {
     pub fn issue_resume(&self, token: &str) -> String {
         let resume = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
         let mut state = self.state();
+        state.remember(token);
         let issued = state.issued.entry(token.to_owned()).or_default();
         if issued.len() == ISSUED_KEPT {
             issued.pop_front();
@@ -306,7 +358,8 @@ impl Delivery {
                 return;
             };
             state.claimed.remove(&ack.reply.id);
-            state.returned.insert(ack.reply.id.clone());
+            state.returned(&ack.reply.id);
+            state.remember(&ack.token);
             state
                 .last_reply
                 .insert(ack.token.clone(), ack.reply.id.clone());
@@ -400,5 +453,42 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AckingTransport<T> {
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_token_state_is_bounded_and_never_drops_a_token_a_call_waits_on() {
+        let mut state = State::default();
+        state.current.insert(
+            "t_waiting".into(),
+            (RequestId::Number(1), CancellationToken::new()),
+        );
+        state.remember("t_waiting");
+        state.issued.insert("t_waiting".into(), VecDeque::from(["r".to_owned()]));
+        for i in 0..TOKENS_KEPT + 10 {
+            let token = format!("t_{i}");
+            state.remember(&token);
+            state.last_reply.insert(token, format!("reply_{i}"));
+        }
+        assert!(state.tokens.len() <= TOKENS_KEPT + 1);
+        assert_eq!(state.tokens.len(), state.known_tokens.len());
+        assert!(!state.last_reply.contains_key("t_0"), "the oldest is forgotten");
+        assert!(state.last_reply.contains_key(&format!("t_{}", TOKENS_KEPT + 9)));
+        assert!(state.issued.contains_key("t_waiting"), "a waiting token is kept");
+    }
+
+    #[test]
+    fn written_reply_ids_are_bounded() {
+        let mut state = State::default();
+        for i in 0..RETURNED_KEPT + 5 {
+            state.returned(&format!("r_{i}"));
+        }
+        assert_eq!(state.returned.len(), RETURNED_KEPT);
+        assert!(!state.returned.contains("r_0"));
+        assert!(state.returned.contains(&format!("r_{}", RETURNED_KEPT + 4)));
     }
 }

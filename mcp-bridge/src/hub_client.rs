@@ -52,6 +52,10 @@ pub enum HubError {
         /// The `error.message` of the body.
         message: String,
     },
+    /// The hub refused the agent key (`HOLDLINE_KEY`) with 401, or ended a wait because
+    /// the key was revoked.
+    #[error("the hub refused this agent key: it is wrong or was revoked")]
+    KeyRefused,
     /// There is no secret to send.
     #[error("no secret found in {0}")]
     NoSecret(String),
@@ -429,6 +433,10 @@ impl Network {
                 tracing::info!(hub = %hub, "switched to hub");
             }
             self.active.store(i, Ordering::Relaxed);
+            // Any 401 to a key (a wrong secret says otherwise): the key is wrong or revoked.
+            if status == 401 && self.secret.is_key() {
+                return Err(HubError::KeyRefused);
+            }
             return read_answer(hub, status, &bytes);
         }
         Err(last_server_error.unwrap_or(HubError::Unreachable { tried }))
@@ -552,9 +560,20 @@ async fn read_capped(mut response: reqwest::Response) -> reqwest::Result<Option<
 
 /// A hub's answer read by the one rule both routes share: 2xx is the documented JSON,
 /// anything else an API error.
+/// How the hub's 401 for a wrong or revoked agent key begins (`hub/src/api/guard.rs`).
+const KEY_REFUSED: &str = "the hub refused this agent key";
+
 fn read_answer<T: DeserializeOwned>(hub: &str, status: u16, bytes: &[u8]) -> Result<T, HubError> {
     if !(200..300).contains(&status) {
-        return Err(api_error(hub, status, bytes));
+        return Err(match api_error(hub, status, bytes) {
+            // In process (`/mcp`) the caller's own key is sent: refused, it was revoked.
+            HubError::Api {
+                status: 401,
+                message,
+                ..
+            } if message.starts_with(KEY_REFUSED) => HubError::KeyRefused,
+            other => other,
+        });
     }
     serde_json::from_slice(bytes).map_err(|e| HubError::BadAnswer {
         hub: hub.to_owned(),

@@ -59,6 +59,11 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
     client("trae", Some(50), false),
 ];
 
+/// The header a remote entry (`install --url`) sends beside a client timeout `install`
+/// raised: to the hub's `/mcp` what `HOLDLINE_MAX_WAIT_SEC` is to the stdio bridge (the
+/// longest single wait, in seconds), since the hub cannot read the client's environment.
+pub const MAX_WAIT_HEADER: &str = "Holdline-Max-Wait-Sec";
+
 /// Clients not in the table: the MCP TypeScript SDK's 60 s default, minus a margin.
 pub const UNKNOWN_CLIENT_WAIT: u64 = 50;
 

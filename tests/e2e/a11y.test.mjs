@@ -1,6 +1,7 @@
 // a11y.test.mjs — axe-core (from npm, run offline in the page) finds no
 // violation on the login screen, the session list, a conversation, the
-// keep-alive settings, the quick-reply editor and the info/export dialog: light and dark, desktop and phone.
+// keep-alive settings, the quick-reply editor, the info/export dialog and the
+// agent keys (desktop; a phone has no room for them): light and dark, desktop and phone.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ before(async () => {
   await agent.wait('## Done\nThe retry loop in `ci.yml` now waits.\n\n```yaml\nrun: pg_isready\n```\n\n> Go ahead?',
     { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
   await hub.api('POST', '/api/session/config', { token: agent.token, timedReplyEnabled: true, timedReplyIntervalMs: 3_600_000 });
+  await hub.api('POST', '/api/keys', { name: 'laptop' });
 });
 
 after(async () => { if (hub) await hub.stop(); });
@@ -79,6 +81,12 @@ for (const scheme of ['light', 'dark']) {
         await page.getByTestId('session-stats').waitFor();
         await check('info');
         await page.keyboard.press('Escape');
+        if (layout === 'desktop') {
+          await page.getByTestId('keys-open').click();
+          await page.getByTestId('key-row').first().waitFor();
+          await check('agent keys');
+          await page.keyboard.press('Escape');
+        }
       } finally {
         await b.close();
       }

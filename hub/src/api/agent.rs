@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::Method;
 use axum::response::IntoResponse;
+use axum::{Extension, Json};
 use http_body_util::Limited;
 
 use super::dto::*;
@@ -19,7 +19,11 @@ use crate::session::Token;
 
 type Answer<T> = Result<Json<T>, ApiError>;
 
-pub async fn init(State(app): State<AppState>, Body(b): Body<InitBody>) -> Answer<InitAnswer> {
+pub async fn init(
+    State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
+    Body(b): Body<InitBody>,
+) -> Answer<InitAnswer> {
     let out = app.hub.init(InitRequest {
         cursor_title: b.cursor_title,
         workspace: b.workspace,
@@ -27,6 +31,7 @@ pub async fn init(State(app): State<AppState>, Body(b): Body<InitBody>) -> Answe
         new_plan: b.new_plan,
         plan_label: b.plan_label,
         thread_id: b.thread_id,
+        agent_key: who.agent_key().cloned(),
     })?;
     app.hub.flush().await?;
     Ok(Json(InitAnswer {
@@ -37,13 +42,18 @@ pub async fn init(State(app): State<AppState>, Body(b): Body<InitBody>) -> Answe
     }))
 }
 
-pub async fn select(State(app): State<AppState>, Body(b): Body<SelectBody>) -> Answer<TokenStatus> {
+pub async fn select(
+    State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
+    Body(b): Body<SelectBody>,
+) -> Answer<TokenStatus> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
     let caller = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
         host_ip: &b.host_ip,
+        agent_key: who.agent_key(),
     };
     let status = app.hub.select(&t, &caller)?;
     app.hub.flush().await?;
@@ -55,6 +65,7 @@ pub async fn select(State(app): State<AppState>, Body(b): Body<SelectBody>) -> A
 
 pub async fn register(
     State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
     Body(b): Body<RegisterBody>,
 ) -> Answer<RegisterAnswer> {
     let t = token(&b.token)?;
@@ -68,6 +79,7 @@ pub async fn register(
         request_id: b.request_id,
         completion_pct: b.completion_pct,
         next_step: b.next_step,
+        agent_key: who.agent_key().cloned(),
     })?;
     app.hub.flush().await?;
     Ok(Json(RegisterAnswer {
@@ -78,7 +90,7 @@ pub async fn register(
 
 /// `POST /api/wait/poll`, the one request that waits for minutes: answered
 /// beside the router ([`super::Api::answer`]) with the router's checks as plain
-/// calls — the front door, the method, the secret, the JSON body limit — made
+/// calls — the front door, the method, the credential, the JSON body limit — made
 /// before the answer's future is built, so a held poll keeps only what it
 /// needs (the request's head and these checks were most of its memory;
 /// docs/benchmarks.md).
@@ -93,7 +105,7 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
             "the long poll is POST /api/wait/poll",
         ))
     } else {
-        guard::check_secret(&app.secret, &parts.headers)
+        guard::admit(&app.secret, &parts.method, parts.uri.path(), &parts.headers).map(drop)
     };
     drop(parts);
     // Boxed apart and done before the hold: what it needs (the body, the
@@ -175,7 +187,11 @@ pub async fn cancel(State(app): State<AppState>, Body(b): Body<CancelBody>) -> A
     Ok(Json(OK))
 }
 
-pub async fn merge(State(app): State<AppState>, Body(b): Body<MergeBody>) -> Answer<TokenOnly> {
+pub async fn merge(
+    State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
+    Body(b): Body<MergeBody>,
+) -> Answer<TokenOnly> {
     let from = token(&b.from_token)?;
     let to = token(&b.to_token)?;
     app.adopt_if_remote(&from).await;
@@ -184,6 +200,7 @@ pub async fn merge(State(app): State<AppState>, Body(b): Body<MergeBody>) -> Ans
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
         host_ip: &b.host_ip,
+        agent_key: who.agent_key(),
     };
     app.hub.merge(&from, &to, Some(&caller))?;
     app.hub.flush().await?;

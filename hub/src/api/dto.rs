@@ -344,3 +344,50 @@ pub struct ImportAnswer {
     pub imported: usize,
     pub skipped: usize,
 }
+
+/// `POST /api/keys`: a new agent key's name.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeyCreateBody {
+    pub name: String,
+}
+
+/// A new agent key: its text, shown this once.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyCreated {
+    pub name: String,
+    pub key: String,
+}
+
+/// An agent key as lists show it (never its text or hash).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyDto {
+    pub name: String,
+    pub created_at: Millis,
+    pub last_used_at: Option<Millis>,
+}
+
+impl From<crate::keys::KeyInfo> for KeyDto {
+    fn from(k: crate::keys::KeyInfo) -> Self {
+        KeyDto {
+            name: k.name.to_string(),
+            created_at: k.created_ms,
+            last_used_at: k.last_used_ms,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyList {
+    pub keys: Vec<KeyDto>,
+}
+
+/// `DELETE /api/keys/{name}`: the key is refused from now on; its open waits closed.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRevoked {
+    pub ok: bool,
+    pub closed_waits: usize,
+}

@@ -42,11 +42,15 @@ pub async fn stream(
 }
 
 /// `GET /healthz`: liveness and a few counts, no secret needed. With the
-/// secret (or a panel login): the MongoDB sync's last error (the driver's
+/// secret (or a panel login; not an agent key): the MongoDB sync's last error (the driver's
 /// text, with the database's address) and each notification channel's state.
 pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Health> {
     let (sessions, waiting) = app.hub.counts();
-    let authorized = super::guard::is_authorized(&app.secret, &headers);
+    // The person's details only: an agent key sees what everyone sees.
+    let authorized = matches!(
+        super::guard::authenticate(&app.secret, &headers),
+        Ok(super::guard::Caller::Person)
+    );
     let mut mongo = app.sync_state();
     if let Some(serde_json::Value::Object(m)) = &mut mongo
         && !authorized

@@ -1,7 +1,11 @@
 //! Who may talk to the hub (SPEC §8): `Host`/`Origin` checks against DNS
 //! rebinding and cross-site requests, the secret (Bearer) or a live panel
-//! login (cookie, see [`crate::logins`]) on every `/api` route, and the login
-//! rate limit.
+//! login (cookie, see [`crate::logins`]) on every `/api` route, an agent key
+//! (see [`crate::keys`]) on the agent routes only, and the login rate limit.
+//!
+//! Invariant: every authenticated route goes through [`admit`], which tells
+//! the person from an agent ([`Caller`]) and refuses a key on a route that
+//! [`audience`] does not call an agent route.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -10,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::AppState;
 use super::error::ApiError;
+use crate::keys::{KeyName, Keys};
 use crate::logins::{self, Logins};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, Uri, header};
@@ -34,15 +39,25 @@ const LIMITER_ADDRESSES: usize = 10_000;
 const REFUSALS_PER_WINDOW: u32 = 20;
 const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
 
-/// The secret, and the panel logins made with it.
+/// The credentials the hub accepts: the secret, the panel logins made with
+/// it, and the agent keys.
 pub struct Secret {
     value: String,
     logins: Logins,
+    keys: Keys,
 }
 
 impl Secret {
-    pub fn new(value: String, logins: Logins) -> Self {
-        Secret { value, logins }
+    pub fn new(value: String, logins: Logins, keys: Keys) -> Self {
+        Secret {
+            value,
+            logins,
+            keys,
+        }
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// Compares in constant time, so timing does not leak the secret.
@@ -257,33 +272,126 @@ fn host_name(host: &str) -> &str {
     }
 }
 
-/// Requires the secret (Bearer) or the panel's cookie.
-pub async fn require_secret(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    match check_secret(&app.secret, req.headers()) {
-        Ok(()) => next.run(req).await,
+/// Who made a request: the guard puts it in every authenticated request's
+/// extensions, for handlers that answer agents and the person differently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// The secret (Bearer) or a panel login (cookie).
+    Person,
+    /// An agent key, by name.
+    Agent { key: KeyName },
+}
+
+impl Caller {
+    /// The agent key, `None` for the person.
+    pub fn agent_key(&self) -> Option<&KeyName> {
+        match self {
+            Caller::Person => None,
+            Caller::Agent { key } => Some(key),
+        }
+    }
+}
+
+/// Whom a route serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Agents: the secret or an agent key.
+    Agent,
+    /// The person: the secret or a panel login; an agent key is refused (403).
+    Person,
+}
+
+/// The routes an agent key may call, exactly; every other route is the person's.
+const AGENT_ROUTES: &[&str] = &[
+    "/mcp",
+    "/api/init",
+    "/api/select",
+    "/api/wait/register",
+    "/api/wait/poll",
+    "/api/wait/ack",
+    "/api/wait/cancel",
+    "/api/merge",
+];
+
+/// The one table of who may call what: [`AGENT_ROUTES`], and
+/// `GET /api/sessions/{token}` (the handler answers a key only for a session
+/// it bound).
+pub fn audience(method: &Method, path: &str) -> Audience {
+    let session_read = *method == Method::GET
+        && path
+            .strip_prefix("/api/sessions/")
+            .is_some_and(|t| !t.is_empty() && !t.contains('/'));
+    if session_read || AGENT_ROUTES.contains(&path) {
+        Audience::Agent
+    } else {
+        Audience::Person
+    }
+}
+
+/// Requires a credential the route takes, and tells the handler who called
+/// (a [`Caller`] extension).
+pub async fn require_caller(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    match admit(&app.secret, req.method(), req.uri().path(), req.headers()) {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
         Err(e) => e.into_response(),
     }
 }
 
-/// The secret check of every `/api` route, as a plain call (the long poll is
-/// answered beside the router and calls it itself).
-pub fn check_secret(secret: &Secret, headers: &HeaderMap) -> Result<(), ApiError> {
-    if is_authorized(secret, headers) {
-        Ok(())
-    } else {
-        Err(ApiError::unauthorized(
-            "missing or wrong secret: send Authorization: Bearer <the hub's secret> or log in to the panel",
-        ))
+/// The credential check of every authenticated route, as a plain call (the
+/// long poll is answered beside the router and calls it itself; so can any
+/// other entry that answers agents): who called, or why not — 401 for a
+/// missing, wrong or revoked credential, 403 for an agent key on a person's
+/// route.
+pub fn admit(
+    secret: &Secret,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Caller, ApiError> {
+    let caller = authenticate(secret, headers)?;
+    if matches!(caller, Caller::Agent { .. }) && audience(method, path) == Audience::Person {
+        return Err(ApiError::forbidden(
+            "an agent key can only call the agent routes; use the hub's secret or the panel for this one",
+        ));
     }
+    Ok(caller)
 }
 
-pub fn is_authorized(secret: &Secret, headers: &HeaderMap) -> bool {
+/// Who the request's credential names, whatever the route.
+pub fn authenticate(secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiError> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|v| secret.matches(v.trim()));
-    bearer || login_ids(headers).any(|id| secret.logins.is_live(id))
+        .map(str::trim);
+    if let Some(b) = bearer {
+        if crate::keys::looks_like_key(b) {
+            return match secret.keys.verify(b) {
+                Some(key) => Ok(Caller::Agent { key }),
+                None => Err(ApiError::unauthorized(
+                    "the hub refused this agent key: it is wrong or was revoked (`holdline-hub key list` shows the live keys)",
+                )),
+            };
+        }
+        if secret.matches(b) {
+            return Ok(Caller::Person);
+        }
+    }
+    if login_ids(headers).any(|id| secret.logins.is_live(id)) {
+        return Ok(Caller::Person);
+    }
+    Err(ApiError::unauthorized(
+        "missing or wrong secret: send Authorization: Bearer <the hub's secret> or log in to the panel",
+    ))
+}
+
+/// Whether the request carries any credential the hub accepts (connections
+/// that show one keep their room, see `admission`).
+pub fn is_authorized(secret: &Secret, headers: &HeaderMap) -> bool {
+    authenticate(secret, headers).is_ok()
 }
 
 /// The client's address, for the login limit.
@@ -376,6 +484,7 @@ mod tests {
         let s = Secret::new(
             "0123456789abcdef0123456789abcdef".into(),
             Logins::open(&store).unwrap(),
+            Keys::open(&store).unwrap(),
         );
         let mut h = HeaderMap::new();
         assert!(!is_authorized(&s, &h));
@@ -393,6 +502,58 @@ mod tests {
         assert!(is_authorized(&s, &h));
         h.insert(header::COOKIE, format!("{COOKIE}=forged").parse().unwrap());
         assert!(!is_authorized(&s, &h));
+    }
+
+    #[test]
+    fn agent_routes_are_exactly_the_table_and_one_session_read() {
+        for path in AGENT_ROUTES {
+            assert_eq!(audience(&Method::POST, path), Audience::Agent, "{path}");
+        }
+        let t = "/api/sessions/ct_0123456789abcdef0123456789abcdef";
+        assert_eq!(audience(&Method::GET, t), Audience::Agent);
+        for (method, path) in [
+            (Method::POST, t.to_owned()),
+            (Method::GET, format!("{t}/find")),
+            (Method::POST, format!("{t}/archive")),
+            (Method::GET, "/api/sessions".to_owned()),
+            (Method::GET, "/api/sessions/".to_owned()),
+            (Method::POST, "/api/reply".to_owned()),
+            (Method::GET, "/api/keys".to_owned()),
+            (Method::GET, "/api/events".to_owned()),
+            (Method::GET, "/metrics".to_owned()),
+            (Method::POST, "/api/init/".to_owned()),
+        ] {
+            assert_eq!(
+                audience(&method, &path),
+                Audience::Person,
+                "{method} {path}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_key_is_an_agent_and_only_on_agent_routes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path(), 1 << 20).unwrap();
+        let s = Secret::new(
+            "0123456789abcdef0123456789abcdef".into(),
+            Logins::open(&store).unwrap(),
+            Keys::open(&store).unwrap(),
+        );
+        let (name, key) = s.keys().create("laptop").await.unwrap();
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {key}").parse().unwrap(),
+        );
+        let agent = admit(&s, &Method::POST, "/api/init", &h).unwrap();
+        assert_eq!(agent, Caller::Agent { key: name });
+        let refused = admit(&s, &Method::POST, "/api/reply", &h).unwrap_err();
+        assert_eq!(refused.status, axum::http::StatusCode::FORBIDDEN);
+        s.keys().revoke("laptop").await.unwrap();
+        let revoked = admit(&s, &Method::POST, "/api/init", &h).unwrap_err();
+        assert_eq!(revoked.status, axum::http::StatusCode::UNAUTHORIZED);
+        assert!(revoked.message.contains("wrong or was revoked"));
     }
 
     #[test]

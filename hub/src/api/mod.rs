@@ -7,6 +7,7 @@ pub mod dto;
 pub mod error;
 mod events;
 pub mod guard;
+mod keys;
 mod person;
 
 use std::sync::Arc;
@@ -117,19 +118,21 @@ fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
             "/api/import",
             post(person::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
         )
+        .route("/api/keys", get(keys::list).post(keys::create))
+        .route("/api/keys/{name}", axum::routing::delete(keys::revoke))
         .route("/api/whoami", get(person::whoami))
         .route("/api/logout", post(person::logout))
         .route("/api/logout/everywhere", post(person::logout_everywhere))
         .route("/api/events", get(events::stream))
         .route("/metrics", get(events::metrics))
-        .route_layer(from_fn_with_state(state.clone(), guard::require_secret));
+        .route_layer(from_fn_with_state(state.clone(), guard::require_caller));
 
     let mut routes = Router::new().merge(authed);
     if let Some(endpoint) = mcp {
         let answer = move |State(app): State<AppState>, request: Request| {
             let endpoint = endpoint.clone();
             async move {
-                let caller = crate::mcp::check_caller(&app, request.headers());
+                let caller = crate::mcp::check_caller(&app, &request);
                 endpoint.answer(caller, request).await
             }
         };

@@ -1,10 +1,10 @@
 //! Routes the person uses through the panel or the admin CLI: login, replies,
 //! listing and reading sessions, settings, archive, templates, export/import.
 
-use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 
 use super::AppState;
 use super::dto::*;
@@ -158,8 +158,11 @@ pub async fn list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> An
     }))
 }
 
+/// `GET /api/sessions/{token}`. An agent key reads only a session whose
+/// binding it made; any other answers as if it did not exist.
 pub async fn detail(
     State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
     Path(raw): Path<String>,
     Query(q): Query<HistoryQuery>,
 ) -> Answer<SessionDetail> {
@@ -172,6 +175,11 @@ pub async fn detail(
         )));
     }
     let info = app.hub.info(&t)?;
+    if let Some(key) = who.agent_key()
+        && info.session.bound_key.as_ref() != Some(key)
+    {
+        return Err(HubError::NotFound(t).into());
+    }
     let messages = app.hub.messages(&t, q.before, limit)?;
     let next_before = messages.first().map(|(seq, _)| *seq).filter(|seq| *seq > 0);
     Ok(Json(SessionDetail {

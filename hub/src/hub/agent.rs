@@ -17,6 +17,7 @@ impl Hub {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
             host_ip: &req.host_ip,
+            agent_key: req.agent_key.as_ref(),
         };
         let key = caller.key();
         let store = &self.inner.store;
@@ -60,6 +61,7 @@ impl Hub {
                 }
                 w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
                 bind_plan_thread(s, w, &req);
+                s.bound_key = req.agent_key.clone();
                 s.last_active_at = now_ms();
                 Ok(InitOutcome {
                     token: s.token.clone(),
@@ -80,6 +82,7 @@ impl Hub {
         );
         s.keep_alive.continue_prompt = self.inner.config.continue_prompt.clone();
         s.keep_alive.max_auto_streak = self.inner.config.max_auto_streak;
+        s.bound_key = req.agent_key.clone();
         let mut w = Write::new();
         w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
         bind_plan_thread(&mut s, &mut w, &req);
@@ -108,6 +111,7 @@ impl Hub {
                 return Err(rejected(s, caller));
             }
             s.binding_check_count += 1;
+            s.bound_key = caller.agent_key.cloned();
             Ok(s.status)
         })
     }
@@ -130,6 +134,7 @@ impl Hub {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
             host_ip: &req.host_ip,
+            agent_key: req.agent_key.as_ref(),
         };
         let wait_id = self.commit(&req.token, |hub, s, w| {
             ensure_open(s)?;
@@ -146,6 +151,7 @@ impl Hub {
                 WaitBinding::Rejected => return Err(rejected(s, &caller)),
             }
             s.binding_check_count += 1;
+            s.bound_key = req.agent_key.clone();
             let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
             if repeated && let Some(open) = &s.wait {
                 return Ok(open.wait_id.clone());
@@ -170,6 +176,7 @@ impl Hub {
                 wait_id: wait_id.clone(),
                 request_id: req.request_id.clone(),
                 since: now_ms(),
+                key: req.agent_key.clone(),
             });
             let mut queued = hub.inner.store.first_reply(&s.token)?.is_some();
             if !queued
@@ -463,6 +470,9 @@ impl Hub {
             src.merged_into = Some(to.clone());
             src.last_active_at = now_ms();
             dst.binding_check_count += 1;
+            if let Some(caller) = caller {
+                dst.bound_key = caller.agent_key.cloned();
+            }
             src.rev += 1;
             dst.rev += 1;
             w.session(&src).session(&dst);

@@ -1,6 +1,7 @@
 //! Waits live only while an agent is behind them: the watch closes a wait
 //! that nobody has polled for the configured grace period (the bridge was
-//! killed, the machine went away, the client never called again).
+//! killed, the machine went away, the client never called again), and a
+//! revoked agent key's waits close at once.
 //!
 //! Invariant: a wait with a poll in flight is never closed; a closed wait
 //! leaves the session `holding` with its queued replies still queued, so a
@@ -40,7 +41,7 @@ impl Hub {
                 if !self.inner.waiters.unattended(&token, grace) {
                     continue;
                 }
-                match self.expire(&token, &wait_id) {
+                match self.end_wait(&token, &wait_id, WaitEnd::Expired) {
                     Ok(true) => {
                         closed += 1;
                         tracing::info!(%token, "wait closed: no agent polled it within the grace period");
@@ -68,8 +69,35 @@ impl Hub {
             .collect()
     }
 
-    /// Closes `wait_id` as expired if it is still the session's open wait.
-    fn expire(&self, token: &Token, wait_id: &str) -> Result<bool> {
+    /// Closes every open wait registered with an agent key that `revoked`
+    /// names (its agent must not hear a reply; later replies queue); answers
+    /// how many. The caller flushes.
+    pub fn close_waits_of_keys(&self, revoked: impl Fn(&KeyName) -> bool) -> usize {
+        let of_key: Vec<(Token, String)> = self
+            .lock()
+            .waiting()
+            .filter(|s| !s.mirror)
+            .filter_map(|s| {
+                let w = s.wait.as_ref()?;
+                revoked(w.key.as_ref()?).then(|| (s.token.clone(), w.wait_id.clone()))
+            })
+            .collect();
+        let mut closed = 0;
+        for (token, wait_id) in of_key {
+            match self.end_wait(&token, &wait_id, WaitEnd::KeyRevoked) {
+                Ok(true) => {
+                    closed += 1;
+                    tracing::info!(%token, "wait closed: its agent key was revoked");
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(%token, error = %e, "closing a revoked key's wait failed"),
+            }
+        }
+        closed
+    }
+
+    /// Closes `wait_id` for `reason` if it is still the session's open wait.
+    fn end_wait(&self, token: &Token, wait_id: &str, reason: WaitEnd) -> Result<bool> {
         let still_open = self
             .lock()
             .get(token)?
@@ -81,7 +109,7 @@ impl Hub {
             if !s.has_open_wait(wait_id) {
                 return Ok(false);
             }
-            s.close_wait(WaitEnd::Expired);
+            s.close_wait(reason);
             s.status = Status::Holding;
             Ok(true)
         })

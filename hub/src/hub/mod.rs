@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::binding::{self, Caller, WaitBinding};
 use crate::config::{Config, Template};
 use crate::interchange;
+use crate::keys::KeyName;
 use crate::session::{
     Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Summary, Token, WaitEnd,
     now_ms,
@@ -68,6 +69,8 @@ pub struct InitRequest {
     pub new_plan: bool,
     pub plan_label: Option<String>,
     pub thread_id: Option<String>,
+    /// The agent key the call came with (`None`: the secret).
+    pub agent_key: Option<KeyName>,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +92,8 @@ pub struct RegisterRequest {
     pub request_id: String,
     pub completion_pct: Option<u8>,
     pub next_step: Option<String>,
+    /// The agent key the call came with (`None`: the secret); the wait keeps it.
+    pub agent_key: Option<KeyName>,
 }
 
 /// What a poll answers.

@@ -21,7 +21,7 @@ use std::{
 use axum::{
     body::Body,
     extract::{ConnectInfo, Request},
-    http::{HeaderMap, StatusCode, header},
+    http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
 use holdline_mcp::{
@@ -285,8 +285,15 @@ impl ServerHandler for RemoteAgent {
     }
 }
 
-/// The credentials check of `/mcp`: the same rule as every agent route.
-pub fn check_caller(app: &crate::api::AppState, headers: &HeaderMap) -> Result<(), Refusal> {
-    crate::api::guard::check_secret(&app.secret, headers)
-        .map_err(|e| Refusal::unauthorized(e.message))
+/// The credentials check of `/mcp`: the same rule as every agent route (the secret, a
+/// panel login or a live agent key; `/mcp` is in the guard's table of agent routes).
+pub fn check_caller(app: &crate::api::AppState, request: &Request) -> Result<(), Refusal> {
+    crate::api::guard::admit(
+        &app.secret,
+        request.method(),
+        request.uri().path(),
+        request.headers(),
+    )
+    .map(drop)
+    .map_err(|e| Refusal::unauthorized(e.message))
 }

@@ -682,4 +682,4 @@ fn open_error(dir: &Path, e: sled::Error) -> StoreError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

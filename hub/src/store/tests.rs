@@ -125,7 +125,7 @@ fn histories_are_stored_in_chunks_and_read_back_whole() {
 }
 
 /// Opens `dir` again after a drop (sled lets go of its lock shortly after).
-fn reopen(dir: &Path) -> Result<Store, StoreError> {
+pub(crate) fn reopen(dir: &Path) -> Result<Store, StoreError> {
     let mut reopened = Store::open(dir, 1 << 20);
     for _ in 0..50 {
         if !matches!(reopened, Err(StoreError::Locked { .. })) {
@@ -381,6 +381,7 @@ fn a_version_1_store_gets_its_summaries_at_open() {
         wait_id: "w1".into(),
         request_id: "r1".into(),
         since: 42,
+        key: None,
     });
     let mut mirror = Session::new(Token::generate(), "b", "/w", "h", "other");
     mirror.mirror = true;

@@ -1,11 +1,14 @@
 //! Where each client keeps its MCP servers and its rules, and the entry holdline puts
-//! there: shape, per-server timeout and the matching `HOLDLINE_MAX_WAIT_SEC`.
+//! there: the local (stdio) one that runs `holdline-mcp`, or the remote one that reaches the
+//! hub's `/mcp` by URL with an agent key; its shape, per-server timeout and the matching
+//! wait limit (`HOLDLINE_MAX_WAIT_SEC`, or the `Holdline-Max-Wait-Sec` header remotely).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use super::rule::{RULE, RuleKind};
+use crate::limits::MAX_WAIT_HEADER;
 
 /// The clients `install` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,6 +84,26 @@ pub struct ConfigTarget {
     pub entry: Value,
     /// The key holding the server's environment (`env`, or `environment` for opencode).
     pub env_key: &'static str,
+    /// The dotted paths this command decides, replaced whatever the person set there:
+    /// `command` for a local entry; `type`, the URL and the `Authorization` header for a
+    /// remote one.
+    pub decided: Vec<String>,
+    /// Top-level keys only the other transport's entry has (`command`, `env` … for a remote
+    /// entry; `url`, `headers` … for a local one): an entry switching transport loses them.
+    pub other_transport: Vec<String>,
+}
+
+/// `--url` and `--key`: the hub's MCP address and the agent key the entry sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    pub url: String,
+    pub key: String,
+}
+
+impl Remote {
+    fn bearer(&self) -> String {
+        format!("Bearer {}", self.key)
+    }
 }
 
 /// Where the rule goes.
@@ -107,6 +130,8 @@ pub struct Setup<'a> {
     pub command: String,
     /// `--hub`, written as `HOLDLINE_HUB`.
     pub hub: Option<String>,
+    /// `--url` and `--key`: write the remote entry instead of the local one.
+    pub remote: Option<Remote>,
     pub home: PathBuf,
     pub project: PathBuf,
     /// The environment (`CODEX_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`, `APPDATA`).
@@ -153,11 +178,33 @@ impl Setup<'_> {
     }
 }
 
-/// Builds the plan for `client`.
-pub fn plan(client: Client, setup: &Setup) -> Plan {
-    let command = setup.command.as_str();
+impl Client {
+    /// How the client's MCP config file is shaped.
+    pub fn format(self) -> Format {
+        match self {
+            Client::Codex => Format::CodexToml,
+            Client::Continue => Format::ContinueYaml,
+            Client::Vscode => Format::Json("servers"),
+            Client::Opencode => Format::Json("mcp"),
+            _ => Format::Json("mcpServers"),
+        }
+    }
+
+    /// The key holding a local entry's environment.
+    fn env_key(self) -> &'static str {
+        if self == Client::Opencode {
+            "environment"
+        } else {
+            "env"
+        }
+    }
+}
+
+/// holdline's local entry: the client runs `command` (this `holdline-mcp`) over stdio,
+/// with `HOLDLINE_HUB` set when `hub` is given.
+fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
     let mut env = Map::new();
-    if let Some(hub) = &setup.hub {
+    if let Some(hub) = hub {
         env.insert("HOLDLINE_HUB".into(), json!(hub));
     }
     // Where install raises the client's own timeout, the bridge may wait almost that long.
@@ -166,13 +213,148 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         "HOLDLINE_MAX_WAIT_SEC".into(),
         json!(BRIDGE_WAIT_SEC.to_string()),
     );
+    match client {
+        Client::Cursor => json!({"command": command, "args": [], "env": env, "timeout": 600}),
+        // No `timeout`: it would be a hard limit per call. Without one, Claude Code's only
+        // limit a wait meets is its idle watchdog, which the bridge's progress resets, so
+        // one call lasts until the person answers.
+        Client::ClaudeCode | Client::Vscode => {
+            json!({"type": "stdio", "command": command, "args": [], "env": env})
+        }
+        Client::Codex => json!({
+            "command": command, "args": [], "env": env_long,
+            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+            // `codex exec` refuses MCP tools that need approval otherwise.
+            "default_tools_approval_mode": "approve",
+        }),
+        Client::Windsurf | Client::Trae => json!({"command": command, "args": [], "env": env}),
+        Client::Cline => json!({
+            "command": command, "args": [], "env": env_long,
+            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
+        }),
+        Client::Gemini | Client::Qwen => json!({
+            "command": command, "args": [], "env": env_long,
+            "timeout": CLIENT_TIMEOUT_SEC * 1000,
+        }),
+        Client::Copilot => json!({
+            "type": "local", "command": command, "args": [], "env": env, "tools": ["*"],
+        }),
+        Client::Opencode => json!({
+            "type": "local", "command": [command], "environment": env, "enabled": true,
+        }),
+        Client::Continue => json!({
+            "name": super::SERVER_NAME, "command": command, "args": [], "env": env,
+        }),
+    }
+}
+
+/// holdline's remote entry: the client speaks Streamable HTTP to the hub's `/mcp` and
+/// sends the agent key as `Authorization: Bearer`. Each shape is the one the client's own
+/// `mcp add` writes, or its config schema reads (docs/clients.md says which, per client).
+/// The per-server timeout and approval keys are the local entry's; beside a raised
+/// timeout goes the [`MAX_WAIT_HEADER`] in place of `HOLDLINE_MAX_WAIT_SEC`.
+pub fn remote_entry(client: Client, remote: &Remote) -> Value {
+    let url = remote.url.as_str();
+    let headers = json!({"Authorization": remote.bearer()});
+    let mut headers_long = headers.clone();
+    headers_long[MAX_WAIT_HEADER] = json!(BRIDGE_WAIT_SEC.to_string());
+    match client {
+        Client::Cursor => json!({"url": url, "headers": headers, "timeout": 600}),
+        Client::ClaudeCode | Client::Vscode => {
+            json!({"type": "http", "url": url, "headers": headers})
+        }
+        Client::Codex => json!({
+            "url": url, "http_headers": headers_long,
+            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+            "default_tools_approval_mode": "approve",
+        }),
+        Client::Windsurf => json!({"serverUrl": url, "headers": headers}),
+        Client::Trae => json!({"url": url, "headers": headers}),
+        Client::Cline => json!({
+            "type": "streamableHttp", "url": url, "headers": headers_long,
+            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
+        }),
+        Client::Gemini => json!({
+            "type": "http", "url": url, "headers": headers_long,
+            "timeout": CLIENT_TIMEOUT_SEC * 1000,
+        }),
+        Client::Qwen => json!({
+            "httpUrl": url, "headers": headers_long, "timeout": CLIENT_TIMEOUT_SEC * 1000,
+        }),
+        Client::Copilot => json!({"type": "http", "url": url, "headers": headers, "tools": ["*"]}),
+        // `oauth: false`: a refused key is an error to show, not a sign-in to start.
+        Client::Opencode => json!({
+            "type": "remote", "url": url, "headers": headers, "oauth": false, "enabled": true,
+        }),
+        Client::Continue => json!({
+            "name": super::SERVER_NAME, "type": "streamable-http", "url": url,
+            "requestOptions": {"headers": headers},
+        }),
+    }
+}
+
+/// The dotted path of the first member named `key` in `value`, depth first.
+fn path_of(value: &Value, key: &str) -> Option<String> {
+    let obj = value.as_object()?;
+    if obj.contains_key(key) {
+        return Some(key.to_owned());
+    }
+    obj.iter()
+        .find_map(|(k, v)| path_of(v, key).map(|p| format!("{k}.{p}")))
+}
+
+fn top_keys(value: &Value) -> Vec<String> {
+    value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The entry `setup` asks for, the paths it decides, and the other transport's keys.
+fn wanted_entry(client: Client, setup: &Setup) -> (Value, Vec<String>, Vec<String>) {
+    let command = setup.command.as_str();
+    let (entry, other, decided) = match &setup.remote {
+        Some(remote) => {
+            let entry = remote_entry(client, remote);
+            // The transport is holdline's to decide: the hub serves Streamable HTTP only.
+            let decided = ["type", "url", "httpUrl", "serverUrl", "Authorization"]
+                .iter()
+                .filter_map(|k| path_of(&entry, k))
+                .collect();
+            (entry, local_entry(client, command, None), decided)
+        }
+        None => {
+            let placeholder = Remote {
+                url: String::new(),
+                key: String::new(),
+            };
+            (
+                local_entry(client, command, setup.hub.as_deref()),
+                remote_entry(client, &placeholder),
+                vec!["command".to_owned()],
+            )
+        }
+    };
+    let mine = top_keys(&entry);
+    let other_transport = top_keys(&other)
+        .into_iter()
+        .filter(|k| !mine.contains(k))
+        .collect();
+    (entry, decided, other_transport)
+}
+
+/// Builds the plan for `client`.
+pub fn plan(client: Client, setup: &Setup) -> Plan {
     let home = &setup.home;
     let project = &setup.project;
-    let json_target = |path: PathBuf, key: &'static str, entry: Value| ConfigTarget {
+    let (entry, decided, other_transport) = wanted_entry(client, setup);
+    let target = |path: PathBuf| ConfigTarget {
         path,
-        format: Format::Json(key),
-        entry,
-        env_key: "env",
+        format: client.format(),
+        entry: entry.clone(),
+        env_key: client.env_key(),
+        decided: decided.clone(),
+        other_transport: other_transport.clone(),
     };
     let section = |path: PathBuf| RuleTarget {
         path,
@@ -186,12 +368,7 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
     };
     let gemini_like = |dir: &str, rule_file: &str| Plan {
         client,
-        configs: vec![json_target(
-            home.join(dir).join("settings.json"),
-            "mcpServers",
-            json!({"command": command, "args": [], "env": env_long,
-                   "timeout": CLIENT_TIMEOUT_SEC * 1000}),
-        )],
+        configs: vec![target(home.join(dir).join("settings.json"))],
         rule: section(home.join(dir).join(rule_file)),
         trusted_folders: Some(home.join(dir).join("trustedFolders.json")),
     };
@@ -203,25 +380,14 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
     };
     match client {
         Client::Cursor => simple(
-            vec![json_target(
-                home.join(".cursor/mcp.json"),
-                "mcpServers",
-                json!({"command": command, "args": [], "env": env, "timeout": 600}),
-            )],
+            vec![target(home.join(".cursor/mcp.json"))],
             own(
                 project.join(".cursor/rules/holdline.mdc"),
                 "---\ndescription: holdline — keep the conversation going with wait_for_user_input\nalwaysApply: true\n---\n\n",
             ),
         ),
         Client::ClaudeCode => simple(
-            vec![json_target(
-                home.join(".claude.json"),
-                "mcpServers",
-                // No `timeout`: it would be a hard limit per call. Without one, Claude
-                // Code's only limit a wait meets is its idle watchdog, which the bridge's
-                // progress resets, so one call lasts until the person answers.
-                json!({"type": "stdio", "command": command, "args": [], "env": env}),
-            )],
+            vec![target(home.join(".claude.json"))],
             section(home.join(".claude/CLAUDE.md")),
         ),
         Client::Codex => {
@@ -229,62 +395,32 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 .var("CODEX_HOME")
                 .unwrap_or_else(|| home.join(".codex"));
             simple(
-                vec![ConfigTarget {
-                    path: dir.join("config.toml"),
-                    format: Format::CodexToml,
-                    entry: json!({
-                        "command": command, "args": [], "env": env_long,
-                        "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
-                        // `codex exec` refuses MCP tools that need approval otherwise.
-                        "default_tools_approval_mode": "approve",
-                    }),
-                    env_key: "env",
-                }],
+                vec![target(dir.join("config.toml"))],
                 section(dir.join("AGENTS.md")),
             )
         }
         Client::Vscode => simple(
-            vec![json_target(
-                setup.vscode_like_user_dir("Code").join("mcp.json"),
-                "servers",
-                json!({"type": "stdio", "command": command, "args": [], "env": env}),
-            )],
+            vec![target(setup.vscode_like_user_dir("Code").join("mcp.json"))],
             own(
                 project.join(".github/instructions/holdline.instructions.md"),
                 "---\napplyTo: \"**\"\n---\n\n",
             ),
         ),
         Client::Windsurf => simple(
-            vec![json_target(
-                home.join(".codeium/windsurf/mcp_config.json"),
-                "mcpServers",
-                json!({"command": command, "args": [], "env": env}),
-            )],
+            vec![target(home.join(".codeium/windsurf/mcp_config.json"))],
             section(home.join(".codeium/windsurf/memories/global_rules.md")),
         ),
         Client::Trae => simple(
-            vec![json_target(
-                setup.vscode_like_user_dir("Trae").join("mcp.json"),
-                "mcpServers",
-                json!({"command": command, "args": [], "env": env}),
-            )],
+            vec![target(setup.vscode_like_user_dir("Trae").join("mcp.json"))],
             section(project.join(".trae/rules/project_rules.md")),
         ),
         Client::Cline => {
-            let entry = json!({
-                "command": command, "args": [], "env": env_long,
-                "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
-            });
             simple(
                 vec![
-                    json_target(setup.cline_cli_settings(), "mcpServers", entry.clone()),
-                    json_target(
-                        setup.vscode_like_user_dir("Code").join(
-                            "globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-                        ),
-                        "mcpServers",
-                        entry,
-                    ),
+                    target(setup.cline_cli_settings()),
+                    target(setup.vscode_like_user_dir("Code").join(
+                        "globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+                    )),
                 ],
                 own(project.join(".clinerules/holdline.md"), ""),
             )
@@ -292,35 +428,18 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         Client::Gemini => gemini_like(".gemini", "GEMINI.md"),
         Client::Qwen => gemini_like(".qwen", "QWEN.md"),
         Client::Copilot => simple(
-            vec![json_target(
-                home.join(".copilot/mcp-config.json"),
-                "mcpServers",
-                json!({"type": "local", "command": command, "args": [], "env": env,
-                       "tools": ["*"]}),
-            )],
+            vec![target(home.join(".copilot/mcp-config.json"))],
             section(home.join(".copilot/copilot-instructions.md")),
         ),
         Client::Opencode => {
             let dir = setup.xdg_config().join("opencode");
             simple(
-                vec![ConfigTarget {
-                    path: dir.join("opencode.json"),
-                    format: Format::Json("mcp"),
-                    entry: json!({"type": "local", "command": [command],
-                                  "environment": env, "enabled": true}),
-                    env_key: "environment",
-                }],
+                vec![target(dir.join("opencode.json"))],
                 section(dir.join("AGENTS.md")),
             )
         }
         Client::Continue => simple(
-            vec![ConfigTarget {
-                path: home.join(".continue/config.yaml"),
-                format: Format::ContinueYaml,
-                entry: json!({"name": super::SERVER_NAME, "command": command, "args": [],
-                              "env": env}),
-                env_key: "env",
-            }],
+            vec![target(home.join(".continue/config.yaml"))],
             own(
                 project.join(".continue/rules/holdline.md"),
                 "---\nname: holdline\nalwaysApply: true\n---\n\n",

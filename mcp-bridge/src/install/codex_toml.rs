@@ -63,8 +63,17 @@ pub fn without_entry(text: &str) -> Result<Option<String>, TomlError> {
     Ok(Some(doc.to_string()))
 }
 
-/// Sets each key of `fields` whose value differs, recursing into sub-tables.
+/// Makes `table` equal to `fields`: sets each key whose value differs, recursing into
+/// sub-tables, and removes the keys `fields` lacks (an entry that switched transport).
 fn update(table: &mut dyn TableLike, fields: &Map<String, Value>) {
+    let gone: Vec<String> = table
+        .iter()
+        .map(|(k, _)| k.to_owned())
+        .filter(|k| !fields.contains_key(k))
+        .collect();
+    for key in gone {
+        table.remove(&key);
+    }
     for (key, want) in fields {
         if want.is_null() {
             continue;
@@ -170,5 +179,15 @@ mod tests {
             out.contains("[mcp_servers.holdline.env]\nHOLDLINE_SECRET = \"s\"\nX = \"1\""),
             "{out}"
         );
+    }
+
+    #[test]
+    fn keys_the_value_lacks_are_removed() {
+        let text = "[mcp_servers.holdline]\ncommand = \"h\" # mine\nargs = []\nmine = 1\n\n[mcp_servers.holdline.env]\nA = \"1\"\n";
+        let remote = json!({"mine": 1, "url": "http://hub:13458/mcp",
+                            "http_headers": {"Authorization": "Bearer k"}});
+        let out = with_entry(text, &remote).unwrap();
+        assert_eq!(entry(&out).unwrap(), Some(remote), "{out}");
+        assert!(!out.contains("command") && !out.contains("[mcp_servers.holdline.env]"));
     }
 }

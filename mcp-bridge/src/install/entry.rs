@@ -1,7 +1,9 @@
 //! Merging holdline's server entry into the one a person already has: every key they added
 //! stays, keys holdline writes are added when missing, and only the keys the command's
-//! flags decide (`command`, `HOLDLINE_HUB` with `--hub`, everything with `--reset`) are
-//! overwritten. Format-free: entries are JSON values here, whatever file they live in.
+//! flags decide (`command`, `HOLDLINE_HUB` with `--hub`, the URL and key with `--url`,
+//! everything with `--reset`) are overwritten. An entry switching between local (stdio)
+//! and remote loses the other transport's keys and takes the new `type`.
+//! Format-free: entries are JSON values here, whatever file they live in.
 
 use serde_json::{Map, Value};
 
@@ -17,13 +19,20 @@ pub enum Change {
         from: Value,
         to: Value,
     },
+    /// A key of the other transport, taken out when the entry switches.
+    Removed {
+        path: String,
+        value: Value,
+    },
 }
 
 impl Change {
     /// The dotted key path, e.g. `env.HOLDLINE_HUB`.
     pub fn path(&self) -> &str {
         match self {
-            Change::Added { path, .. } | Change::Changed { path, .. } => path,
+            Change::Added { path, .. }
+            | Change::Changed { path, .. }
+            | Change::Removed { path, .. } => path,
         }
     }
 }
@@ -31,19 +40,53 @@ impl Change {
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Change::Added { path, value } => write!(f, "added {path} = {value}"),
-            Change::Changed { path, from, to } => write!(f, "changed {path}: {from} -> {to}"),
+            Change::Added { path, value } => write!(f, "added {path} = {}", shown(path, value)),
+            Change::Changed { path, from, to } => write!(
+                f,
+                "changed {path}: {} -> {}",
+                shown(path, from),
+                shown(path, to)
+            ),
+            Change::Removed { path, value } => {
+                write!(f, "removed {path} (was {})", shown(path, value))
+            }
         }
+    }
+}
+
+/// Whether a key holds a credential: an `Authorization` header, a secret, a key, a token.
+fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["authorization", "secret", "key", "token", "password"]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+/// `value` as the report prints it: credentials (by their key's name) as `"<hidden>"`, so
+/// the terminal and its scrollback never hold them.
+fn shown(path: &str, value: &Value) -> Value {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    if is_secret_name(last) && !value.is_object() {
+        return Value::String("<hidden>".into());
+    }
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shown(k, v))).collect())
+        }
+        other => other.clone(),
     }
 }
 
 /// Which of holdline's keys replace a value the person already has.
 #[derive(Debug, Clone, Default)]
 pub struct Overwrite {
-    /// Dotted paths the flags decide (`command`, `env.HOLDLINE_HUB`).
+    /// Dotted paths the flags decide (`command`, `env.HOLDLINE_HUB`, `url`, …).
     pub paths: Vec<String>,
     /// `--reset`: every key holdline writes.
     pub all: bool,
+    /// Top-level keys of the other transport: an entry holding any of them switches
+    /// transport, so they go and `type` takes holdline's value.
+    pub other_transport: Vec<String>,
 }
 
 impl Overwrite {
@@ -72,7 +115,22 @@ pub fn merge(
         return (wanted.clone(), changes);
     };
     let mut changes = Vec::new();
-    let merged = merge_value(existing, wanted, "", overwrite, &mut changes);
+    let mut existing = existing.clone();
+    let mut overwrite = overwrite.clone();
+    if let Some(have) = existing.as_object_mut() {
+        for key in &overwrite.other_transport {
+            if let Some(value) = have.shift_remove(key) {
+                changes.push(Change::Removed {
+                    path: key.clone(),
+                    value,
+                });
+            }
+        }
+        if !changes.is_empty() {
+            overwrite.paths.push("type".into());
+        }
+    }
+    let merged = merge_value(&existing, wanted, "", &overwrite, &mut changes);
     (merged, changes)
 }
 
@@ -139,7 +197,7 @@ mod tests {
         });
         let overwrite = Overwrite {
             paths: vec!["command".into(), "env.HOLDLINE_HUB".into()],
-            all: false,
+            ..Overwrite::default()
         };
         let (merged, changes) = merge(Some(&have), &want, &overwrite);
         assert_eq!(
@@ -158,8 +216,8 @@ mod tests {
         assert!(changes.is_empty(), "a second run changes nothing");
 
         let reset = Overwrite {
-            paths: vec![],
             all: true,
+            ..Overwrite::default()
         };
         let (reset_v, _) = merge(Some(&merged), &want, &reset);
         assert_eq!(reset_v["timeout"], 3600);
@@ -168,5 +226,48 @@ mod tests {
             "--reset keeps keys holdline does not write"
         );
         assert_eq!(reset_v["env"]["HOLDLINE_SECRET"], "s");
+    }
+
+    #[test]
+    fn switching_transport_drops_the_other_keys_and_takes_the_new_type() {
+        let local = json!({
+            "type": "stdio", "command": "/x/holdline-mcp", "args": [],
+            "env": {"HOLDLINE_SECRET": "s"}, "mine": 1,
+        });
+        let remote = json!({
+            "type": "http", "url": "http://hub:13458/mcp",
+            "headers": {"Authorization": "Bearer hlk_k"},
+        });
+        let to_remote = Overwrite {
+            paths: vec!["url".into(), "headers.Authorization".into()],
+            other_transport: vec!["command".into(), "args".into(), "env".into()],
+            ..Overwrite::default()
+        };
+        let (merged, changes) = merge(Some(&local), &remote, &to_remote);
+        assert_eq!(
+            merged,
+            json!({"type": "http", "mine": 1, "url": "http://hub:13458/mcp",
+                   "headers": {"Authorization": "Bearer hlk_k"}})
+        );
+        let report: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            report,
+            [
+                "removed command (was \"/x/holdline-mcp\")",
+                "removed args (was [])",
+                "removed env (was {\"HOLDLINE_SECRET\":\"<hidden>\"})",
+                "changed type: \"stdio\" -> \"http\"",
+                "added url = \"http://hub:13458/mcp\"",
+                "added headers = {\"Authorization\":\"<hidden>\"}",
+            ]
+        );
+        // Re-run: nothing of the other transport is left, nothing changes.
+        let (again, changes) = merge(Some(&merged), &remote, &to_remote);
+        assert_eq!(again, merged);
+        assert!(changes.is_empty(), "{changes:?}");
+        // Without a switch, the person's `type` stays.
+        let theirs = json!({"type": "streamable-http", "url": "http://hub:13458/mcp"});
+        let (kept, _) = merge(Some(&theirs), &remote, &to_remote);
+        assert_eq!(kept["type"], "streamable-http");
     }
 }

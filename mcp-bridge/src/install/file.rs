@@ -1,6 +1,7 @@
 //! Reading and rewriting a person's config and rule files: a symlink is written through to
-//! its target, the mode and owner of an existing file are kept, the old text is backed up
-//! beside it, and the new text replaces it in one rename.
+//! its target, the mode and owner of an existing file are kept (a file created to hold a
+//! credential is `0600` from its first byte), the old text is backed up beside it, and the
+//! new text replaces it in one rename.
 
 use std::{
     path::{Path, PathBuf},
@@ -46,9 +47,10 @@ impl TextFile {
     }
 
     /// Replaces the text: backs the old one up first, keeps mode and owner, and renames a
-    /// finished file into place so a client reading it never sees half of it.
+    /// finished file into place so a client reading it never sees half of it. A file that
+    /// did not exist gets mode `0600` when `private` (it holds a key), else the default.
     /// Answers the backup's path, if there was an old file.
-    pub fn write(&self, text: &str) -> Result<Option<PathBuf>, InstallError> {
+    pub fn write(&self, text: &str, private: bool) -> Result<Option<PathBuf>, InstallError> {
         let target = &self.target;
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)
@@ -71,7 +73,7 @@ impl TextFile {
             None
         };
         let tmp = sibling(target, &format!(".{}.holdline-tmp", name(target)));
-        std::fs::write(&tmp, text).map_err(|e| InstallError::io("cannot write", &tmp, e))?;
+        write_new(&tmp, text, private).map_err(|e| InstallError::io("cannot write", &tmp, e))?;
         if let Some(meta) = &old {
             std::fs::set_permissions(&tmp, meta.permissions())
                 .map_err(|e| InstallError::io("cannot set the mode of", &tmp, e))?;
@@ -92,6 +94,22 @@ impl TextFile {
             Err(e) => Err(InstallError::io("cannot delete", &self.path, e)),
         }
     }
+}
+
+/// Writes `text` into a new file at `path`; a `private` one is `0600` from the start.
+fn write_new(path: &Path, text: &str, private: bool) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    options.open(path)?.write_all(text.as_bytes())
 }
 
 /// `path` with every symlink in its last component followed, also when the final target

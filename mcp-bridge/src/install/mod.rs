@@ -1,8 +1,11 @@
 //! `holdline-mcp install` and `uninstall`: holdline's MCP server entry in each client's
-//! config, merged into what the person has (their keys survive; only what the flags say
-//! changes), and the rule that keeps the agent waiting. Uninstall takes out exactly those.
+//! config, local (stdio, runs this binary) or remote (`--url` + `--key`: the hub's `/mcp`
+//! with an agent key), merged into what the person has (their keys survive; only what the
+//! flags say changes), and the rule that keeps the agent waiting. Uninstall takes out
+//! exactly those.
 //!
-//! - `clients`: where each client keeps what, and holdline's entry for it.
+//! - `clients`: where each client keeps what, and holdline's entries for it.
+//! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
 //! - `json_doc`, `codex_toml`, `continue_yaml`: in-place edits of each file format.
 //! - `rule`: the rule text, its own file or its marked section.
@@ -14,6 +17,7 @@ mod continue_yaml;
 mod entry;
 mod file;
 mod json_doc;
+mod remote;
 mod rule;
 
 use std::path::{Path, PathBuf};
@@ -21,10 +25,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 pub use clients::{
-    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, Plan, RuleTarget, Setup,
-    plan,
+    BRIDGE_WAIT_SEC, CLIENT_TIMEOUT_SEC, Client, ConfigTarget, Format, Plan, Remote, RuleTarget,
+    Setup, plan, remote_entry,
 };
 pub use entry::{Change, Overwrite};
+pub use remote::{MCP_PATH, remote_entry_text};
 pub use rule::{BEGIN, END, RULE, RuleKind};
 
 use file::TextFile;
@@ -69,6 +74,14 @@ pub struct InstallArgs {
     /// hub, found where it listens.
     #[arg(long, value_name = "URLS")]
     pub hub: Option<String>,
+    /// Write the remote entry instead: the client reaches the hub's MCP endpoint at this
+    /// URL (e.g. http://HUB:13458/mcp) itself, no holdline-mcp on this machine. Needs --key.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The agent key the remote entry sends as `Authorization: Bearer KEY` (from
+    /// `holdline-hub key create`). Written into the client's config file.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
     /// Project folder for clients whose rule file lives in the project (default: current folder).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
@@ -141,12 +154,14 @@ fn plan_for(
     client: Client,
     command: String,
     hub: Option<String>,
+    remote: Option<Remote>,
     project: PathBuf,
     config: Option<&Path>,
 ) -> Result<Plan, InstallError> {
     let setup = Setup {
         command,
         hub,
+        remote,
         home: home_dir()?,
         project,
         env: &env_var,
@@ -161,6 +176,7 @@ fn plan_for(
 
 /// Runs `holdline-mcp install`.
 pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
+    let remote = remote::from_args(args)?;
     let command = match &args.command {
         Some(c) => c.clone(),
         None => {
@@ -175,11 +191,16 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         args.client,
         command,
         args.hub.clone(),
+        remote.clone(),
         project.clone(),
         args.config.as_deref(),
     )?;
     for target in &mut plan.configs {
-        if let Some(env) = target.entry[target.env_key].as_object_mut() {
+        if let Some(env) = target
+            .entry
+            .get_mut(target.env_key)
+            .and_then(Value::as_object_mut)
+        {
             for (k, v) in &args.env {
                 env.insert(k.clone(), json!(v));
             }
@@ -199,21 +220,20 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         );
         return Ok(());
     }
-    let mut overwrite = Overwrite {
-        paths: vec!["command".into()],
-        all: args.reset,
-    };
     let mut flagged_env: Vec<&str> = args.env.iter().map(|(k, _)| k.as_str()).collect();
     if args.hub.is_some() {
         flagged_env.push("HOLDLINE_HUB");
     }
     for target in &plan.configs {
+        let mut overwrite = Overwrite {
+            paths: target.decided.clone(),
+            all: args.reset,
+            other_transport: target.other_transport.clone(),
+        };
         for key in &flagged_env {
             overwrite.paths.push(format!("{}.{key}", target.env_key));
         }
-    }
-    for target in &plan.configs {
-        install_config(target, &overwrite)?;
+        install_config(target, &overwrite, remote.is_some())?;
     }
     install_rule(&plan.rule)?;
     if let Some(trusted) = &plan.trusted_folders {
@@ -247,6 +267,7 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
             client,
             String::new(),
             None,
+            None,
             project.clone(),
             args.config.as_deref(),
         )?;
@@ -268,15 +289,19 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
 
 /// The entry as a person pastes it: valid JSON, TOML or YAML for the client.
 pub fn snippet(target: &ConfigTarget) -> String {
-    let text = match target.format {
+    entry_text(target.format, &target.entry)
+}
+
+/// `entry` under holdline's name, as a file of `format` holds it.
+fn entry_text(format: Format, entry: &Value) -> String {
+    let text = match format {
         Format::Json(key) => Ok(format!(
             "{}\n",
-            serde_json::to_string_pretty(&json!({ key: { SERVER_NAME: target.entry } }))
-                .expect("json")
+            serde_json::to_string_pretty(&json!({ key: { SERVER_NAME: entry } })).expect("json")
         )),
-        Format::CodexToml => codex_toml::with_entry("", &target.entry).map_err(|e| e.0),
+        Format::CodexToml => codex_toml::with_entry("", entry).map_err(|e| e.0),
         Format::ContinueYaml => {
-            continue_yaml::with_entry("mcpServers: []\n", &target.entry).map_err(|e| e.0)
+            continue_yaml::with_entry("mcpServers: []\n", entry).map_err(|e| e.0)
         }
     };
     text.expect("holdline's own entry always renders")
@@ -360,7 +385,13 @@ fn report_backup(backup: Option<PathBuf>) {
     }
 }
 
-fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), InstallError> {
+/// Merges holdline's entry into the file; one that holds a key (`holds_key`) is created
+/// `0600`, and the person is told where their key now is.
+fn install_config(
+    target: &ConfigTarget,
+    overwrite: &Overwrite,
+    holds_key: bool,
+) -> Result<(), InstallError> {
     let file = TextFile::read(&target.path)?;
     let text = file.text.clone().unwrap_or_default();
     let existing = current_entry(target, &text)?;
@@ -371,7 +402,7 @@ fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), In
         return Ok(());
     }
     let new_text = text_with_entry(target, &text, &merged)?;
-    let backup = file.write(&new_text)?;
+    let backup = file.write(&new_text, holds_key)?;
     if existing.is_none() {
         eprintln!("{name}: added holdline's entry");
     } else {
@@ -381,6 +412,9 @@ fn install_config(target: &ConfigTarget, overwrite: &Overwrite) -> Result<(), In
         }
     }
     report_backup(backup);
+    if holds_key {
+        remote::warn_key_in_file(&file);
+    }
     Ok(())
 }
 
@@ -392,7 +426,7 @@ fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {
         eprintln!("{name}: unchanged (the holdline rule is up to date)");
         return Ok(());
     }
-    let backup = file.write(&new_text)?;
+    let backup = file.write(&new_text, false)?;
     eprintln!("{name}: wrote the holdline rule");
     report_backup(backup);
     Ok(())
@@ -406,7 +440,7 @@ fn uninstall_config(target: &ConfigTarget) -> Result<bool, InstallError> {
     let Some(new_text) = text_without_entry(target, text)? else {
         return Ok(false);
     };
-    let backup = file.write(&new_text)?;
+    let backup = file.write(&new_text, false)?;
     eprintln!("{}: removed holdline's entry", file.describe());
     report_backup(backup);
     Ok(true)
@@ -433,7 +467,7 @@ fn uninstall_rule(target: &RuleTarget) -> Result<bool, InstallError> {
                 eprintln!("{name}: removed the holdline rule (the file held nothing else)");
             }
             Some(Some(rest)) => {
-                let backup = file.write(&rest)?;
+                let backup = file.write(&rest, false)?;
                 eprintln!("{name}: removed the holdline rule section");
                 report_backup(backup);
             }
@@ -442,7 +476,7 @@ fn uninstall_rule(target: &RuleTarget) -> Result<bool, InstallError> {
     Ok(true)
 }
 
-/// Gemini CLI and Qwen Code start stdio servers only in trusted folders: trust the project
+/// Gemini CLI and Qwen Code start MCP servers only in trusted folders: trust the project
 /// with `--trust`, else say how.
 fn trust_project(
     client: Client,
@@ -471,7 +505,7 @@ fn trust_project(
     };
     if !trust {
         eprintln!(
-            "note: {name} starts stdio MCP servers such as holdline only in folders it trusts. \
+            "note: {name} starts MCP servers such as holdline only in folders it trusts. \
              Trust {} by running {} there and choosing \"Trust folder\", or run this again \
              with --trust.",
             project.display(),
@@ -489,7 +523,7 @@ fn trust_project(
         "{}\n",
         serde_json::to_string_pretty(&Value::Object(map)).expect("json")
     );
-    let backup = file.write(&text)?;
+    let backup = file.write(&text, false)?;
     eprintln!("{}: trusted {}", file.describe(), project.display());
     report_backup(backup);
     Ok(())

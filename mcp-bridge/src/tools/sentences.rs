@@ -186,6 +186,10 @@ pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
             ),
             "HUB_UNREACHABLE",
         ),
+        HubError::KeyRefused => tool_error(
+            "The hub refused this agent key: it is wrong or was revoked. Ask the person for a new key (`holdline-hub key create --name NAME` on the hub's machine), set it as HOLDLINE_KEY for this MCP server and restart it.",
+            "KEY_REFUSED",
+        ),
         HubError::NoSecret(place) => tool_error(
             &format!(
                 "The holdline secret is missing ({place}): ask the person to set HOLDLINE_SECRET for this MCP server (the hub machine's ~/.holdline/secret) and restart it."

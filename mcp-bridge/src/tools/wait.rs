@@ -428,6 +428,9 @@ impl Bridge {
                                 return call
                                     .ended_elsewhere("the wait was cancelled from the panel");
                             }
+                            "key_revoked" => {
+                                return hub_error_result(&HubError::KeyRefused, Some(&token));
+                            }
                             _ => {
                                 return call.ended_elsewhere("the wait was closed at the hub");
                             }

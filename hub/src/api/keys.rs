@@ -1,0 +1,64 @@
+//! The person's routes over agent keys: list, create, revoke (the panel's
+//! keys section and `holdline-hub key …` while the hub runs).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+
+use super::AppState;
+use super::dto::*;
+use super::error::{ApiError, Body};
+use crate::hub::HubError;
+use crate::keys::KeyError;
+
+type Answer<T> = Result<Json<T>, ApiError>;
+
+impl From<KeyError> for ApiError {
+    fn from(e: KeyError) -> Self {
+        let message = e.to_string();
+        match e {
+            KeyError::BadName(_) | KeyError::Full => ApiError::bad_request(message),
+            KeyError::Duplicate(_) => ApiError::new(StatusCode::CONFLICT, "KEY_EXISTS", message),
+            KeyError::Unknown(_) => ApiError::new(StatusCode::NOT_FOUND, "KEY_NOT_FOUND", message),
+            KeyError::Store(e) => HubError::Store(e).into(),
+        }
+    }
+}
+
+/// `GET /api/keys`: every key, by name.
+pub async fn list(State(app): State<AppState>) -> Answer<KeyList> {
+    let keys = app
+        .secret
+        .keys()
+        .list()
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    Ok(Json(KeyList { keys }))
+}
+
+/// `POST /api/keys`: a new key; its text is in this answer only.
+pub async fn create(
+    State(app): State<AppState>,
+    Body(b): Body<KeyCreateBody>,
+) -> Answer<KeyCreated> {
+    let (name, key) = app.secret.keys().create(&b.name).await?;
+    tracing::info!(key = %name, "agent key created");
+    Ok(Json(KeyCreated {
+        name: name.to_string(),
+        key,
+    }))
+}
+
+/// `DELETE /api/keys/{name}`: the key is refused from its next request on, and
+/// its open waits end (`gone`, `key_revoked`); both on disk before the answer.
+pub async fn revoke(State(app): State<AppState>, Path(name): Path<String>) -> Answer<KeyRevoked> {
+    let name = app.secret.keys().revoke(&name).await?;
+    let closed_waits = app.hub.close_waits_of_keys(|k| *k == name);
+    app.hub.flush().await?;
+    tracing::info!(key = %name, closed_waits, "agent key revoked");
+    Ok(Json(KeyRevoked {
+        ok: true,
+        closed_waits,
+    }))
+}

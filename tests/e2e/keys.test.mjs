@@ -1,0 +1,73 @@
+// keys.test.mjs — the panel's agent keys dialog: it lists each key with when
+// it was made and last used, and revokes one after a confirm; the revoked key
+// is refused by the hub at once and its agent's wait ends.
+
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHub, openPanel, browsersPerTest } from './harness.mjs';
+
+let hub;
+before(async () => { hub = await startHub(); });
+after(async () => { if (hub) await hub.stop(); });
+const browser = browsersPerTest(afterEach);
+
+/** Calls the hub with an agent key as the Bearer. */
+async function asAgent(key, path, body) {
+  const res = await fetch(hub.base + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+test('keys: the panel lists agent keys with their last use and revokes one after a confirm', async () => {
+  const laptop = (await hub.api('POST', '/api/keys', { name: 'laptop' })).key;
+  await hub.api('POST', '/api/keys', { name: 'desk' });
+  // The laptop's agent waits with its key.
+  const fp = { cursorTitle: 'Remote chat', workspace: '/home/dev/app', hostIp: '192.168.1.40' };
+  const init = await asAgent(laptop, '/api/init', fp);
+  assert.equal(init.status, 200);
+  const reg = await asAgent(laptop, '/api/wait/register', { ...fp, token: init.body.token, message: 'Next?', requestId: 'q1' });
+  assert.equal(reg.status, 200);
+
+  const { page } = await browser();
+  await openPanel(page, hub);
+  await page.getByTestId('keys-open').click();
+  const dialog = page.getByTestId('keys-dialog');
+  await dialog.waitFor();
+  const row = (name) => dialog.locator(`[data-testid="key-row"][data-name="${name}"]`);
+  await row('laptop').waitFor();
+  assert.equal(await dialog.getByTestId('key-row').count(), 2);
+  assert.equal(await row('desk').getByTestId('key-last-used').textContent(), 'never');
+  assert.notEqual(await row('laptop').getByTestId('key-last-used').textContent(), 'never');
+
+  // Cancel keeps it; confirm revokes it.
+  await row('laptop').getByRole('button', { name: 'Revoke laptop' }).click();
+  await page.getByTestId('confirm-dialog').waitFor();
+  assert.match(await page.locator('#confirm-text').textContent(), /Revoke the agent key “laptop”/);
+  await page.getByTestId('confirm-cancel').click();
+  assert.equal(await dialog.getByTestId('key-row').count(), 2);
+  await row('laptop').getByTestId('key-revoke').click();
+  await page.getByTestId('confirm-ok').click();
+  await row('laptop').waitFor({ state: 'detached' });
+  assert.equal(await dialog.getByTestId('key-row').count(), 1);
+  assert.match(await page.getByTestId('toast').textContent(), /Revoked “laptop”/);
+
+  // The hub refuses the key at once; its wait ended and a reply now queues.
+  const poll = await asAgent(laptop, '/api/wait/poll', { token: init.body.token, waitId: reg.body.waitId, timeoutMs: 0 });
+  assert.equal(poll.status, 401);
+  const s = await hub.api('GET', `/api/sessions/${init.body.token}`);
+  assert.equal(s.status, 'holding');
+  const reply = await hub.api('POST', '/api/reply', { token: init.body.token, text: 'later' });
+  assert.equal(reply.queued, true);
+  const keys = await hub.api('GET', '/api/keys');
+  assert.deepEqual(keys.keys.map((k) => k.name), ['desk']);
+
+  // In Chinese too.
+  await page.getByTestId('keys-close').click();
+  await page.getByTestId('lang-toggle').click();
+  await page.getByTestId('keys-open').click();
+  await dialog.locator('h3', { hasText: 'Agent 密钥' }).waitFor();
+  assert.equal(await row('desk').getByTestId('key-last-used').textContent(), '从未');
+});
