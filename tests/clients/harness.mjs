@@ -154,6 +154,19 @@ export async function holdlineInstall(client, { home, hubUrl, project, bridgeEnv
   return stdout + stderr;
 }
 
+/**
+ * Runs `holdline-mcp install --client X --url URL --key KEY` with HOME = `home`: holdline's
+ * remote entry (the hub's /mcp and an `Authorization: Bearer KEY` header) in the client's
+ * config. `env` adds to the installer's environment (e.g. CODEX_HOME), `args` are further
+ * install flags (e.g. `--trust`).
+ */
+export async function holdlineInstallRemote(client, { home, project, url, key, env = {}, args = [] }) {
+  const { stdout, stderr } = await run(MCP_BIN, ['install', '--client', client, '--url', url, '--key', key, '--project', project, ...args], {
+    env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), ...env },
+  });
+  return stdout + stderr;
+}
+
 /** A small solid-colour PNG as base64, for image replies (a valid file: clients may decode it). */
 export function pngBase64(width = 8, height = 8, rgb = [220, 30, 30]) {
   const crcTable = Array.from({ length: 256 }, (_, n) => {
@@ -236,22 +249,14 @@ export function bridgesOf(home) {
   return out;
 }
 
-/**
- * An agent key for the hub `hub` named `name`: `holdline-hub key create --name NAME`
- * (`{ kind: 'key', key, name }`), or, from a hub without agent keys, its secret
- * (`{ kind: 'secret', key }`, which the agent routes accept too).
- */
+/** A new agent key for the hub `hub`: `holdline-hub key create --name NAME` → `{ key, name }`. */
 export async function agentKey(hub, name) {
-  const made = await run(HUB_BIN, ['--home', hub.home, 'key', 'create', '--name', name], {
+  const { stdout } = await run(HUB_BIN, ['--home', hub.home, 'key', 'create', '--name', name], {
     env: { ...process.env, HOLDLINE_HOME: hub.home },
-  }).catch((e) => e);
-  if (made instanceof Error) {
-    if (/unrecognized subcommand/.test(made.stderr ?? '')) return { kind: 'secret', key: hub.secret };
-    throw new Error(`holdline-hub key create --name ${name} failed: ${made.stderr || made.message}`);
-  }
-  const key = made.stdout.split('\n')[0].trim();
-  if (!/^hlk_[A-Za-z0-9_-]{43}$/.test(key)) throw new Error(`key create printed no key on its first line: ${made.stdout}`);
-  return { kind: 'key', key, name };
+  });
+  const key = stdout.split('\n')[0].trim();
+  if (!/^hlk_[A-Za-z0-9_-]{43}$/.test(key)) throw new Error(`key create printed no key on its first line: ${stdout}`);
+  return { key, name };
 }
 
 /** `holdline-hub key revoke NAME` against the running hub; returns what it printed. */

@@ -3,8 +3,7 @@
 // --client claude-code` (~/.claude.json, ~/.claude/CLAUDE.md).
 
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
 
 export const name = 'claude-code';
 export const pkg = '@anthropic-ai/claude-code';
@@ -28,7 +27,7 @@ export const brainHooks = {
 };
 
 export async function prepare(ctx) {
-  if (ctx.remote) await installRemote('claude-code', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  if (ctx.remote) await holdlineInstallRemote('claude-code', { home: ctx.home, project: ctx.project, ...ctx.remote });
   else await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
   patchJson(join(ctx.home, '.claude.json'), (c) => {
     // Claude Code's own per-call limit (ms), low but above the bridge's short waits.

@@ -7,8 +7,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
 
 export const name = 'cline';
 export const pkg = 'cline';
@@ -23,7 +22,7 @@ export const expects = { images: false, why: 'Cline CLI gives the model the whol
 export async function prepare(ctx) {
   const env = baseEnv(ctx.home, { CLINE_SESSION_BACKEND_MODE: 'local' });
   const settings = join(ctx.home, '.cline', 'data', 'settings', 'cline_mcp_settings.json');
-  if (ctx.remote) await installRemote('cline', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  if (ctx.remote) await holdlineInstallRemote('cline', { home: ctx.home, project: ctx.project, ...ctx.remote });
   else await holdlineInstall('cline', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;

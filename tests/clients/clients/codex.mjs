@@ -5,8 +5,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote } from '../harness.mjs';
 
 export const name = 'codex';
 export const pkg = '@openai/codex';
@@ -16,7 +15,7 @@ export const expects = { images: true };
 
 export async function prepare(ctx) {
   const codexHome = join(ctx.home, '.codex');
-  if (ctx.remote) await installRemote('codex', { home: ctx.home, project: ctx.project, ...ctx.remote, env: { CODEX_HOME: codexHome } });
+  if (ctx.remote) await holdlineInstallRemote('codex', { home: ctx.home, project: ctx.project, ...ctx.remote, env: { CODEX_HOME: codexHome } });
   else await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
   const file = join(codexHome, 'config.toml');
   const provider = [

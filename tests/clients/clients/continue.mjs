@@ -6,8 +6,7 @@
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote } from '../harness.mjs';
 
 export const name = 'continue';
 export const pkg = '@continuedev/cli';
@@ -23,7 +22,7 @@ export const expects = { images: false, why: 'Continue CLI gives the model a res
 export async function prepare(ctx) {
   const yaml = createRequire(join(ctx.installDir, 'package.json'))('js-yaml');
   const config = join(ctx.home, '.continue', 'config.yaml');
-  if (ctx.remote) await installRemote('continue', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  if (ctx.remote) await holdlineInstallRemote('continue', { home: ctx.home, project: ctx.project, ...ctx.remote });
   else await holdlineInstall('continue', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   const doc = yaml.load(readFileSync(config, 'utf8'));
   const entry = doc.mcpServers.find((s) => s.name === 'holdline');

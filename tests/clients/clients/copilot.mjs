@@ -3,8 +3,7 @@
 // in by `holdline-mcp install --client copilot` (~/.copilot/mcp-config.json).
 
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
 
 export const name = 'copilot';
 export const pkg = '@github/copilot';
@@ -19,7 +18,7 @@ export const expects = { images: false, why: 'Copilot CLI in BYOK offline mode d
 
 export async function prepare(ctx) {
   const config = join(ctx.home, '.copilot', 'mcp-config.json');
-  if (ctx.remote) await installRemote('copilot', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  if (ctx.remote) await holdlineInstallRemote('copilot', { home: ctx.home, project: ctx.project, ...ctx.remote });
   else await holdlineInstall('copilot', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(config, (c) => {
     const entry = c.mcpServers.holdline;

@@ -5,8 +5,7 @@
 // refuses the others.
 
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
 
 export const name = 'gemini';
 export const pkg = '@google/gemini-cli';
@@ -15,7 +14,7 @@ export const interrupt = 'SIGINT';
 export const expects = { images: true };
 
 export async function prepare(ctx) {
-  if (ctx.remote) await installRemote('gemini', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
+  if (ctx.remote) await holdlineInstallRemote('gemini', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
   else await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ['--trust'] });
   patchJson(join(ctx.home, '.gemini', 'settings.json'), (s) => {
     // Gemini's own per-call limit (ms), low but above the bridge's short waits.

@@ -5,8 +5,7 @@
 // opencode's defaults (MCP tools allowed), as a person's setup has them.
 
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
 
 export const name = 'opencode';
 export const pkg = 'opencode-ai';
@@ -16,7 +15,7 @@ export const expects = { images: true };
 
 export async function prepare(ctx) {
   const global = join(ctx.home, '.config', 'opencode', 'opencode.json');
-  if (ctx.remote) await installRemote('opencode', { home: ctx.home, project: ctx.project, ...ctx.remote });
+  if (ctx.remote) await holdlineInstallRemote('opencode', { home: ctx.home, project: ctx.project, ...ctx.remote });
   else await holdlineInstall('opencode', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(global, (c) => {
     const entry = c.mcp.holdline;

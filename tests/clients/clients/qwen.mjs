@@ -4,8 +4,7 @@
 // model reviews one with `tool_search` `select:…` and calls it through `tool_call`.
 
 import { join } from 'node:path';
-import { baseEnv, holdlineInstall, patchJson } from '../harness.mjs';
-import { installRemote } from '../remote-entry.mjs';
+import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
 
 export const name = 'qwen';
 export const pkg = '@qwen-code/qwen-code';
@@ -25,7 +24,7 @@ export const brainHooks = {
 
 export async function prepare(ctx) {
   const settings = join(ctx.home, '.qwen', 'settings.json');
-  if (ctx.remote) await installRemote('qwen', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
+  if (ctx.remote) await holdlineInstallRemote('qwen', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
   else await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
