@@ -16,6 +16,8 @@ import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_
 
 /** The client whose key is revoked mid-wait (a light native binary). */
 const REVOKE_CLIENT = 'codex';
+/** The client whose waits are bounded by its entry's Holdline-Max-Wait-Sec header. */
+const HEADER_CLIENT = 'codex';
 /**
  * Failures known and not fixed yet, per client and check ('*': every check): the check
  * still runs and reports, as a `todo` that does not fail the run. Take an entry out with
@@ -23,7 +25,9 @@ const REVOKE_CLIENT = 'codex';
  */
 const PRIMING = "the hub's SSE streams start with rmcp's priming event (empty `data:`), which Gemini CLI 0.61.0 cannot parse: it disconnects and the model never gets the tools";
 const DROPPED_STREAM = 'the client closes the call\'s stream on Ctrl-C without notifications/cancelled, and the hub goes on waiting until the call\'s limit';
+const NO_HEADER = 'the hub does not read the entry\'s Holdline-Max-Wait-Sec header: each wait runs to the clientInfo table\'s limit (Codex: 290 s), past the client\'s own';
 const KNOWN = {
+  codex: { R6: NO_HEADER },
   gemini: { '*': PRIMING },
   opencode: { R3: DROPPED_STREAM },
   continue: { R3: DROPPED_STREAM },
@@ -37,7 +41,7 @@ const remoteDrivers = drivers.filter((d) => !remoteOnly.length || remoteOnly.inc
 describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true }, () => {
   for (const driver of remoteDrivers) {
     describe(`${driver.name} ${driver.version} over ${MCP_PATH}`, { concurrency: true }, () => {
-      const s = scenarios(driver, 'remote', { revoke: driver.name === REVOKE_CLIENT });
+      const s = scenarios(driver, 'remote', { revoke: driver.name === REVOKE_CLIENT, header: driver.name === HEADER_CLIENT });
 
       it('R1. delivers the reply once over /mcp: stored once, given to the model once', opts(driver, 'R1'), async (t) => {
         const r = needs(await s.reply, 'the reply');
@@ -85,6 +89,20 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         assert.equal(session.hostIp, '127.0.0.1', `hostIp (claimed: ${CLAIMED_ADDRESS}, hub environment: hub-environment-host)`);
         assert.ok(session.bindingKey.endsWith('@127.0.0.1'), `bindingKey ${session.bindingKey}`);
       });
+
+      if (driver.name === HEADER_CLIENT) {
+        it(`R6. the entry's Holdline-Max-Wait-Sec header bounds each wait under the client's own ${REMOTE_CLIENT_TIMEOUT_SEC} s limit`, opts(driver, 'R6'), async (t) => {
+          const r = await s.header;
+          const errors = r.brain.results.filter((x) => x.kind === 'error');
+          assert.deepEqual(errors.map((x) => x.text.slice(0, 200)), [], 'no tool error reached the model (a call the client timed out would be one)');
+          needs(r, 'waits bounded by the header');
+          assert.ok(r.callsBeforeReply.length >= ROUNDS, `${r.callsBeforeReply.length} wait calls before the reply`);
+          assert.ok(r.callsBeforeReply.every((a) => a.timeoutSec === undefined), 'the agent asked for no limit of its own');
+          const noReply = holdlineResults(r.brain, 'wait_for_user_input').filter((w) => w.kind === 'no_reply_yet');
+          assert.ok(noReply.length >= ROUNDS - 1, `each early wait ended with "no reply yet" (${noReply.length})`);
+          t.diagnostic(`${r.callsBeforeReply.length} wait calls before the reply over ${r.seconds} s`);
+        });
+      }
 
       if (driver.name === REVOKE_CLIENT) {
         it('R5. a revoked key locks the client out: the wait closes at once, the model is told of a failure, no new wait', opts(driver, 'R5'), async (t) => {

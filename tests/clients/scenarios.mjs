@@ -66,8 +66,10 @@ try {
  * folder and the client's last words), so checks that need only part of the run still judge.
  */
 async function withClient(driver, scenario, fn, transport = 'stdio') {
-  const remote = transport === 'remote';
-  const dir = join(RUNS, runId, `${driver.name}-${remote ? 'remote-' : ''}${scenario}`);
+  // 'remote-header': over /mcp, each wait bounded by the entry's Holdline-Max-Wait-Sec.
+  const remote = transport.startsWith('remote');
+  const byHeader = transport === 'remote-header';
+  const dir = join(RUNS, runId, `${driver.name}-${remote ? `${transport}-` : ''}${scenario}`);
   rmSync(dir, { recursive: true, force: true });
   const home = join(dir, 'home');
   const project = join(dir, 'project');
@@ -75,8 +77,9 @@ async function withClient(driver, scenario, fn, transport = 'stdio') {
   const started = Date.now();
   // HOLDLINE_HOST_ID: a host the hub's own environment claims; /mcp bindings must not use it.
   const hub = await startHub(join(home, '.holdline'), { HOLDLINE_WAIT_GRACE_SEC: String(GRACE_SEC), ...(remote ? { HOLDLINE_HOST_ID: 'hub-environment-host' } : {}) });
-  // Over /mcp there is no bridge environment: the agent asks for the short wait itself.
-  const waitArgs = remote ? { timeoutSec: WAIT_SEC } : undefined;
+  // Over /mcp there is no bridge environment: the agent asks for the short wait itself,
+  // or the entry's Holdline-Max-Wait-Sec header sets it.
+  const waitArgs = remote && !byHeader ? { timeoutSec: WAIT_SEC } : undefined;
   const model = await startFakeModel({ dir, brain: { title: `${driver.name} ${scenario}`, hooks: driver.brainHooks, waitArgs } });
   const out = { dir, brain: model.brain, requests: model.requests };
   let client;
@@ -91,7 +94,10 @@ async function withClient(driver, scenario, fn, transport = 'stdio') {
       remote: remote ? {
         url: hub.base + MCP_PATH,
         key: process.env.HOLDLINE_CLIENTS_KEY || key.key,
-        headers: { 'X-Forwarded-For': CLAIMED_ADDRESS, 'X-Real-IP': CLAIMED_ADDRESS, Forwarded: `for=${CLAIMED_ADDRESS}` },
+        headers: {
+          'X-Forwarded-For': CLAIMED_ADDRESS, 'X-Real-IP': CLAIMED_ADDRESS, Forwarded: `for=${CLAIMED_ADDRESS}`,
+          ...(byHeader ? { 'Holdline-Max-Wait-Sec': String(WAIT_SEC) } : {}),
+        },
       } : undefined,
       bridgeEnv: {
         HOLDLINE_HUB: hub.base,
@@ -237,17 +243,20 @@ async function revokeScenario(driver) {
 
 /**
  * Each client's scenarios over `transport` ('stdio': the bridge as the client's server;
- * 'remote': the hub's /mcp), started at once and shared by its checks. `revoke` (remote
- * only, its own client run) runs beside them when asked for.
+ * 'remote': the hub's /mcp), started at once and shared by its checks. Remote only, each
+ * its own client run beside them when asked for: `revoke`, and `header` (the reply
+ * scenario with each wait bounded by the entry's Holdline-Max-Wait-Sec instead of the
+ * call's timeoutSec).
  */
 const runs = new Map();
-export function scenarios(driver, transport = 'stdio', { revoke = false } = {}) {
+export function scenarios(driver, transport = 'stdio', { revoke = false, header = false } = {}) {
   const id = `${transport}:${driver.name}`;
   if (!runs.has(id)) {
     const reply = replyScenario(driver, transport);
     const ctrlC = reply.catch(() => {}).then(() => ctrlCScenario(driver, transport));
     const revoked = revoke ? revokeScenario(driver) : null;
-    runs.set(id, { reply, ctrlC, revoke: revoked });
+    const byHeader = header ? replyScenario(driver, 'remote-header') : null;
+    runs.set(id, { reply, ctrlC, revoke: revoked, header: byHeader });
   }
   return runs.get(id);
 }

@@ -58,7 +58,7 @@ export function findResume(text) {
  */
 export function classifyResult(text, isError, bare) {
   const t = String(text ?? '');
-  if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+|requires approval|Connection closed|was cancelled|Authentication required/i.test(t)) return 'error';
+  if (isError || /"error"\s*:\s*\{|timed out after|MCP error -?\d+|requires approval|Connection closed|was cancelled|Authentication required|tool call error|timed out awaiting/i.test(t)) return 'error';
   if (/no_reply_yet|no reply yet|No reply:/i.test(t)) return 'no_reply_yet';
   if (bare === 'wait_for_user_input' || /"status"\s*:\s*"replied"/.test(t)) return 'replied';
   if (/ct_[0-9a-f]{32}/.test(t)) return 'token';
