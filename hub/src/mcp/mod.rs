@@ -27,6 +27,7 @@ use axum::{
 use holdline_mcp::{
     delivery::Delivery,
     hub_client::HubClient,
+    limits,
     tools::{Bridge, Settings},
 };
 use rmcp::{
@@ -97,7 +98,7 @@ impl McpEndpoint {
             .with_cancellation_token(stop);
         let service = StreamableHttpService::new(
             move || Ok(template.for_session()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(session_manager()),
             config,
         );
         McpEndpoint { service }
@@ -125,6 +126,19 @@ impl McpEndpoint {
             Err(never) => match never {},
         }
     }
+}
+
+/// How long an MCP session lives without a message either way. rmcp's default (5 min)
+/// ended every wait past 5 minutes from a client that sends no progress token (a wait
+/// sends nothing until it ends); 2 hours is above every limit the tools choose for such a
+/// client (the longest, an installed entry's `Holdline-Max-Wait-Sec`, is 3,570 s), and
+/// still bounds what a client that vanished without closing its session leaves behind.
+pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+
+fn session_manager() -> LocalSessionManager {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(SESSION_IDLE);
+    manager
 }
 
 /// Why `/mcp` refused a request before MCP: the HTTP status and a JSON-RPC error body.
@@ -208,9 +222,17 @@ impl RemoteAgent {
             .ok_or_else(|| ErrorData::internal_error("the caller's address is missing", None))?;
         let routes = AgentRoutes::for_caller(self.agent_routes.clone(), &parts.headers, peer);
         let host_ip = peer.ip().to_canonical().to_string();
+        // What `HOLDLINE_MAX_WAIT_SEC` is to a stdio bridge, sent by the entry `install`
+        // writes where it raised the client's timeout.
+        let max_wait = parts
+            .headers
+            .get(limits::MAX_WAIT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(limits::parse_max_wait);
         Ok(self
             .bridge
-            .for_caller(HubClient::in_process(Arc::new(routes)), host_ip))
+            .for_caller(HubClient::in_process(Arc::new(routes)), host_ip)
+            .with_max_wait(max_wait))
     }
 }
 
