@@ -391,7 +391,8 @@ async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
 }
 
 #[tokio::test]
-async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call() {
+async fn a_client_that_drops_the_stream_mid_wait_stops_waiting_and_gets_the_reply_on_its_next_call()
+{
     let home = tempfile::tempdir().unwrap();
     let hub = TestHub::start(home.path()).await.unwrap();
     let client = start_remote(&hub, &hub.secret, "holdline-test")
@@ -429,7 +430,17 @@ async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call
         .to_str()
         .unwrap()
         .to_owned();
-    drop(opened);
+    // Every event carries a JSON message: no empty priming event (Gemini CLI's SDK parses
+    // each `data:` as JSON and disconnects on an empty one).
+    let events = opened.text().await.unwrap();
+    let data: Vec<&str> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .collect();
+    assert!(!data.is_empty(), "{events}");
+    for d in data {
+        serde_json::from_str::<Value>(d.trim()).unwrap_or_else(|e| panic!("{e}: {events:?}"));
+    }
     post(
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         Some(session.clone()),
@@ -449,7 +460,11 @@ async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call
     drop(waiting);
     drop(http);
 
-    hub.reply(&token, "now test it", json!([])).await.unwrap();
+    // Closing the stream is how some clients stop (Ctrl-C): the wait ends now, not at
+    // the call's 50 s limit, and the person's reply queues.
+    hub.wait_status(&token, "holding").await.unwrap();
+    let answered = hub.reply(&token, "now test it", json!([])).await.unwrap();
+    assert_eq!(answered["queued"], true, "{answered}");
     // The agent calls again, showing the last result it saw: it gets the reply.
     let again = call(
         &client,
