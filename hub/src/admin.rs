@@ -85,6 +85,21 @@ fn not_running(base: &str) -> AdminError {
     ))
 }
 
+/// The hub's `/mcp` URL as another machine reaches it (the address it listens on, or
+/// this machine's primary address when it listens on all).
+fn mcp_url(config: &Config) -> String {
+    let home = Home::new(config.home.clone());
+    let addr = std::fs::read_to_string(home.addr_file())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(config.listen);
+    format!(
+        "http://{}{}",
+        crate::net::advertised(addr),
+        holdline_mcp::install::MCP_PATH
+    )
+}
+
 /// Where the running hub answers, as a base URL.
 pub fn hub_url(config: &Config) -> String {
     let home = Home::new(config.home.clone());
@@ -379,9 +394,14 @@ async fn running(config: &Config) -> Option<Client> {
     c.is_up().await.then_some(c)
 }
 
-/// `key create --name NAME`: the key alone on stdout's first line, so
-/// `KEY=$(holdline-hub key create --name x | head -1)` works; how to use it on stderr.
-pub async fn key_create(config: &Config, name: &str) -> Result<()> {
+/// `key create --name NAME [--print-config CLIENT]`: the key alone on stdout's first
+/// line, so `KEY=$(holdline-hub key create --name x | head -1)` works, then the client's
+/// remote entry when asked; how to use it on stderr.
+pub async fn key_create(
+    config: &Config,
+    name: &str,
+    print_config: Option<holdline_mcp::install::Client>,
+) -> Result<()> {
     let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
     let key = match running(config).await {
         Some(c) => {
@@ -402,10 +422,39 @@ pub async fn key_create(config: &Config, name: &str) -> Result<()> {
                 .1
         }
     };
+    // Worked out before the key is shown, so a failure cannot leave it half printed.
+    let entry = match print_config {
+        Some(client) => {
+            let url = mcp_url(config);
+            let text = holdline_mcp::install::remote_entry_text(client, &url, &key)
+                .map_err(|e| AdminError::Message(e.to_string()))?;
+            Some((client, url, text))
+        }
+        None => None,
+    };
     {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{key}");
+        if let Some((_, _, text)) = &entry {
+            let _ = writeln!(stdout, "{}", text.trim_end());
+        }
         let _ = stdout.flush();
+    }
+    if let Some((client, url, _)) = &entry {
+        let client = clap::ValueEnum::to_possible_value(client)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        eprintln!(
+            "Above, after the key: the {client} entry for {url}. On the agent's machine, \
+             `holdline-mcp install --client {client} --url {url} --key <key>` merges it into \
+             the client's config for you."
+        );
+        if url.contains("://127.") || url.contains("://[::1]") || url.contains("://localhost") {
+            eprintln!(
+                "The hub listens on loopback only: another machine needs it started with \
+                 --listen 0.0.0.0:PORT (or `listen` in config.toml)."
+            );
+        }
     }
     eprintln!(
         "Agent key \"{name}\" created. It is shown only this once (the hub keeps its hash).\n\

@@ -89,6 +89,10 @@ pub enum KeyAction {
         /// The key's name, e.g. the machine it is for: 1 to 64 letters, digits, `.`, `_`, `-`.
         #[arg(long, value_name = "NAME")]
         name: String,
+        /// Also print, after the key, the remote entry for this client (the hub's `/mcp`
+        /// URL and the key), as `holdline-mcp install --url … --key …` would write it.
+        #[arg(long, value_name = "CLIENT")]
+        print_config: Option<holdline_mcp::install::Client>,
     },
     /// List the keys: name, when made, when last used.
     List,

@@ -82,7 +82,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             action: NotifyAction::Test,
         } => Ok(admin::notify_test(&config).await?),
         Command::Key { action } => Ok(match action {
-            KeyAction::Create { name } => admin::key_create(&config, &name).await,
+            KeyAction::Create { name, print_config } => {
+                admin::key_create(&config, &name, print_config).await
+            }
             KeyAction::List => admin::key_list(&config).await,
             KeyAction::Revoke { name } => admin::key_revoke(&config, &name).await,
         }?),

@@ -522,3 +522,50 @@ async fn the_key_commands_round_trip_with_the_hub_stopped_and_running() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn key_create_prints_a_clients_remote_entry_that_reaches_mcp_with_that_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let hub = RealHub::start(&home, free_addr()).await;
+    let out = run_cli(
+        &home,
+        &[
+            "key",
+            "create",
+            "--name",
+            "laptop",
+            "--print-config",
+            "claude-code",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (key, entry) = stdout.split_once('\n').expect("the key, then the entry");
+    assert!(key.starts_with("hlk_"), "{key}");
+    let entry: Value = serde_json::from_str(entry).expect("the entry is the client's JSON");
+    let server = &entry["mcpServers"]["holdline"];
+    assert_eq!(server["url"], format!("http://{}/mcp", hub.addr));
+    assert_eq!(server["headers"]["Authorization"], format!("Bearer {key}"));
+    // What the entry says works: /mcp takes that key.
+    let (status, body) = mcp_initialize(&hub, key).await;
+    assert_eq!(status, 200, "{body}");
+
+    let out = run_cli(
+        &home,
+        &[
+            "key",
+            "create",
+            "--name",
+            "other",
+            "--print-config",
+            "no-such-client",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-client"));
+}

@@ -105,9 +105,8 @@ impl Config {
             (None, None) => SecretSource::File(home.join("secret")),
         };
         let host_ip = nonempty("HOLDLINE_HOST_ID").unwrap_or_else(primary_ipv4);
-        let max_wait = nonempty("HOLDLINE_MAX_WAIT_SEC")
-            .and_then(|v| v.parse::<u64>().ok())
-            .map(|secs| (secs > 0).then(|| Duration::from_secs(secs)));
+        let max_wait =
+            nonempty("HOLDLINE_MAX_WAIT_SEC").and_then(|v| crate::limits::parse_max_wait(&v));
         let tool_timeout = nonempty("MCP_TOOL_TIMEOUT")
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|ms| *ms > 0)

@@ -468,7 +468,9 @@ mod tests {
             (RequestId::Number(1), CancellationToken::new()),
         );
         state.remember("t_waiting");
-        state.issued.insert("t_waiting".into(), VecDeque::from(["r".to_owned()]));
+        state
+            .issued
+            .insert("t_waiting".into(), VecDeque::from(["r".to_owned()]));
         for i in 0..TOKENS_KEPT + 10 {
             let token = format!("t_{i}");
             state.remember(&token);
@@ -476,9 +478,19 @@ mod tests {
         }
         assert!(state.tokens.len() <= TOKENS_KEPT + 1);
         assert_eq!(state.tokens.len(), state.known_tokens.len());
-        assert!(!state.last_reply.contains_key("t_0"), "the oldest is forgotten");
-        assert!(state.last_reply.contains_key(&format!("t_{}", TOKENS_KEPT + 9)));
-        assert!(state.issued.contains_key("t_waiting"), "a waiting token is kept");
+        assert!(
+            !state.last_reply.contains_key("t_0"),
+            "the oldest is forgotten"
+        );
+        assert!(
+            state
+                .last_reply
+                .contains_key(&format!("t_{}", TOKENS_KEPT + 9))
+        );
+        assert!(
+            state.issued.contains_key("t_waiting"),
+            "a waiting token is kept"
+        );
     }
 
     #[test]

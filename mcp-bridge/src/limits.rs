@@ -64,6 +64,13 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
 /// longest single wait, in seconds), since the hub cannot read the client's environment.
 pub const MAX_WAIT_HEADER: &str = "Holdline-Max-Wait-Sec";
 
+/// A longest-wait setting (`HOLDLINE_MAX_WAIT_SEC` or [`MAX_WAIT_HEADER`]) in seconds:
+/// `Some(None)` for 0 (no limit), `None` when it is not a number.
+pub fn parse_max_wait(value: &str) -> Option<Option<Duration>> {
+    let secs = value.trim().parse::<u64>().ok()?;
+    Some((secs > 0).then(|| Duration::from_secs(secs)))
+}
+
 /// Clients not in the table: the MCP TypeScript SDK's 60 s default, minus a margin.
 pub const UNKNOWN_CLIENT_WAIT: u64 = 50;
 

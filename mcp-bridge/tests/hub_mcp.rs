@@ -180,11 +180,31 @@ async fn an_oversized_request_is_refused_as_too_large_and_the_session_keeps_work
 
 /// A client of `/mcp` that declares the MCP Tasks extension.
 async fn tasks_client(hub: &TestHub) -> Client {
+    tasks_client_with(hub, &hub.secret).await
+}
+
+async fn tasks_client_with(hub: &TestHub, bearer: &str) -> Client {
     let client = TestClient {
         tasks: true,
         ..TestClient::named("holdline-test")
     };
-    start_remote_as(hub, &hub.secret, client).await.unwrap()
+    start_remote_as(hub, bearer, client).await.unwrap()
+}
+
+/// A new agent key named `name`, made with the hub's secret.
+async fn make_key(hub: &TestHub, name: &str) -> String {
+    let made: Value = hub
+        .http
+        .post(format!("{}/api/keys", hub.url()))
+        .bearer_auth(&hub.secret)
+        .json(&json!({"name": name}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    made["key"].as_str().expect("a key").to_owned()
 }
 
 /// Starts `wait_for_user_input` as a task; answers its id.
@@ -371,7 +391,8 @@ async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
 }
 
 #[tokio::test]
-async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call() {
+async fn a_client_that_drops_the_stream_mid_wait_stops_waiting_and_gets_the_reply_on_its_next_call()
+{
     let home = tempfile::tempdir().unwrap();
     let hub = TestHub::start(home.path()).await.unwrap();
     let client = start_remote(&hub, &hub.secret, "holdline-test")
@@ -409,7 +430,17 @@ async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call
         .to_str()
         .unwrap()
         .to_owned();
-    drop(opened);
+    // Every event carries a JSON message: no empty priming event (Gemini CLI's SDK parses
+    // each `data:` as JSON and disconnects on an empty one).
+    let events = opened.text().await.unwrap();
+    let data: Vec<&str> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .collect();
+    assert!(!data.is_empty(), "{events}");
+    for d in data {
+        serde_json::from_str::<Value>(d.trim()).unwrap_or_else(|e| panic!("{e}: {events:?}"));
+    }
     post(
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         Some(session.clone()),
@@ -429,7 +460,11 @@ async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call
     drop(waiting);
     drop(http);
 
-    hub.reply(&token, "now test it", json!([])).await.unwrap();
+    // Closing the stream is how some clients stop (Ctrl-C): the wait ends now, not at
+    // the call's 50 s limit, and the person's reply queues.
+    hub.wait_status(&token, "holding").await.unwrap();
+    let answered = hub.reply(&token, "now test it", json!([])).await.unwrap();
+    assert_eq!(answered["queued"], true, "{answered}");
     // The agent calls again, showing the last result it saw: it gets the reply.
     let again = call(
         &client,
@@ -442,4 +477,123 @@ async fn a_client_that_drops_the_stream_mid_wait_gets_the_reply_on_its_next_call
     let session = hub.session(&token).await.unwrap();
     assert_eq!(count_messages(&session, "built it"), 1, "{session}");
     assert_eq!(count_messages(&session, "now test it"), 1, "{session}");
+}
+
+#[tokio::test]
+async fn the_installed_entrys_max_wait_header_sets_how_long_one_wait_blocks() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    // An unknown client waits 50 s; the header `install` writes says 2.
+    let client = start_remote_with_header(
+        &hub,
+        &hub.secret,
+        "holdline-test",
+        ("holdline-max-wait-sec", "2"),
+    )
+    .await
+    .unwrap();
+    let token = init(&client, "limits").await.unwrap();
+    let r = tokio::time::timeout(
+        Duration::from_secs(20),
+        call(
+            &client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "m"}),
+        ),
+    )
+    .await
+    .expect("the header's 2 s limit, not the unknown client's 50 s")
+    .unwrap();
+    assert_eq!(structured(&r)["status"], "no_reply_yet", "{}", text(&r));
+}
+
+#[tokio::test]
+async fn an_agent_key_waits_over_mcp_and_a_revoke_ends_its_wait_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let key = make_key(&hub, "laptop").await;
+    let client = start_remote(&hub, &key, "holdline-test").await.unwrap();
+    let token = init(&client, "keyed").await.unwrap();
+    let wait = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "on it", "timeoutSec": 40}),
+    )
+    .await
+    .unwrap();
+    hub.wait_status(&token, "waiting").await.unwrap();
+
+    let revoked = hub
+        .http
+        .delete(format!("{}/api/keys/laptop", hub.url()))
+        .bearer_auth(&hub.secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    let ended = tokio::time::timeout(Duration::from_secs(10), finish(wait))
+        .await
+        .expect("the wait ends at once, not at its 40 s limit")
+        .unwrap();
+    assert_eq!(ended.is_error, Some(true), "{}", text(&ended));
+    assert!(text(&ended).contains("revoked"), "{}", text(&ended));
+    hub.wait_status(&token, "holding").await.unwrap();
+
+    // Locked out: the next request is a 401 with one sentence.
+    let answer = hub
+        .http
+        .post(format!("{}/mcp", hub.url()))
+        .bearer_auth(&key)
+        .header("Accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 401);
+    let body: Value = answer.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("revoked"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn another_keys_task_is_not_found_and_cannot_be_cancelled() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let (laptop, desktop) = (
+        make_key(&hub, "laptop").await,
+        make_key(&hub, "desktop").await,
+    );
+    let owner = tasks_client_with(&hub, &laptop).await;
+    let token = init(&owner, "mine").await.unwrap();
+    let id = start_task(&owner, &token, "mine to wait on").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+
+    let other = tasks_client_with(&hub, &desktop).await;
+    let read = other
+        .get_task(rmcp::model::GetTaskParams::new(id.clone()))
+        .await;
+    assert!(read.expect_err("not found").to_string().contains("no task"));
+    let cancel = other
+        .cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+        .await;
+    assert!(
+        cancel
+            .expect_err("not found")
+            .to_string()
+            .contains("no task")
+    );
+    assert_eq!(
+        get_task(&owner, &id).await.task.status(),
+        rmcp::model::TaskStatus::Working
+    );
+    assert_eq!(hub.session(&token).await.unwrap()["status"], "waiting");
 }

@@ -8,6 +8,7 @@
 //! caller reports.
 
 mod agent_routes;
+mod dropped_stream;
 mod tasks;
 
 use std::{
@@ -27,6 +28,7 @@ use axum::{
 use holdline_mcp::{
     delivery::Delivery,
     hub_client::HubClient,
+    limits,
     tools::{Bridge, Settings},
 };
 use rmcp::{
@@ -46,6 +48,7 @@ use tower::ServiceExt;
 
 use crate::api::Api;
 use agent_routes::AgentRoutes;
+use dropped_stream::SessionCall;
 use tasks::Tasks;
 
 /// The largest `/mcp` request body: a `wait_for_user_input` message fits the hub's 1 MiB
@@ -94,10 +97,18 @@ impl McpEndpoint {
             .disable_allowed_hosts()
             .disable_allowed_origins()
             .with_max_request_body_bytes(MCP_BODY_LIMIT)
+            // No priming event (`data:` empty, `id`, `retry`) before a stream's first
+            // message: Gemini CLI's SDK parses it as JSON, fails and disconnects. Without
+            // it there is no SSE resumption, which a dropped call does not need (the
+            // `resume` rule gives the reply again).
+            .with_sse_retry(None)
+            // A closed connection shows only when the hub writes to it: a comment line
+            // every 5 s finds a client gone mid-wait within 5 s (see `dropped_stream`).
+            .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
             .with_cancellation_token(stop);
         let service = StreamableHttpService::new(
             move || Ok(template.for_session()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(session_manager()),
             config,
         );
         McpEndpoint { service }
@@ -117,14 +128,47 @@ impl McpEndpoint {
         if declared.is_some_and(|n| n > MCP_BODY_LIMIT as u64) {
             return Refusal::too_large().into_response();
         }
+        // A call on a session is watched: its stream dropped before the answer cancels it.
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MCP_BODY_LIMIT).await else {
+            return Refusal::too_large().into_response();
+        };
+        let call = (parts.method == axum::http::Method::POST)
+            .then(|| SessionCall::find(&parts.headers, &bytes))
+            .flatten();
+        let request = Request::from_parts(parts, Body::from(bytes));
         match self.service.clone().oneshot(request).await {
             Ok(response) if response.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Refusal::too_large().into_response()
             }
-            Ok(response) => response.map(Body::new),
+            Ok(response) => match call {
+                Some(call) if response.status().is_success() => {
+                    let service = self.service.clone();
+                    response.map(|body| call.watch(Body::new(body), service))
+                }
+                _ => response.map(Body::new),
+            },
             Err(never) => match never {},
         }
     }
+}
+
+/// How often an open `/mcp` event stream gets a keep-alive comment.
+pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long an MCP session lives without a message either way. rmcp's default (5 min)
+/// ended every wait past 5 minutes from a client that sends no progress token (a wait
+/// sends nothing until it ends); 2 hours is above every limit the tools choose for such a
+/// client (the longest, an installed entry's `Holdline-Max-Wait-Sec`, is 3,570 s), and
+/// still bounds what a client that vanished without closing its session leaves behind.
+pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+
+fn session_manager() -> LocalSessionManager {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(SESSION_IDLE);
+    // The session layer primes each call's stream too (see `with_sse_retry` above).
+    manager.session_config.sse_retry = None;
+    manager
 }
 
 /// Why `/mcp` refused a request before MCP: the HTTP status and a JSON-RPC error body.
@@ -208,9 +252,17 @@ impl RemoteAgent {
             .ok_or_else(|| ErrorData::internal_error("the caller's address is missing", None))?;
         let routes = AgentRoutes::for_caller(self.agent_routes.clone(), &parts.headers, peer);
         let host_ip = peer.ip().to_canonical().to_string();
+        // What `HOLDLINE_MAX_WAIT_SEC` is to a stdio bridge, sent by the entry `install`
+        // writes where it raised the client's timeout.
+        let max_wait = parts
+            .headers
+            .get(limits::MAX_WAIT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(limits::parse_max_wait);
         Ok(self
             .bridge
-            .for_caller(HubClient::in_process(Arc::new(routes)), host_ip))
+            .for_caller(HubClient::in_process(Arc::new(routes)), host_ip)
+            .with_max_wait(max_wait))
     }
 }
 

@@ -243,7 +243,10 @@ impl Tasks {
             .unpolled
             .map(|limit| self.watch_polls(id.clone(), stop.clone(), limit));
         tokio::spawn(async move {
-            let answer = bridge.without_limit().call_tool(request, call_ctx).await;
+            let answer = bridge
+                .with_max_wait(Some(None))
+                .call_tool(request, call_ctx)
+                .await;
             if let Some(watch) = watch {
                 watch.abort();
             }

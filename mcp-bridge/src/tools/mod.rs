@@ -128,10 +128,11 @@ impl Bridge {
         }
     }
 
-    /// This bridge waiting with no limit of its own (a task's wait: no client timer runs).
-    pub fn without_limit(&self) -> Bridge {
+    /// This bridge with the longest wait set as `HOLDLINE_MAX_WAIT_SEC` would set it
+    /// (`Some(None)`: no limit of its own, as for a task, where no client timer runs).
+    pub fn with_max_wait(&self, max_wait: Option<Option<Duration>>) -> Bridge {
         Bridge {
-            max_wait: Some(None),
+            max_wait,
             ..self.clone()
         }
     }

@@ -187,7 +187,7 @@ pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
             "HUB_UNREACHABLE",
         ),
         HubError::KeyRefused => tool_error(
-            "The hub refused this agent key: it is wrong or was revoked. Ask the person for a new key (`holdline-hub key create --name NAME` on the hub's machine), set it as HOLDLINE_KEY for this MCP server and restart it.",
+            "The hub refused this agent key: it is wrong or was revoked. Ask the person for a new key (`holdline-hub key create --name NAME` on the hub's machine), and put it where this MCP server's key is set — HOLDLINE_KEY in a holdline-mcp entry's env, or the Authorization header of a remote entry (`holdline-mcp install --client CLIENT --url URL --key KEY` rewrites it) — then restart the client.",
             "KEY_REFUSED",
         ),
         HubError::NoSecret(place) => tool_error(

@@ -335,6 +335,24 @@ pub async fn start_remote_as(
     Ok(client.serve(transport).await?)
 }
 
+/// A client named `client_name` of the hub's own `/mcp` that also sends `header: value`.
+pub async fn start_remote_with_header(
+    hub: &TestHub,
+    bearer: &str,
+    client_name: &str,
+    (header, value): (&'static str, &str),
+) -> anyhow::Result<Client> {
+    let config = remote_config(hub, bearer).custom_headers(
+        [(
+            axum::http::HeaderName::from_static(header),
+            axum::http::HeaderValue::from_str(value)?,
+        )]
+        .into(),
+    );
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    Ok(TestClient::named(client_name).serve(transport).await?)
+}
+
 /// `client` on the hub's own `/mcp` speaking MCP 2026-07-28: `server/discover`, no
 /// session, every request self-contained.
 pub async fn start_remote_stateless(
