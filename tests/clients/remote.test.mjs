@@ -23,14 +23,11 @@ const HEADER_CLIENT = 'codex';
  * still runs and reports, as a `todo` that does not fail the run. Take an entry out with
  * the fix.
  */
-const PRIMING = "the hub's SSE streams start with rmcp's priming event (empty `data:`), which Gemini CLI 0.61.0 cannot parse: it disconnects and the model never gets the tools";
-const DROPPED_STREAM = 'the client closes the call\'s stream on Ctrl-C without notifications/cancelled, and the hub goes on waiting until the call\'s limit';
-const NO_HEADER = 'the hub does not read the entry\'s Holdline-Max-Wait-Sec header: each wait runs to the clientInfo table\'s limit (Codex: 290 s), past the client\'s own';
+const SLOW_DROP = 'the client closes the call\'s stream on Ctrl-C without notifications/cancelled; the hub finds the closed stream only at its next keep-alive write (every 5 s) and the session leaves waiting after about 6.3 s, past the 3 s grace (+3 s)';
 const KNOWN = {
-  codex: { R6: NO_HEADER },
-  gemini: { '*': PRIMING },
-  opencode: { R3: DROPPED_STREAM },
-  continue: { R3: DROPPED_STREAM },
+  continue: { R3: SLOW_DROP },
+  gemini: { R3: SLOW_DROP },
+  opencode: { R3: SLOW_DROP },
 };
 const known = (driver, check) => KNOWN[driver.name]?.[check] ?? KNOWN[driver.name]?.['*'];
 const opts = (driver, check) => (known(driver, check) ? { todo: `known: ${known(driver, check)}` } : {});
@@ -75,7 +72,7 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
 
       it('R3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', opts(driver, 'R3'), async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
-        assert.ok(c.leftAfterMs !== null, `the session still ${c.status} ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C`);
+        assert.ok(c.leftAfterMs !== null, `the session still waiting ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C (it left ${c.leftLateMs ? `after ${c.leftLateMs} ms` : 'not within 15 s more'})`);
         t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status})`);
         assert.equal(c.later.queued, true, `a reply after Ctrl-C answers queued:true (got ${JSON.stringify(c.later)})`);
         assert.equal(c.restartToken, c.token, 'the restarted agent found the same session');
