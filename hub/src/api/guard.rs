@@ -477,15 +477,20 @@ mod tests {
         assert_eq!(host_name("evil.example:80"), "evil.example");
     }
 
-    #[tokio::test]
-    async fn cookie_and_bearer_both_authorize() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(dir.path(), 1 << 20).unwrap();
-        let s = Secret::new(
+    /// A secret `0123456789abcdef0123456789abcdef` with its logins and keys in `dir`.
+    fn test_secret(dir: &std::path::Path) -> Secret {
+        let store = crate::store::Store::open(dir, 1 << 20).unwrap();
+        Secret::new(
             "0123456789abcdef0123456789abcdef".into(),
             Logins::open(&store).unwrap(),
             Keys::open(&store).unwrap(),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn cookie_and_bearer_both_authorize() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = test_secret(dir.path());
         let mut h = HeaderMap::new();
         assert!(!is_authorized(&s, &h));
         h.insert(header::AUTHORIZATION, "Bearer wrong".parse().unwrap());
@@ -534,12 +539,7 @@ mod tests {
     #[tokio::test]
     async fn an_agent_key_is_an_agent_and_only_on_agent_routes() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(dir.path(), 1 << 20).unwrap();
-        let s = Secret::new(
-            "0123456789abcdef0123456789abcdef".into(),
-            Logins::open(&store).unwrap(),
-            Keys::open(&store).unwrap(),
-        );
+        let s = test_secret(dir.path());
         let (name, key) = s.keys().create("laptop").await.unwrap();
         let mut h = HeaderMap::new();
         h.insert(

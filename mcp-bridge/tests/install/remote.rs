@@ -112,11 +112,7 @@ fn fresh_remote_install_writes_each_client_s_http_entry_in_a_0600_file() {
 fn switching_local_remote_local_keeps_the_person_s_keys_and_uninstall_restores_bytes() {
     for case in CLIENTS {
         let sb = Sandbox::new();
-        let config = sb.path(case.config);
-        let original = with_other_server(case.fmt);
-        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-        std::fs::write(&config, &original).unwrap();
-        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (config, original) = seed_with_other_server(&sb, &case, 0o644);
         // Untouched by the person: after local → remote → local, uninstall gives back
         // the very bytes.
         sb.install(case.name, &[]);
@@ -254,11 +250,7 @@ fn find_entry(fmt: Fmt, doc: &mut Value) -> &mut Value {
 fn uninstall_of_a_remote_entry_gives_back_the_same_bytes() {
     for case in CLIENTS {
         let sb = Sandbox::new();
-        let config = sb.path(case.config);
-        let original = with_other_server(case.fmt);
-        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-        std::fs::write(&config, &original).unwrap();
-        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (config, original) = seed_with_other_server(&sb, &case, 0o600);
         let out = remote(&sb, case.name, KEY);
         assert!(out.contains("mode 600"), "{}: {out}", case.name);
         sb.ok(&["uninstall", "--client", case.name]);
@@ -343,4 +335,18 @@ fn bad_remote_inputs_are_refused_before_anything_is_written() {
         stderr.contains("does not look like an agent key"),
         "{stderr}"
     );
+}
+
+/// `case`'s config file holding another server only, with `mode`: its path and bytes.
+fn seed_with_other_server(
+    sb: &Sandbox,
+    case: &ClientCase,
+    mode: u32,
+) -> (std::path::PathBuf, String) {
+    let config = sb.path(case.config);
+    let original = with_other_server(case.fmt);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, &original).unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(mode)).unwrap();
+    (config, original)
 }
