@@ -23,13 +23,7 @@ const HEADER_CLIENT = 'codex';
  * still runs and reports, as a `todo` that does not fail the run. Take an entry out with
  * the fix.
  */
-const SLOW_DROP = 'on Ctrl-C the client closes its streams without a cancel (Codex too when it dies before its cancel gets out); the hub drops the call after rmcp\'s 3 s drain without cancelling its wait, so the wait ends only by the 3 s grace: the session leaves waiting after about 6.4 s';
-const KNOWN = {
-  codex: { R3: SLOW_DROP },
-  continue: { R3: SLOW_DROP },
-  gemini: { R3: SLOW_DROP },
-  opencode: { R3: SLOW_DROP },
-};
+const KNOWN = {};
 const known = (driver, check) => KNOWN[driver.name]?.[check] ?? KNOWN[driver.name]?.['*'];
 const opts = (driver, check) => (known(driver, check) ? { todo: `known: ${known(driver, check)}` } : {});
 
