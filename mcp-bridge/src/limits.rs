@@ -104,7 +104,13 @@ pub struct LimitInputs<'a> {
     pub env_max: Option<Option<Duration>>,
     /// `MCP_TOOL_TIMEOUT`, in the bridge's environment.
     pub tool_timeout: Option<Duration>,
+    /// The client reaches the tools over HTTP (the hub's `/mcp`), not stdio.
+    pub over_http: bool,
 }
+
+/// Claude Code's idle watchdog for an HTTP server: 300 s (1,800 s on stdio), reset by
+/// progress; a wait without progress ends a margin under it.
+const CLAUDE_HTTP_IDLE_WAIT: Duration = Duration::from_secs(270);
 
 /// How long one call may block before answering "no reply yet" (`None`: until a reply),
 /// and why.
@@ -140,6 +146,9 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
         needle: entry.needle,
         progress,
     };
+    if entry.needle == "claude" && inputs.over_http && !progress {
+        limit = limit.map(|l| l.min(CLAUDE_HTTP_IDLE_WAIT));
+    }
     if entry.needle == "claude"
         && let Some(hard) = inputs.tool_timeout
     {
@@ -161,6 +170,23 @@ pub fn margin(limit: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claude_code_over_http_without_progress_ends_under_its_300_s_idle_watchdog() {
+        let over = |http: bool, progress: bool| {
+            choose(&LimitInputs {
+                client_name: Some("claude-code"),
+                has_progress_token: progress,
+                over_http: http,
+                ..LimitInputs::default()
+            })
+            .0
+            .map(|d| d.as_secs())
+        };
+        assert_eq!(over(true, false), Some(270));
+        assert_eq!(over(false, false), Some(1740));
+        assert_eq!(over(true, true), None);
+    }
 
     fn limit(name: Option<&str>, progress: bool) -> Option<u64> {
         let inputs = LimitInputs {
@@ -209,6 +235,7 @@ mod tests {
             argument_secs: Some(7),
             env_max: Some(Some(Duration::from_secs(9))),
             tool_timeout: Some(Duration::from_secs(120)),
+            over_http: false,
         };
         assert_eq!(
             choose(&inputs),

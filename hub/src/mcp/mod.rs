@@ -77,6 +77,7 @@ impl McpEndpoint {
             tool_timeout: None,
             poll_hold: holdline_mcp::config::DEFAULT_POLL_HOLD,
             fallback_workspace: Some(FALLBACK_WORKSPACE.to_owned()),
+            over_http: true,
         };
         // The bookkeeping all remote agents share acks in process with the hub's own
         // secret: an ack only says a reply reached its agent.

@@ -61,6 +61,9 @@ pub struct Settings {
     /// the working directory (a bridge the IDE started in its project). The hub's is not
     /// the agent's, so it names one.
     pub fallback_workspace: Option<String>,
+    /// The client reaches these tools over HTTP (the hub's `/mcp`): some clients time
+    /// HTTP calls differently (see `limits`).
+    pub over_http: bool,
 }
 
 impl From<&Config> for Settings {
@@ -71,6 +74,7 @@ impl From<&Config> for Settings {
             tool_timeout: config.tool_timeout,
             poll_hold: config.poll_hold,
             fallback_workspace: None,
+            over_http: false,
         }
     }
 }
@@ -85,6 +89,7 @@ pub struct Bridge {
     tool_timeout: Option<Duration>,
     poll_hold: Duration,
     fallback_workspace: Option<String>,
+    over_http: bool,
     /// Token → binding; a std mutex, held only for a map operation.
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
@@ -109,6 +114,7 @@ impl Bridge {
             tool_timeout: settings.tool_timeout,
             poll_hold: settings.poll_hold,
             fallback_workspace: settings.fallback_workspace.clone(),
+            over_http: settings.over_http,
             known: Arc::default(),
             roots: Arc::default(),
             shutdown,

@@ -176,6 +176,7 @@ impl Bridge {
             argument_secs: p.timeout_sec,
             env_max: self.max_wait,
             tool_timeout: self.tool_timeout,
+            over_http: self.over_http,
         });
         tracing::debug!(
             %token, client = ?client, progress = progress_token.is_some(),
