@@ -2,7 +2,8 @@
 //!
 //! Code map:
 //! - `config`: environment → [`config::Config`] (hub list, secret, host id, wait limits).
-//! - `hub_client`: the only HTTP code; ordered failover, retry, auto-start of a local hub.
+//! - `hub_client`: the only code that calls hubs: over HTTP (failover, retry, auto-start
+//!   of a local hub) or in process (the hub's `/mcp`).
 //! - `line_cap`: a client line over the limit is answered with an error, not dropped.
 //! - `delivery`: open waits, reply ids never returned twice, acks after the result is written.
 //! - `limits`: how long one wait may block in each client, from measurement.
