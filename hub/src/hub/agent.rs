@@ -293,6 +293,13 @@ impl Hub {
             tokio::pin!(woken);
             woken.as_mut().enable();
             if let Some(outcome) = self.poll_now(token, wait_id)? {
+                if let PollOutcome::Replied(_) = &outcome {
+                    // The delivery rule: the agent never sees a reply that a
+                    // crash could still take back (the person's request may
+                    // not have flushed it yet).
+                    let mark = self.inner.store.read_mark();
+                    self.inner.store.flush_through(mark).await?;
+                }
                 return Ok(outcome);
             }
             tokio::select! {

@@ -30,6 +30,8 @@ mod agent;
 mod liveness;
 mod person;
 mod sync;
+#[cfg(test)]
+mod tests;
 
 pub use sync::SyncSnapshot;
 

@@ -147,8 +147,23 @@ pub struct Store {
     journal_seq: Arc<AtomicU64>,
     /// One flush at a time (see [`Store::flush`]).
     flushing: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// How many [`Store::apply`] calls have begun, have ended, and have been
+    /// made durable by a flush: a reader can tell whether what it read may
+    /// still be lost to a crash (see [`Store::read_mark`]).
+    begun: Arc<AtomicU64>,
+    applied: Arc<AtomicU64>,
+    durable: Arc<AtomicU64>,
     /// One write at a time: appending a message reads and rewrites its chunk.
     writing: Arc<std::sync::Mutex<()>>,
+}
+
+/// Counts one [`Store::apply`] as ended when it returns, however it returns.
+struct Ended<'a>(&'a AtomicU64);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 fn key(token: &Token, n: u64) -> Vec<u8> {
@@ -198,6 +213,9 @@ impl Store {
     /// write, so a write reported as failed may still take effect after a restart.
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
         let _turn = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        self.begun.fetch_add(1, Ordering::AcqRel);
+        // Ended, also when it failed half-way: a flush then makes that half durable.
+        let _ended = Ended(&self.applied);
         let ops = self.ops(w)?;
         if let [op] = ops.as_slice() {
             // One key: sled applies it atomically by itself.
@@ -213,6 +231,12 @@ impl Store {
         }
         self.journal.remove(record)?;
         Ok(())
+    }
+
+    /// A mark covering every write a read made before this call could have
+    /// seen, also one still being applied: pass it to [`Store::flush_through`].
+    pub fn read_mark(&self) -> u64 {
+        self.begun.load(Ordering::Acquire)
     }
 
     /// `w` as puts and deletes of concrete keys, values encoded.
@@ -373,7 +397,29 @@ impl Store {
     /// at a time: callers that queue behind a flush find their writes already
     /// stable and return at once (a group commit).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        let _turn = self.flushing.lock().await;
+        let turn = self.flushing.lock().await;
+        self.flush_in_turn(turn).await
+    }
+
+    /// Makes the writes up to `mark` (a [`Store::read_mark`]) durable,
+    /// flushing only if no flush has covered them yet.
+    pub async fn flush_through(&self, mark: u64) -> Result<(), StoreError> {
+        if self.durable.load(Ordering::Acquire) >= mark {
+            return Ok(());
+        }
+        let turn = self.flushing.lock().await;
+        // The flush this one queued behind may have covered `mark`.
+        if self.durable.load(Ordering::Acquire) >= mark {
+            return Ok(());
+        }
+        self.flush_in_turn(turn).await
+    }
+
+    async fn flush_in_turn(
+        &self,
+        _turn: tokio::sync::MutexGuard<'_, ()>,
+    ) -> Result<(), StoreError> {
+        let mark = self.applied.load(Ordering::Acquire);
         let db = self.db.clone();
         // After a failed write (a full disk) sled's flush can wait forever;
         // answer with the error instead of hanging the request or shutdown.
@@ -386,11 +432,14 @@ impl Store {
                 ))
             })?
             .map_err(|e| StoreError::Io(e.to_string()))??;
+        self.durable.fetch_max(mark, Ordering::AcqRel);
         Ok(())
     }
 
     pub fn flush_blocking(&self) -> Result<(), StoreError> {
+        let mark = self.applied.load(Ordering::Acquire);
         self.db.flush()?;
+        self.durable.fetch_max(mark, Ordering::AcqRel);
         Ok(())
     }
 

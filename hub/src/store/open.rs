@@ -35,6 +35,9 @@ impl Store {
             journal: t("journal")?,
             journal_seq: Default::default(),
             flushing: Default::default(),
+            begun: Default::default(),
+            applied: Default::default(),
+            durable: Default::default(),
             writing: Default::default(),
             db,
         };

@@ -1,0 +1,80 @@
+//! The delivery rule at the Hub's own API, where a test can stand in the
+//! window between a reply's write and the flush of the request that wrote it.
+
+use super::*;
+
+/// What a SIGKILL right now would leave: the store's files as they are on disk.
+fn copy_as_after_a_crash(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_as_after_a_crash(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = crate::home::Home::new(dir.path().join("home"));
+    home.prepare().unwrap();
+    let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
+    let hub = Hub::open(config, "test".into(), CancellationToken::new()).unwrap();
+    let caller = ("chat", "/ws", "10.0.0.2");
+    let session = hub
+        .init(InitRequest {
+            cursor_title: caller.0.into(),
+            workspace: caller.1.into(),
+            host_ip: caller.2.into(),
+            new_plan: false,
+            plan_label: None,
+            thread_id: None,
+            agent_key: None,
+        })
+        .unwrap();
+    let wait_id = hub
+        .register(RegisterRequest {
+            token: session.token.clone(),
+            message: "done; anything else?".into(),
+            cursor_title: caller.0.into(),
+            workspace: caller.1.into(),
+            host_ip: caller.2.into(),
+            request_id: "q-1".into(),
+            completion_pct: None,
+            next_step: None,
+            agent_key: None,
+        })
+        .unwrap();
+    hub.flush().await.unwrap();
+
+    // The person's request has written the reply and rung the bell; its
+    // flush (before its 200) has not run yet.
+    let (reply_id, _) = hub.reply(&session.token, "go on".into(), vec![]).unwrap();
+    let outcome = hub
+        .poll(&session.token, &wait_id, Duration::ZERO)
+        .await
+        .unwrap();
+    let PollOutcome::Replied(reply) = outcome else {
+        panic!("the poll did not answer the reply: {outcome:?}");
+    };
+    assert_eq!(reply.id, reply_id);
+
+    let crashed = dir.path().join("after-crash");
+    copy_as_after_a_crash(&home.db_dir(), &crashed);
+    let store = Store::open(&crashed, 1 << 20).unwrap();
+    let queued: Vec<String> = store
+        .queued_replies(&session.token)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        queued,
+        vec![reply_id],
+        "the agent was handed a reply a crash would have lost"
+    );
+}
