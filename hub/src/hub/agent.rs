@@ -296,9 +296,11 @@ impl Hub {
                 if let PollOutcome::Replied(_) = &outcome {
                     // The delivery rule: the agent never sees a reply that a
                     // crash could still take back (the person's request may
-                    // not have flushed it yet).
+                    // not have flushed it yet). Boxed: a held poll's future
+                    // would otherwise carry the flush's state all the while
+                    // it waits (~200 bytes × every waiting session).
                     let mark = self.inner.store.read_mark();
-                    self.inner.store.flush_through(mark).await?;
+                    Box::pin(self.inner.store.flush_through(mark)).await?;
                 }
                 return Ok(outcome);
             }

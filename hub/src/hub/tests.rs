@@ -1,5 +1,6 @@
 //! The delivery rule at the Hub's own API, where a test can stand in the
-//! window between a reply's write and the flush of the request that wrote it.
+//! window between a reply's write and the flush of the request that wrote it,
+//! and the size of the future every waiting session holds.
 
 use super::*;
 
@@ -77,4 +78,20 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
         vec![reply_id],
         "the agent was handed a reply a crash would have lost"
     );
+}
+
+/// Every waiting session holds one poll future for ten seconds at a time, so
+/// its size is memory × sessions (the 10,000-waiting RSS target). The bound has
+/// ~100 bytes of room; the unboxed flush of a found reply took it to 728.
+#[tokio::test]
+async fn a_held_poll_keeps_its_future_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = crate::home::Home::new(dir.path().join("home"));
+    home.prepare().unwrap();
+    let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
+    let hub = Hub::open(config, "test".into(), CancellationToken::new()).unwrap();
+    let token = Token::generate();
+    let poll = hub.poll(&token, "w", Duration::from_secs(1));
+    let size = std::mem::size_of_val(&poll);
+    assert!(size <= 640, "a held poll's future is {size} bytes");
 }
