@@ -18,13 +18,19 @@ fn copy_as_after_a_crash(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-#[tokio::test]
-async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = crate::home::Home::new(dir.path().join("home"));
+/// A hub on a fresh home inside `dir`.
+fn open_hub(dir: &std::path::Path) -> (Hub, crate::home::Home) {
+    let home = crate::home::Home::new(dir.join("home"));
     home.prepare().unwrap();
     let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
     let hub = Hub::open(config, "test".into(), CancellationToken::new()).unwrap();
+    (hub, home)
+}
+
+#[tokio::test]
+async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, home) = open_hub(dir.path());
     let caller = ("chat", "/ws", "10.0.0.2");
     let session = hub
         .init(InitRequest {
@@ -86,10 +92,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
 #[tokio::test]
 async fn a_held_poll_keeps_its_future_small() {
     let dir = tempfile::tempdir().unwrap();
-    let home = crate::home::Home::new(dir.path().join("home"));
-    home.prepare().unwrap();
-    let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
-    let hub = Hub::open(config, "test".into(), CancellationToken::new()).unwrap();
+    let (hub, _home) = open_hub(dir.path());
     let token = Token::generate();
     let poll = hub.poll(&token, "w", Duration::from_secs(1));
     let size = std::mem::size_of_val(&poll);
