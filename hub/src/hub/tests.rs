@@ -87,8 +87,9 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
 }
 
 /// Every waiting session holds one poll future for ten seconds at a time, so
-/// its size is memory × sessions (the 10,000-waiting RSS target). The bound has
-/// ~100 bytes of room; the unboxed flush of a found reply took it to 728.
+/// its size is memory × sessions (the 10,000-waiting RSS target). Sizes of the
+/// debug build the tests run: 528 bytes, so ~100 of room; the unboxed flush of
+/// a found reply took it to 728.
 #[tokio::test]
 async fn a_held_poll_keeps_its_future_small() {
     let dir = tempfile::tempdir().unwrap();
