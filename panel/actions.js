@@ -50,7 +50,9 @@ async function editSettings() {
   $('#set-mode').value = d.continueMode || '';
   $('#set-streak').value = d.maxAutoStreak ?? 20;
   $('#settings-info').textContent = `${t('token')}: ${d.token} · ${t('workspace')}: ${d.workspace || ''} · ${t('host')}: ${d.hostIp || ''}`;
+  const owner = await fillOwners(d);
   if ((await runDialog(dialog)) !== 'ok') return;
+  const chosenOwner = $('#set-owner').value;
   const chosen = dialog.querySelector('input[name=mode]:checked')?.value || 'hold';
   const fields = {
     timedReplyEnabled: chosen === 'timed',
@@ -63,13 +65,40 @@ async function editSettings() {
   if ($('#set-prompt').value.trim()) fields.continuePrompt = $('#set-prompt').value;
   try {
     const armed = fields.timedReplyEnabled && (!d.timedReplyEnabled || fields.timedReplyIntervalMs !== d.timedReplyIntervalMs);
-    const s = await api.config(d.token, fields);
+    let s = await api.config(d.token, fields);
     if (armed) timedTurnedOn(d.token);
+    if (chosenOwner !== owner) s = await api.handOver(d.token, chosenOwner || null);
     applySession(s);
-    toast(t('saved'));
+    toast(chosenOwner !== owner ? t('handedOver', { owner: ownerLabel(s.owner) }) : t('saved'));
   } catch (e) {
     toast(t('saveFailed', { msg: e.message }), 'error');
   }
+}
+
+/** "Your own agents" or the key's name (marked when revoked). */
+function ownerLabel(owner) {
+  if (!owner?.key) return t('ownerSecret');
+  return t(owner.revoked ? 'ownerKeyRevoked' : 'ownerKey', { key: owner.key });
+}
+
+/**
+ * Fills the owner choice with the secret, every live key and the session's
+ * own (revoked) key; answers the current choice's value ('' = the secret).
+ */
+async function fillOwners(d) {
+  const current = d.owner?.key || '';
+  let names = [];
+  try {
+    names = (await api.keys()).keys.map((k) => k.name);
+  } catch { /* the list is best effort: the current owner is still shown */ }
+  if (current && !names.includes(current)) names.unshift(current);
+  const select = $('#set-owner');
+  select.replaceChildren(
+    h('option', { value: '' }, t('ownerSecret')),
+    ...names.map((name) => h('option', { value: name }, ownerLabel(name === current ? d.owner : { key: name }))),
+  );
+  select.value = current;
+  return current;
 }
 
 async function merge() {

@@ -72,6 +72,8 @@ export const api = {
   /** `{keys: [{name, createdAt, lastUsedAt}]}`: the agent keys (never their text). */
   keys: () => call('GET', '/api/keys'),
   /** Revokes an agent key: refused at once, its open waits end. */
+  /** Hands a session to the agent key `key` (`null`: the hub's secret); answers the session. */
+  handOver: (token, key) => call('POST', `/api/sessions/${enc(token)}/owner`, { key }),
   revokeKey: (name) => call('DELETE', `/api/keys/${enc(name)}`),
 };
 

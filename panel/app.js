@@ -625,6 +625,7 @@ function drawHeader() {
   $('#settings-open').disabled = closed || mirror;
   $('#rename').disabled = d.status === 'merged' || mirror;
   drawMirrorNotice(d);
+  drawOwnerNotice(d);
 }
 
 function drawKeepAlive(d, now = Date.now()) {
@@ -632,6 +633,14 @@ function drawKeepAlive(d, now = Date.now()) {
   const text = CLOSED.has(d.status) ? null : keepAliveText(d, now);
   el.hidden = !text;
   if (text && el.textContent !== text) el.textContent = text;
+}
+
+/** The notice over a session whose agent key was revoked: a reply waits for the agent's return. */
+function drawOwnerNotice(d) {
+  const el = $('#owner-notice');
+  const revoked = !!d.owner?.revoked && !CLOSED.has(d.status);
+  el.hidden = !revoked;
+  el.textContent = revoked ? t('keyRevokedNotice', { key: d.owner.key }) : '';
 }
 
 /** The notice over a mirror's messages, linking to the hub that owns it. */

@@ -33,6 +33,7 @@ export function sessionItem(s, view) {
         : h('span', { class: 'ago', dataset: { at: String(s.lastActiveAt || 0) } }, ago(s.lastActiveAt)),
       s.queuedReplies > 0 ? h('span', { class: 'tag queued', testid: 'session-queued' }, t('queuedN', { n: s.queuedReplies })) : null,
       keepAliveTag(s),
+      s.owner?.revoked ? h('span', { class: 'tag revoked', testid: 'session-key-revoked', title: t('keyRevokedNotice', { key: s.owner.key }) }, t('keyRevokedTag', { key: s.owner.key })) : null,
       s.mirror ? h('span', { class: 'tag mirror', testid: 'session-mirror', title: t('mirrorTagTitle', { hub: s.hub || '?' }) }, t('mirrorTag', { hub: s.hub || '?' })) : null,
       h('span', { class: 'host' }, s.hostIp || ''),
     ),

@@ -1,5 +1,9 @@
-//! Vertical binding (SPEC §3): which IDE chat on which machine owns a session,
-//! and the three check levels; pure logic, no IO.
+//! Vertical binding and owners: which IDE chat on which machine a session is
+//! bound to, the three check levels, and whose it is; pure logic, no IO.
+//!
+//! Invariant: an agent call reaches a session only if the caller's credential
+//! owns it ([`Caller::may_use`]); binding names are kept per owner
+//! ([`owned_name`]), so two owners with one fingerprint never share a binding.
 
 use crate::keys::KeyName;
 use crate::session::Session;
@@ -23,7 +27,7 @@ impl BindingKey {
 }
 
 /// The caller's fingerprint, as the bridge sends it with every call, and the
-/// agent key it called with (`None`: the secret).
+/// agent key it called with (`None`: the secret) — the owner it acts as.
 #[derive(Debug, Clone)]
 pub struct Caller<'a> {
     pub cursor_title: &'a str,
@@ -37,6 +41,12 @@ impl Caller<'_> {
         BindingKey::new(self.workspace, self.cursor_title, self.host_ip)
     }
 
+    /// Whether the session belongs to the caller's credential: the first
+    /// check of every agent call, answered like an unknown token when false.
+    pub fn may_use(&self, session: &Session) -> bool {
+        session.owner.as_ref() == self.agent_key
+    }
+
     /// Strict (select, merge target): the session's key must equal the caller's.
     pub fn owns(&self, session: &Session) -> bool {
         session.binding_key == self.key().as_str()
@@ -45,6 +55,17 @@ impl Caller<'_> {
     /// Medium (wait, merge source): same workspace and host; the title may differ.
     pub fn shares_machine_and_workspace(&self, session: &Session) -> bool {
         session.workspace == self.workspace && session.host_ip == self.host_ip
+    }
+}
+
+/// The name a chat, plan or thread binding is stored under for `owner`:
+/// the secret's names as they always were (stores made before owners keep
+/// working), a key's prefixed with the key, so another owner's binding of
+/// the same fingerprint, plan label or thread id is a different entry.
+pub fn owned_name(owner: Option<&KeyName>, name: &str) -> String {
+    match owner {
+        None => name.to_owned(),
+        Some(key) => format!("key:{key}\u{1f}{name}"),
     }
 }
 

@@ -66,6 +66,9 @@ pub struct ExportSession {
     pub last_review: Option<ExportReview>,
     #[serde(default)]
     pub messages: Vec<ExportMessage>,
+    /// The agent key the session belongs to; absent: the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -131,6 +134,7 @@ impl ExportSession {
             plan_name: s.plan_name.clone(),
             thread_id: s.thread_id.clone(),
             merged_into: s.merged_into.as_ref().map(|t| t.to_string()),
+            owner: s.owner.as_ref().map(|k| k.to_string()),
             last_review: Some(ExportReview {
                 has_review: s.last_review.has_review,
                 completion_pct: s.last_review.completion_pct,
@@ -212,6 +216,11 @@ impl ExportSession {
         s.plan_name = self.plan_name;
         s.thread_id = self.thread_id;
         s.merged_into = self.merged_into.as_deref().and_then(Token::parse);
+        // A name that is no key name makes the session the secret's.
+        s.owner = self
+            .owner
+            .as_deref()
+            .and_then(|k| crate::keys::KeyName::parse(k).ok());
         if let Some(r) = self.last_review {
             let next_step = r.next_step.unwrap_or_default();
             s.last_review = Review {

@@ -334,6 +334,9 @@ pub enum WaitEnd {
     /// The agent key it was registered with was revoked.
     #[serde(rename = "key_revoked")]
     KeyRevoked,
+    /// The person handed the session to another owner.
+    #[serde(rename = "handed_over")]
+    HandedOver,
 }
 
 impl WaitEnd {
@@ -346,6 +349,7 @@ impl WaitEnd {
             WaitEnd::Archived => "archived",
             WaitEnd::Expired => "expired",
             WaitEnd::KeyRevoked => "key_revoked",
+            WaitEnd::HandedOver => "handed_over",
         }
     }
 }
@@ -432,11 +436,12 @@ pub struct Session {
     /// Every move of the session from one hub to another.
     #[serde(default)]
     pub adoptions: Vec<Adoption>,
-    /// The agent key the last binding call (init, select, wait, merge) was
-    /// made with; `None` when the secret made it. A key reads only the
-    /// sessions it bound.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound_key: Option<KeyName>,
+    /// Who the session belongs to: the agent key that made it, `None` for
+    /// the secret (and for every session of a store older than owners, whose
+    /// last binder `boundKey` is read as its owner). Only the person changes
+    /// it (a hand-over); agent calls act only on their own sessions.
+    #[serde(default, alias = "boundKey", skip_serializing_if = "Option::is_none")]
+    pub owner: Option<KeyName>,
 }
 
 /// A hub taking over a session from another (SPEC §7, multi-hub).
@@ -478,7 +483,7 @@ impl Session {
             rev: 1,
             mirror: false,
             adoptions: Vec::new(),
-            bound_key: None,
+            owner: None,
         }
     }
 
@@ -591,6 +596,21 @@ pub fn preview_of(content: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_stored_before_owners_belongs_to_its_last_binder_or_the_secret() {
+        let mut stored =
+            serde_json::to_value(Session::new(Token::generate(), "t", "/w", "h", "hub")).unwrap();
+        assert!(
+            stored.get("owner").is_none(),
+            "the secret's owner is not written"
+        );
+        let secrets: Session = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(secrets.owner, None);
+        stored["boundKey"] = serde_json::json!("laptop");
+        let keys: Session = serde_json::from_value(stored).unwrap();
+        assert_eq!(keys.owner.map(|k| k.to_string()).as_deref(), Some("laptop"));
+    }
 
     #[test]
     fn tokens_parse_only_the_exact_form() {

@@ -370,8 +370,11 @@ async fn a_key_revoked_while_the_hub_is_stopped_ends_its_wait_at_start() {
         String::from_utf8_lossy(&out.stderr)
     );
     hub.restart().await;
+    // The session is the key's: only a key of that name (made anew) polls it.
+    let again = create_key(&hub.home, "laptop");
     let poll = json!({"token": token, "waitId": wait_id, "timeoutMs": 0});
-    let v = hub.api.ok("/api/wait/poll", &poll).await;
+    let (s, v) = call(&hub, Method::POST, "/api/wait/poll", &again, Some(poll)).await;
+    assert_eq!(s, 200, "{v}");
     assert_eq!(
         (v["status"].as_str(), v["reason"].as_str()),
         (Some("gone"), Some("key_revoked")),

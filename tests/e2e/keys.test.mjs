@@ -71,3 +71,40 @@ test('keys: the panel lists agent keys with their last use and revokes one after
   await dialog.locator('h3', { hasText: 'Agent 密钥' }).waitFor();
   assert.equal(await row('desk').getByTestId('key-last-used').textContent(), '从未');
 });
+
+test('keys: a revoked key\'s session says so, and the person hands it to another key from Settings', async () => {
+  const old = (await hub.api('POST', '/api/keys', { name: 'buildbox' })).key;
+  const next = (await hub.api('POST', '/api/keys', { name: 'buildbox-2' })).key;
+  const fp = { cursorTitle: 'Nightly', workspace: '/srv/app', hostIp: '192.168.1.41' };
+  const init = await asAgent(old, '/api/init', fp);
+  const token = init.body.token;
+  assert.equal((await asAgent(old, '/api/wait/register', { ...fp, token, message: 'Ship it?', requestId: 'n1' })).status, 200);
+  await hub.api('DELETE', '/api/keys/buildbox');
+
+  const { page } = await browser();
+  await openPanel(page, hub);
+  const card = page.locator(`[data-token="${token}"]`);
+  await card.getByTestId('session-key-revoked').waitFor();
+  assert.equal(await card.getByTestId('session-key-revoked').textContent(), 'key buildbox revoked');
+  await card.click();
+  const notice = page.getByTestId('owner-notice');
+  await notice.waitFor();
+  assert.match(await notice.textContent(), /agent key “buildbox” this session belongs to was revoked/);
+
+  // The new key does not see the session until the person hands it over.
+  assert.equal((await asAgent(next, '/api/init', fp)).body.created, true);
+  await page.getByTestId('settings-open').click();
+  const owner = page.getByTestId('set-owner');
+  assert.equal(await owner.inputValue(), 'buildbox');
+  await owner.selectOption('buildbox-2');
+  await page.getByTestId('settings-save').click();
+  await notice.waitFor({ state: 'hidden' });
+  assert.match(await page.getByTestId('toast').last().textContent(), /Handed over to Agent key “buildbox-2”/);
+  const again = await asAgent(next, '/api/init', fp);
+  assert.deepEqual([again.status, again.body.token, again.body.created], [200, token, false]);
+  // The queued question is answerable by the new key's next wait.
+  await hub.api('POST', '/api/reply', { token, text: 'yes, ship it' });
+  const reg = await asAgent(next, '/api/wait/register', { ...fp, token, message: 'Back, ship it?', requestId: 'n2' });
+  const poll = await asAgent(next, '/api/wait/poll', { token, waitId: reg.body.waitId, timeoutMs: 0 });
+  assert.equal(poll.body.reply?.text, 'yes, ship it');
+});

@@ -1,9 +1,10 @@
 //! Routes the bridge calls on behalf of an agent: init, select, the wait
 //! lifecycle (register, poll, ack, cancel) and merge.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{ConnectInfo, FromRequest, Request, State};
 use axum::http::Method;
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
@@ -14,20 +15,34 @@ use super::error::{ApiError, Body, token};
 use super::{AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
 use crate::hub::{InitRequest, MAX_POLL_MS, PollOutcome, RegisterRequest};
+use crate::keys::KeyName;
 use crate::server::Answering;
 use crate::session::Token;
 
 type Answer<T> = Result<Json<T>, ApiError>;
 
+/// The address the request came from (the connection's peer).
+type Peer = ConnectInfo<SocketAddr>;
+
+/// The host a binding records: what the secret's bridges report, but for an
+/// agent key the address the hub saw — a key cannot claim another machine.
+fn binding_host(who: &guard::Caller, reported: String, ConnectInfo(peer): Peer) -> String {
+    match who {
+        guard::Caller::Person => reported,
+        guard::Caller::Agent { .. } => peer.ip().to_canonical().to_string(),
+    }
+}
+
 pub async fn init(
     State(app): State<AppState>,
     Extension(who): Extension<guard::Caller>,
+    peer: Peer,
     Body(b): Body<InitBody>,
 ) -> Answer<InitAnswer> {
     let out = app.hub.init(InitRequest {
+        host_ip: binding_host(&who, b.host_ip, peer),
         cursor_title: b.cursor_title,
         workspace: b.workspace,
-        host_ip: b.host_ip,
         new_plan: b.new_plan,
         plan_label: b.plan_label,
         thread_id: b.thread_id,
@@ -45,14 +60,16 @@ pub async fn init(
 pub async fn select(
     State(app): State<AppState>,
     Extension(who): Extension<guard::Caller>,
+    peer: Peer,
     Body(b): Body<SelectBody>,
 ) -> Answer<TokenStatus> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
+    let host_ip = binding_host(&who, b.host_ip, peer);
     let caller = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
-        host_ip: &b.host_ip,
+        host_ip: &host_ip,
         agent_key: who.agent_key(),
     };
     let status = app.hub.select(&t, &caller)?;
@@ -66,6 +83,7 @@ pub async fn select(
 pub async fn register(
     State(app): State<AppState>,
     Extension(who): Extension<guard::Caller>,
+    peer: Peer,
     Body(b): Body<RegisterBody>,
 ) -> Answer<RegisterAnswer> {
     let t = token(&b.token)?;
@@ -73,9 +91,9 @@ pub async fn register(
     let wait_id = app.hub.register(RegisterRequest {
         token: t,
         message: b.message,
+        host_ip: binding_host(&who, b.host_ip, peer),
         cursor_title: b.cursor_title,
         workspace: b.workspace,
-        host_ip: b.host_ip,
         request_id: b.request_id,
         completion_pct: b.completion_pct,
         next_step: b.next_step,
@@ -105,7 +123,7 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
             "the long poll is POST /api/wait/poll",
         ))
     } else {
-        guard::admit(&app.secret, &parts.method, parts.uri.path(), &parts.headers).map(drop)
+        guard::admit(&app.secret, &parts.method, parts.uri.path(), &parts.headers)
     };
     drop(parts);
     // Boxed apart and done before the hold: what it needs (the body, the
@@ -113,7 +131,16 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
     let admit = Box::pin(admit_poll(app.clone(), admitted, body));
     Box::pin(async move {
         let answer = match admit.await {
-            Ok(poll) => match app.hub.poll(&poll.token, &poll.wait_id, poll.timeout).await {
+            Ok(poll) => match app
+                .hub
+                .poll(
+                    &poll.token,
+                    &poll.wait_id,
+                    poll.timeout,
+                    poll.owner.as_ref(),
+                )
+                .await
+            {
                 Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
                 Err(e) => ApiError::from(e).into_response(),
             },
@@ -128,16 +155,18 @@ struct Admitted {
     token: Token,
     wait_id: String,
     timeout: Duration,
+    /// The agent key it came with (`None`: the secret): only its own session answers.
+    owner: Option<KeyName>,
 }
 
 /// The poll's body (under the JSON limit, with the errors every route gives),
 /// its token and time limit; a session another hub owned is adopted first.
 async fn admit_poll(
     app: AppState,
-    admitted: Result<(), ApiError>,
+    admitted: Result<guard::Caller, ApiError>,
     body: axum::body::Body,
 ) -> Result<Admitted, ApiError> {
-    admitted?;
+    let owner = admitted?.agent_key().cloned();
     let limited = Request::new(axum::body::Body::new(Limited::new(body, JSON_LIMIT)));
     let Body(b) = Body::<PollBody>::from_request(limited, &()).await?;
     let token = token(&b.token)?;
@@ -152,6 +181,7 @@ async fn admit_poll(
         token,
         wait_id: b.wait_id,
         timeout: Duration::from_millis(ms),
+        owner,
     })
 }
 
@@ -171,18 +201,26 @@ impl From<PollOutcome> for PollAnswer {
     }
 }
 
-pub async fn ack(State(app): State<AppState>, Body(b): Body<AckBody>) -> Answer<Ok> {
+pub async fn ack(
+    State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
+    Body(b): Body<AckBody>,
+) -> Answer<Ok> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    app.hub.ack(&t, &b.wait_id, &b.reply_id)?;
+    app.hub.ack(&t, &b.wait_id, &b.reply_id, who.agent_key())?;
     app.hub.flush().await?;
     Ok(Json(OK))
 }
 
-pub async fn cancel(State(app): State<AppState>, Body(b): Body<CancelBody>) -> Answer<Ok> {
+pub async fn cancel(
+    State(app): State<AppState>,
+    Extension(who): Extension<guard::Caller>,
+    Body(b): Body<CancelBody>,
+) -> Answer<Ok> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    app.hub.cancel(&t, &b.wait_id)?;
+    app.hub.cancel(&t, &b.wait_id, who.agent_key())?;
     app.hub.flush().await?;
     Ok(Json(OK))
 }
@@ -190,16 +228,18 @@ pub async fn cancel(State(app): State<AppState>, Body(b): Body<CancelBody>) -> A
 pub async fn merge(
     State(app): State<AppState>,
     Extension(who): Extension<guard::Caller>,
+    peer: Peer,
     Body(b): Body<MergeBody>,
 ) -> Answer<TokenOnly> {
     let from = token(&b.from_token)?;
     let to = token(&b.to_token)?;
     app.adopt_if_remote(&from).await;
     app.adopt_if_remote(&to).await;
+    let host_ip = binding_host(&who, b.host_ip, peer);
     let caller = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
-        host_ip: &b.host_ip,
+        host_ip: &host_ip,
         agent_key: who.agent_key(),
     };
     app.hub.merge(&from, &to, Some(&caller))?;

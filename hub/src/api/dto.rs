@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Template;
 use crate::hub::SessionInfo;
+use crate::keys::Keys;
 use crate::session::{Image, Message, Millis, QueuedReply, Review};
 
 #[derive(Debug, Deserialize)]
@@ -138,6 +139,14 @@ pub struct MergeBody {
     pub host_ip: String,
 }
 
+/// `POST /api/sessions/{token}/owner`: the agent key to hand the session to,
+/// `null` for the secret.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerBody {
+    pub key: Option<String>,
+}
+
 /// The panel's merge: the source is in the path.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -262,12 +271,34 @@ pub struct SessionDto {
     pub preview: String,
     /// A copy of a session another hub owns (seen through MongoDB); read-only here.
     pub mirror: bool,
+    /// The credential the session belongs to.
+    pub owner: OwnerDto,
 }
 
-impl From<SessionInfo> for SessionDto {
-    fn from(info: SessionInfo) -> Self {
+/// Whose a session is: `{"secret":true}` (the person's own agents) or
+/// `{"key":NAME,"revoked":BOOL}` (an agent key; a revoked key's agent cannot
+/// reach the session until it reconnects with a key of that name or the
+/// person hands the session over).
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum OwnerDto {
+    Secret { secret: bool },
+    Key { key: String, revoked: bool },
+}
+
+impl SessionDto {
+    /// The session as the API shows it; `keys` tells whether its owner key still lives.
+    pub fn new(info: SessionInfo, keys: &Keys) -> Self {
+        let owner = match &info.session.owner {
+            None => OwnerDto::Secret { secret: true },
+            Some(key) => OwnerDto::Key {
+                key: key.to_string(),
+                revoked: !keys.is_live(key),
+            },
+        };
         let s = info.session;
         SessionDto {
+            owner,
             token: s.token.to_string(),
             status: s.status.as_str(),
             waiting_since: s.wait.as_ref().map(|w| w.since),

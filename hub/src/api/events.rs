@@ -22,19 +22,23 @@ pub async fn stream(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let shutdown = app.hub.shutdown_token().clone().cancelled_owned();
     let hello = futures::stream::once(async { Ok(Event::default().event("hello").data("{}")) });
-    let changes = BroadcastStream::new(app.hub.subscribe()).filter_map(|item| async move {
-        match item {
-            Ok(info) => {
-                let dto = SessionDto::from(info);
-                Some(Ok(Event::default()
-                    .event("session")
-                    .json_data(dto)
-                    .unwrap_or_else(|_| {
-                        Event::default().comment("unserializable")
-                    })))
+    let secret = app.secret.clone();
+    let changes = BroadcastStream::new(app.hub.subscribe()).filter_map(move |item| {
+        let secret = secret.clone();
+        async move {
+            match item {
+                Ok(info) => {
+                    let dto = SessionDto::new(info, secret.keys());
+                    Some(Ok(Event::default()
+                        .event("session")
+                        .json_data(dto)
+                        .unwrap_or_else(|_| {
+                            Event::default().comment("unserializable")
+                        })))
+                }
+                // A slow client missed events: tell it to refetch everything.
+                Err(_) => Some(Ok(Event::default().event("resync").data("{}"))),
             }
-            // A slow client missed events: tell it to refetch everything.
-            Err(_) => Some(Ok(Event::default().event("resync").data("{}"))),
         }
     });
     Sse::new(hello.chain(changes).take_until(shutdown))

@@ -109,6 +109,7 @@ fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
         .route("/api/sessions/{token}/archive", post(person::archive))
         .route("/api/sessions/{token}/restore", post(person::restore))
         .route("/api/sessions/{token}/merge", post(person::merge))
+        .route("/api/sessions/{token}/owner", post(person::hand_over))
         .route(
             "/api/templates",
             get(person::templates).put(person::set_templates),
@@ -153,6 +154,11 @@ fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
 }
 
 impl AppState {
+    /// A session as the API shows it (whether its owner key still lives included).
+    pub fn session_dto(&self, info: crate::hub::SessionInfo) -> dto::SessionDto {
+        dto::SessionDto::new(info, self.secret.keys())
+    }
+
     /// The MongoDB sync state for `/healthz`; `None` while sync is off.
     pub fn sync_state(&self) -> Option<serde_json::Value> {
         self.sync

@@ -133,7 +133,7 @@ pub async fn configure(
         },
     )?;
     app.hub.flush().await?;
-    Ok(Json(info.into()))
+    Ok(Json(app.session_dto(info)))
 }
 
 pub async fn list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> Answer<SessionList> {
@@ -151,7 +151,7 @@ pub async fn list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> An
         .hub
         .list(q.status.as_deref(), q.q.as_deref(), offset, limit)?;
     let next_cursor = more.then(|| (offset + limit).to_string());
-    let sessions = page.into_iter().map(SessionDto::from).collect();
+    let sessions = page.into_iter().map(|i| app.session_dto(i)).collect();
     Ok(Json(SessionList {
         sessions,
         next_cursor,
@@ -176,14 +176,14 @@ pub async fn detail(
     }
     let info = app.hub.info(&t)?;
     if let Some(key) = who.agent_key()
-        && info.session.bound_key.as_ref() != Some(key)
+        && info.session.owner.as_ref() != Some(key)
     {
         return Err(HubError::NotFound(t).into());
     }
     let messages = app.hub.messages(&t, q.before, limit)?;
     let next_before = messages.first().map(|(seq, _)| *seq).filter(|seq| *seq > 0);
     Ok(Json(SessionDetail {
-        session: info.into(),
+        session: app.session_dto(info),
         messages: messages
             .into_iter()
             .map(|(seq, message)| MessageDto { seq, message })
@@ -262,14 +262,40 @@ pub async fn archive(State(app): State<AppState>, Path(raw): Path<String>) -> An
     let t = token(&raw)?;
     let info = app.hub.archive(&t)?;
     app.hub.flush().await?;
-    Ok(Json(info.into()))
+    Ok(Json(app.session_dto(info)))
+}
+
+/// `POST /api/sessions/{token}/owner`: the person hands the session to a
+/// live agent key or back to the secret.
+pub async fn hand_over(
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+    Body(b): Body<OwnerBody>,
+) -> Answer<SessionDto> {
+    let t = token(&raw)?;
+    let owner = match b.key {
+        None => None,
+        Some(name) => {
+            let live = crate::keys::KeyName::parse(&name)
+                .ok()
+                .filter(|k| app.secret.keys().is_live(k));
+            Some(live.ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "no live agent key is named {name:?} (`holdline-hub key list` shows them)"
+                ))
+            })?)
+        }
+    };
+    let info = app.hub.hand_over(&t, owner)?;
+    app.hub.flush().await?;
+    Ok(Json(app.session_dto(info)))
 }
 
 pub async fn restore(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
     let t = token(&raw)?;
     let info = app.hub.restore(&t)?;
     app.hub.flush().await?;
-    Ok(Json(info.into()))
+    Ok(Json(app.session_dto(info)))
 }
 
 pub async fn templates(State(app): State<AppState>) -> Answer<Templates> {
@@ -309,5 +335,5 @@ pub async fn merge(
     let to = token(&b.to_token)?;
     app.hub.merge(&from, &to, None)?;
     app.hub.flush().await?;
-    Ok(Json(app.hub.info(&to)?.into()))
+    Ok(Json(app.session_dto(app.hub.info(&to)?)))
 }

@@ -7,8 +7,9 @@
 use super::*;
 
 impl Hub {
-    /// `init_conversation`: lenient — reuses the session bound to the chat,
-    /// plan label or thread id, else makes one.
+    /// `init_conversation`: lenient — reuses the caller's own session bound
+    /// to the chat, plan label or thread id, else makes one. Another owner's
+    /// session is never found: the caller gets one of its own.
     pub fn init(&self, req: InitRequest) -> Result<InitOutcome> {
         check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
         check_opt_name("planLabel", req.plan_label.as_deref())?;
@@ -19,60 +20,85 @@ impl Hub {
             host_ip: &req.host_ip,
             agent_key: req.agent_key.as_ref(),
         };
-        let key = caller.key();
-        let store = &self.inner.store;
-        let open = |t: Option<Token>| -> Option<Token> {
-            let t = t?;
-            self.lock()
-                .summary(&t)
-                .is_some_and(|s| !s.status.is_closed())
-                .then_some(t)
-        };
         let found = if req.new_plan {
             None
         } else {
-            let by_thread = match &req.thread_id {
-                Some(t) => open(store.binding(BindingKind::Thread, t)?),
-                None => None,
-            };
-            let by_plan = match &req.plan_label {
-                Some(p) if by_thread.is_none() => open(store.binding(BindingKind::Plan, p)?),
-                _ => None,
-            };
-            match by_thread.or(by_plan) {
-                Some(t) => Some(t),
-                None => open(store.binding(BindingKind::Chat, key.as_str())?),
-            }
+            self.find_own_session(&caller, &req)?
         };
-
-        if let Some(token) = found {
-            let out = self.commit(&token, |_, s, w| {
-                s.binding_check_count += 1;
-                if s.binding_key != key.as_str() {
-                    // Lenient: the same plan or thread under a new title (or
-                    // window) takes the session along.
-                    if store.binding(BindingKind::Chat, &s.binding_key)?.as_ref() == Some(&s.token)
-                    {
-                        w.bind(BindingKind::Chat, &s.binding_key, None);
-                    }
-                    s.workspace = req.workspace.clone();
-                    s.host_ip = req.host_ip.clone();
-                    binding::migrate(s, &req.cursor_title, key.clone());
-                }
-                w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
-                bind_plan_thread(s, w, &req);
-                s.bound_key = req.agent_key.clone();
-                s.last_active_at = now_ms();
-                Ok(InitOutcome {
-                    token: s.token.clone(),
-                    status: s.status,
-                    created: false,
-                    binding_key: s.binding_key.clone(),
-                })
-            })?;
-            return Ok(out);
+        match found {
+            Some(token) => self.rebind(&token, &caller, &req),
+            None => self.create_session(&caller, &req),
         }
+    }
 
+    /// The caller's own open session bound to its thread id, else its plan
+    /// label, else its chat.
+    fn find_own_session(&self, caller: &Caller<'_>, req: &InitRequest) -> Result<Option<Token>> {
+        let owner = caller.agent_key;
+        let lookups = [
+            (BindingKind::Thread, req.thread_id.clone()),
+            (BindingKind::Plan, req.plan_label.clone()),
+            (BindingKind::Chat, Some(caller.key().into_string())),
+        ];
+        for (kind, name) in lookups {
+            let Some(name) = name else { continue };
+            // A key's bindings made before owners are under the plain name.
+            let legacy = owner.is_some().then(|| name.clone());
+            for stored in std::iter::once(owned_name(owner, &name)).chain(legacy) {
+                let Some(token) = self.inner.store.binding(kind, &stored)? else {
+                    continue;
+                };
+                let usable = self
+                    .lock()
+                    .get(&token)?
+                    .is_some_and(|s| !s.status.is_closed() && caller.may_use(s));
+                if usable {
+                    return Ok(Some(token));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Binds the caller's chat (and plan, thread) to its own session `token`;
+    /// lenient: the same plan or thread under a new title (or window) takes
+    /// the session along.
+    fn rebind(&self, token: &Token, caller: &Caller<'_>, req: &InitRequest) -> Result<InitOutcome> {
+        let key = caller.key();
+        let owner = caller.agent_key;
+        let store = &self.inner.store;
+        self.commit(token, |_, s, w| {
+            if !caller.may_use(s) {
+                return Err(HubError::NotFound(s.token.clone()));
+            }
+            s.binding_check_count += 1;
+            if s.binding_key != key.as_str() {
+                let old = owned_name(owner, &s.binding_key);
+                if store.binding(BindingKind::Chat, &old)?.as_ref() == Some(&s.token) {
+                    w.bind(BindingKind::Chat, &old, None);
+                }
+                s.workspace = req.workspace.clone();
+                s.host_ip = req.host_ip.clone();
+                binding::migrate(s, &req.cursor_title, key.clone());
+            }
+            w.bind(
+                BindingKind::Chat,
+                &owned_name(owner, key.as_str()),
+                Some(&s.token),
+            );
+            bind_plan_thread(s, w, req);
+            s.last_active_at = now_ms();
+            Ok(InitOutcome {
+                token: s.token.clone(),
+                status: s.status,
+                created: false,
+                binding_key: s.binding_key.clone(),
+            })
+        })
+    }
+
+    /// A new session owned by the caller and bound to its chat, plan and thread.
+    fn create_session(&self, caller: &Caller<'_>, req: &InitRequest) -> Result<InitOutcome> {
         let mut s = Session::new(
             Token::generate(),
             &req.cursor_title,
@@ -82,10 +108,14 @@ impl Hub {
         );
         s.keep_alive.continue_prompt = self.inner.config.continue_prompt.clone();
         s.keep_alive.max_auto_streak = self.inner.config.max_auto_streak;
-        s.bound_key = req.agent_key.clone();
+        s.owner = req.agent_key.clone();
         let mut w = Write::new();
-        w.bind(BindingKind::Chat, key.as_str(), Some(&s.token));
-        bind_plan_thread(&mut s, &mut w, &req);
+        w.bind(
+            BindingKind::Chat,
+            &owned_name(caller.agent_key, caller.key().as_str()),
+            Some(&s.token),
+        );
+        bind_plan_thread(&mut s, &mut w, req);
         w.session(&s);
         {
             let mut map = self.lock();
@@ -106,12 +136,12 @@ impl Hub {
     pub fn select(&self, token: &Token, caller: &Caller<'_>) -> Result<Status> {
         check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
         self.commit(token, |_, s, _| {
+            own(s, caller.agent_key)?;
             ensure_open(s)?;
             if !caller.owns(s) {
                 return Err(rejected(s, caller));
             }
             s.binding_check_count += 1;
-            s.bound_key = caller.agent_key.cloned();
             Ok(s.status)
         })
     }
@@ -136,22 +166,28 @@ impl Hub {
             host_ip: &req.host_ip,
             agent_key: req.agent_key.as_ref(),
         };
+        let owner = req.agent_key.as_ref();
         let wait_id = self.commit(&req.token, |hub, s, w| {
+            own(s, owner)?;
             ensure_open(s)?;
             match binding::check_wait(&caller, s) {
                 WaitBinding::Same => {}
                 WaitBinding::Migrate { old_key, new_key } => {
                     let store = &hub.inner.store;
-                    if store.binding(BindingKind::Chat, &old_key)?.as_ref() == Some(&s.token) {
-                        w.bind(BindingKind::Chat, &old_key, None);
+                    let old = owned_name(owner, &old_key);
+                    if store.binding(BindingKind::Chat, &old)?.as_ref() == Some(&s.token) {
+                        w.bind(BindingKind::Chat, &old, None);
                     }
-                    w.bind(BindingKind::Chat, new_key.as_str(), Some(&s.token));
+                    w.bind(
+                        BindingKind::Chat,
+                        &owned_name(owner, new_key.as_str()),
+                        Some(&s.token),
+                    );
                     binding::migrate(s, &req.cursor_title, new_key);
                 }
                 WaitBinding::Rejected => return Err(rejected(s, &caller)),
             }
             s.binding_check_count += 1;
-            s.bound_key = req.agent_key.clone();
             let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
             if repeated && let Some(open) = &s.wait {
                 return Ok(open.wait_id.clone());
@@ -264,16 +300,19 @@ impl Hub {
     }
 
     /// Holds until a reply is pending for the wait, the timeout passes
-    /// (`Renewal`) or the wait is gone.
+    /// (`Renewal`) or the wait is gone; only for the session's `owner`.
     pub async fn poll(
         &self,
         token: &Token,
         wait_id: &str,
         timeout: Duration,
+        owner: Option<&KeyName>,
     ) -> Result<PollOutcome> {
+        // Another owner's token is refused before it counts as a sign of life.
+        self.poll_now(token, wait_id, owner)?;
         self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
         self.inner.waiters.saw(token);
-        let answer = self.hold_poll(token, wait_id, timeout).await;
+        let answer = self.hold_poll(token, wait_id, timeout, owner).await;
         // The poll held the bell while it waited; its end is the agent's latest sign.
         self.inner.waiters.saw(token);
         answer
@@ -284,6 +323,7 @@ impl Hub {
         token: &Token,
         wait_id: &str,
         timeout: Duration,
+        owner: Option<&KeyName>,
     ) -> Result<PollOutcome> {
         let deadline = tokio::time::Instant::now() + timeout;
         let bell = self.inner.waiters.bell(token);
@@ -292,7 +332,7 @@ impl Hub {
             let woken = bell.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            if let Some(outcome) = self.poll_now(token, wait_id)? {
+            if let Some(outcome) = self.poll_now(token, wait_id, owner)? {
                 if let PollOutcome::Replied(_) = &outcome {
                     // The delivery rule: the agent never sees a reply that a
                     // crash could still take back (the person's request may
@@ -312,11 +352,17 @@ impl Hub {
         }
     }
 
-    fn poll_now(&self, token: &Token, wait_id: &str) -> Result<Option<PollOutcome>> {
+    fn poll_now(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        owner: Option<&KeyName>,
+    ) -> Result<Option<PollOutcome>> {
         let mut map = self.lock();
         let s = map
             .get(token)?
             .ok_or_else(|| HubError::NotFound(token.clone()))?;
+        own(s, owner)?;
         if s.has_open_wait(wait_id) {
             return Ok(self
                 .inner
@@ -332,7 +378,7 @@ impl Hub {
         }
         if map
             .waiting()
-            .any(|o| o.token != *token && o.has_open_wait(wait_id))
+            .any(|o| o.token != *token && o.owner.as_ref() == owner && o.has_open_wait(wait_id))
         {
             return Err(HubError::Forbidden(
                 "that waitId belongs to another session".into(),
@@ -344,9 +390,16 @@ impl Hub {
         }))
     }
 
-    /// Consumes a delivered reply and finishes the wait.
-    pub fn ack(&self, token: &Token, wait_id: &str, reply_id: &str) -> Result<()> {
+    /// Consumes a delivered reply and finishes the wait (the owner's call).
+    pub fn ack(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        reply_id: &str,
+        owner: Option<&KeyName>,
+    ) -> Result<()> {
         self.commit(token, |hub, s, w| {
+            own(s, owner)?;
             if s.acked_replies.iter().any(|r| r == reply_id) {
                 return Ok(());
             }
@@ -377,18 +430,19 @@ impl Hub {
         })
     }
 
-    /// Ends the wait without a reply; queued replies stay queued.
-    pub fn cancel(&self, token: &Token, wait_id: &str) -> Result<()> {
+    /// Ends the wait without a reply (the owner's call); queued replies stay queued.
+    pub fn cancel(&self, token: &Token, wait_id: &str, owner: Option<&KeyName>) -> Result<()> {
         let other = self
             .lock()
             .waiting()
-            .any(|o| o.token != *token && o.has_open_wait(wait_id));
+            .any(|o| o.token != *token && o.owner.as_ref() == owner && o.has_open_wait(wait_id));
         if other {
             return Err(HubError::Forbidden(
                 "that waitId belongs to another session".into(),
             ));
         }
         self.commit(token, |_, s, _| {
+            own(s, owner)?;
             if s.has_open_wait(wait_id) {
                 s.close_wait(WaitEnd::Cancelled);
                 s.status = Status::Holding;
@@ -430,6 +484,9 @@ impl Hub {
             ensure_open(&dst)?;
             ensure_open(&src)?;
             if let Some(caller) = caller {
+                for s in [&src, &dst] {
+                    own(s, caller.agent_key)?;
+                }
                 if !caller.owns(&dst) {
                     return Err(rejected(&dst, caller));
                 }
@@ -479,9 +536,6 @@ impl Hub {
             src.merged_into = Some(to.clone());
             src.last_active_at = now_ms();
             dst.binding_check_count += 1;
-            if let Some(caller) = caller {
-                dst.bound_key = caller.agent_key.cloned();
-            }
             src.rev += 1;
             dst.rev += 1;
             w.session(&src).session(&dst);
@@ -497,12 +551,23 @@ impl Hub {
 }
 
 fn bind_plan_thread(s: &mut Session, w: &mut Write, req: &InitRequest) {
+    let owner = req.agent_key.as_ref();
     if let Some(p) = &req.plan_label {
         s.plan_name = Some(p.clone());
-        w.bind(BindingKind::Plan, p, Some(&s.token));
+        w.bind(BindingKind::Plan, &owned_name(owner, p), Some(&s.token));
     }
     if let Some(t) = &req.thread_id {
         s.thread_id = Some(t.clone());
-        w.bind(BindingKind::Thread, t, Some(&s.token));
+        w.bind(BindingKind::Thread, &owned_name(owner, t), Some(&s.token));
+    }
+}
+
+/// The owner check every agent call makes first: another owner's session
+/// answers exactly like an unknown token.
+fn own(s: &Session, owner: Option<&KeyName>) -> Result<()> {
+    if s.owner.as_ref() == owner {
+        Ok(())
+    } else {
+        Err(HubError::NotFound(s.token.clone()))
     }
 }

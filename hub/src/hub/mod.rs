@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::binding::{self, Caller, WaitBinding};
+use crate::binding::{self, Caller, WaitBinding, owned_name};
 use crate::config::{Config, Template};
 use crate::interchange;
 use crate::keys::KeyName;

@@ -139,6 +139,41 @@ impl Hub {
         self.info(token)
     }
 
+    /// Hands a session to another owner (`None`: the secret): the person's
+    /// call, the only way an owner changes. The old owner's open wait ends
+    /// (`handed_over`; its agent reaches the session no more), queued replies
+    /// stay for the new owner's next wait, and the session's chat, plan and
+    /// thread bindings move to the new owner, so its agent finds the session
+    /// by the same fingerprint.
+    pub fn hand_over(&self, token: &Token, owner: Option<KeyName>) -> Result<SessionInfo> {
+        let store = &self.inner.store;
+        self.commit(token, |_, s, w| {
+            if s.owner == owner {
+                return Ok(());
+            }
+            if s.close_wait(WaitEnd::HandedOver).is_some() {
+                s.status = Status::Holding;
+            }
+            let names = [
+                (BindingKind::Chat, Some(s.binding_key.clone())),
+                (BindingKind::Plan, s.plan_name.clone()),
+                (BindingKind::Thread, s.thread_id.clone()),
+            ];
+            for (kind, name) in names {
+                let Some(name) = name else { continue };
+                let old = owned_name(s.owner.as_ref(), &name);
+                if store.binding(kind, &old)?.as_ref() == Some(&s.token) {
+                    w.bind(kind, &old, None);
+                }
+                w.bind(kind, &owned_name(owner.as_ref(), &name), Some(&s.token));
+            }
+            s.owner = owner.clone();
+            s.last_active_at = now_ms();
+            Ok(())
+        })?;
+        self.info(token)
+    }
+
     /// Puts an archived session back to `holding`.
     pub fn restore(&self, token: &Token) -> Result<SessionInfo> {
         self.commit(token, |_, s, _| match s.status {
@@ -357,22 +392,22 @@ impl Hub {
             }
             // An open session owns its names; a merged one hands them to its
             // target, as the merge did, unless something else holds them now.
-            let (owner, always) = match (&session.status, &session.merged_into) {
+            let (bound_to, always) = match (&session.status, &session.merged_into) {
                 (Status::Merged, Some(target)) => (Some(target.clone()), false),
                 (status, _) if !status.is_closed() => (Some(session.token.clone()), true),
                 _ => (None, false),
             };
-            if let Some(owner) = owner {
+            if let Some(bound_to) = bound_to {
                 let names = [
                     (BindingKind::Chat, Some(session.binding_key.as_str())),
                     (BindingKind::Plan, session.plan_name.as_deref()),
                     (BindingKind::Thread, session.thread_id.as_deref()),
                 ];
                 for (kind, name) in names {
-                    if let Some(name) = name
-                        && (always || self.inner.store.binding(kind, name)?.is_none())
-                    {
-                        w.bind(kind, name, Some(&owner));
+                    let Some(name) = name else { continue };
+                    let name = owned_name(session.owner.as_ref(), name);
+                    if always || self.inner.store.binding(kind, &name)?.is_none() {
+                        w.bind(kind, &name, Some(&bound_to));
                     }
                 }
             }

@@ -162,7 +162,8 @@ impl Hub {
                 w.enqueue(&token, r);
             }
             if !session.status.is_closed() {
-                w.bind(BindingKind::Chat, &session.binding_key, Some(&token));
+                let name = owned_name(session.owner.as_ref(), &session.binding_key);
+                w.bind(BindingKind::Chat, &name, Some(&token));
             }
             w.session(&session);
             self.inner.store.apply(&w)?;

@@ -62,7 +62,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
     // flush (before its 200) has not run yet.
     let (reply_id, _) = hub.reply(&session.token, "go on".into(), vec![]).unwrap();
     let outcome = hub
-        .poll(&session.token, &wait_id, Duration::ZERO)
+        .poll(&session.token, &wait_id, Duration::ZERO, None)
         .await
         .unwrap();
     let PollOutcome::Replied(reply) = outcome else {
@@ -95,7 +95,7 @@ async fn a_held_poll_keeps_its_future_small() {
     let dir = tempfile::tempdir().unwrap();
     let (hub, _home) = open_hub(dir.path());
     let token = Token::generate();
-    let poll = hub.poll(&token, "w", Duration::from_secs(1));
+    let poll = hub.poll(&token, "w", Duration::from_secs(1), None);
     let size = std::mem::size_of_val(&poll);
     assert!(size <= 640, "a held poll's future is {size} bytes");
 }

@@ -46,7 +46,9 @@ impl Outcome {
         match end {
             None | Some(WaitEnd::Finished) => Outcome::Answered,
             Some(WaitEnd::Cancelled) => Outcome::AgentStopped,
-            Some(WaitEnd::Expired | WaitEnd::KeyRevoked) => Outcome::AgentGone,
+            Some(WaitEnd::Expired | WaitEnd::KeyRevoked | WaitEnd::HandedOver) => {
+                Outcome::AgentGone
+            }
             Some(WaitEnd::Superseded) => Outcome::AskedAgain,
             Some(WaitEnd::Merged | WaitEnd::Archived) => Outcome::Closed,
         }
