@@ -32,14 +32,32 @@ function startRecorder() {
   }));
 }
 
-/** Runs a reader; its exit code does not matter (a refused key is a failed server to them). */
-async function read(cmd, args, opts) {
+/**
+ * Runs a reader; its exit code does not matter (a refused key is a failed server to them).
+ * Answers `{ stdout, all }`: what a JSON reader prints is read from `stdout` alone (a client
+ * may warn on stderr, e.g. Codex under /tmp), what a listing prints from `all`.
+ */
+async function readBoth(cmd, args, opts) {
   try {
     const { stdout, stderr } = await run(cmd, args, { timeout: 90_000, maxBuffer: 1 << 24, ...opts });
-    return stdout + stderr;
+    return { stdout, all: stdout + stderr };
   } catch (e) {
     if (e.killed) throw new Error(`${cmd} ${args.join(' ')} did not finish: ${e.stdout}${e.stderr}`);
-    return `${e.stdout ?? ''}${e.stderr ?? ''}`;
+    return { stdout: e.stdout ?? '', all: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+/** Everything a reader printed, both streams. */
+const read = async (cmd, args, opts) => (await readBoth(cmd, args, opts)).all;
+
+/** The JSON a reader printed on stdout (from its first `{` or `[`); stderr is only for the message. */
+async function readJson(cmd, args, opts) {
+  const { stdout, all } = await readBoth(cmd, args, opts);
+  const start = stdout.search(/[[{]/);
+  try {
+    return { got: JSON.parse(stdout.slice(Math.max(start, 0))), out: all };
+  } catch (e) {
+    throw new Error(`${cmd} printed no JSON on stdout (${e.message}): ${all}`);
   }
 }
 
@@ -63,8 +81,7 @@ const readers = {
     env: (home) => ({ CODEX_HOME: join(home, '.codex') }),
     async check({ bin, home, project, url }) {
       const env = baseEnv(home, { CODEX_HOME: join(home, '.codex') });
-      const out = await read(bin('.bin/codex'), ['mcp', 'get', 'holdline', '--json'], { env, cwd: project });
-      const got = JSON.parse(out.slice(out.indexOf('{')));
+      const { got, out } = await readJson(bin('.bin/codex'), ['mcp', 'get', 'holdline', '--json'], { env, cwd: project });
       assert.equal(got.transport.type, 'streamable_http', out);
       assert.equal(got.transport.url, url);
       assert.equal(got.transport.http_headers.Authorization, `Bearer ${KEY}`);
@@ -91,8 +108,8 @@ const readers = {
     pkg: '@github/copilot', version: '1.0.102', connects: false,
     async check({ bin, dir, home, project, url }) {
       const env = baseEnv(home, { COPILOT_OFFLINE: 'true', COPILOT_PKG_CACHE_HOME: join(dir, 'pkg-cache') });
-      const out = await read(bin('.bin/copilot'), ['mcp', 'get', 'holdline', '--json', '--show-secrets'], { env, cwd: project });
-      const got = JSON.parse(out.slice(out.indexOf('{'))).holdline;
+      const { got: all, out } = await readJson(bin('.bin/copilot'), ['mcp', 'get', 'holdline', '--json', '--show-secrets'], { env, cwd: project });
+      const got = all.holdline;
       assert.equal(got.type, 'http', out);
       assert.equal(got.url, url);
       assert.equal(got.headers.Authorization, `Bearer ${KEY}`);
@@ -122,8 +139,8 @@ const readers = {
       writeFileSync(script, 'import { resolveMcpServerRegistrations as r } from "@cline/core";\n'
         + 'console.log(JSON.stringify(r({ filePath: process.argv[2] })));\n');
       try {
-        const out = await read(process.execPath, [script, file], { env: baseEnv(home), cwd: dir });
-        const got = JSON.parse(out).find((s) => s.name === 'holdline');
+        const { got: all, out } = await readJson(process.execPath, [script, file], { env: baseEnv(home), cwd: dir });
+        const got = all.find((s) => s.name === 'holdline');
         assert.equal(got.transport.type, 'streamableHttp', out);
         assert.equal(got.transport.url, url);
         assert.equal(got.transport.headers.Authorization, `Bearer ${KEY}`);
