@@ -703,17 +703,16 @@ async fn nothing_delivered(hub: &TestHub, token: &str, wait: &str) {
     assert_eq!(v["status"], "renewal", "{v}");
 }
 
-#[tokio::test]
-async fn a_late_telegram_reply_to_an_answered_question_is_not_given_to_the_next_one() {
-    let fake = Fake::start().await;
-    let hub = hub_with(telegram(&fake)).await;
+/// The sequence: the agent asks Q1 (notified), the person answers it
+/// in the panel, the agent asks Q2 ("Deploy to prod now?"), and a reply to
+/// Q1's notification comes in from Telegram. `(token, Q2's wait, what the bot
+/// said back)`.
+async fn late_reply(fake: &Fake, hub: &TestHub) -> (String, String, Value) {
     let token = hub.init("Release").await;
     let wait = hub
         .register(&token, "Release", "Is the changelog right?", "q1")
         .await;
-    let q1 = message_id_of(&fake, &notification(&fake, "changelog right").await);
-
-    // The person answers Q1 in the panel; the agent takes it and asks Q2.
+    let q1 = message_id_of(fake, &notification(fake, "Release").await);
     hub.ok("/api/reply", json!({"token": token, "text": "yes"}))
         .await;
     let v = hub.poll(&token, &wait, 2000).await;
@@ -725,21 +724,14 @@ async fn a_late_telegram_reply_to_an_answered_question_is_not_given_to_the_next_
     let wait = hub
         .register(&token, "Release", "Deploy to prod now?", "q2")
         .await;
-    notification(&fake, "Deploy to prod now?").await;
-
-    // A late reply to Q1's notification is not Q2's answer.
+    let sends = fake.seen(&format!("/bot{BOT}/sendMessage")).len();
+    fake.wait_for(&format!("/bot{BOT}/sendMessage"), sends + 1, WAIT)
+        .await;
     fake.push_update(json!({"message": {"message_id": 30, "chat": {"id": CHAT},
         "from": {"id": CHAT}, "text": "yes go ahead",
         "reply_to_message": {"message_id": q1}}}));
-    let told = said_in_reply(&fake, 30, "moved on").await;
-    assert!(
-        told["text"]
-            .as_str()
-            .unwrap()
-            .contains("Deploy to prod now?"),
-        "{told}"
-    );
-    nothing_delivered(&hub, &token, &wait).await;
+    let told = said_in_reply(fake, 30, "moved on").await;
+    nothing_delivered(hub, &token, &wait).await;
     let s = hub.session(&token).await;
     assert!(
         s["messages"]
@@ -748,6 +740,21 @@ async fn a_late_telegram_reply_to_an_answered_question_is_not_given_to_the_next_
             .iter()
             .all(|m| m["content"] != "yes go ahead"),
         "{s}"
+    );
+    (token, wait, told)
+}
+
+#[tokio::test]
+async fn a_late_telegram_reply_to_an_answered_question_is_not_given_to_the_next_one() {
+    let fake = Fake::start().await;
+    let hub = hub_with(telegram(&fake)).await;
+    let (token, wait, told) = late_reply(&fake, &hub).await;
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap()
+            .contains("Deploy to prod now?"),
+        "{told}"
     );
 
     // The bot's message shows Q2, and a reply to it answers Q2.
@@ -761,6 +768,18 @@ async fn a_late_telegram_reply_to_an_answered_question_is_not_given_to_the_next_
         (Some("replied"), Some("not before 5pm")),
         "{v}"
     );
+}
+
+#[tokio::test]
+async fn with_include_text_false_the_moved_on_message_holds_no_word_of_the_agent() {
+    let fake = Fake::start().await;
+    let mut notify = telegram(&fake);
+    notify.include_text = false;
+    let hub = hub_with(notify).await;
+    let (_, _, told) = late_reply(&fake, &hub).await;
+    let text = told["text"].as_str().unwrap();
+    assert!(!text.contains("Deploy") && !text.contains("prod"), "{told}");
+    assert!(!fake.all_text().contains("Deploy to prod now?"));
 }
 
 #[tokio::test]

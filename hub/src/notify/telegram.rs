@@ -682,6 +682,50 @@ mod tests {
         );
     }
 
+    fn notice_with(texts: &[&str]) -> Notice {
+        Notice {
+            token: Token::generate(),
+            request_id: "r".into(),
+            question: Some(0),
+            title: "t".into(),
+            waited: Duration::ZERO,
+            text: None,
+            completion_pct: None,
+            next_step: None,
+            link: String::new(),
+            quick_replies: texts
+                .iter()
+                .map(|t| crate::config::Template {
+                    label: "l".into(),
+                    text: (*t).into(),
+                    lang: None,
+                })
+                .collect(),
+            test: false,
+        }
+    }
+
+    #[test]
+    fn remembered_messages_are_bounded_and_equal_button_sets_share_one_copy() {
+        let mut sent = Sent::default();
+        let a = sent.buttons(&notice_with(&["Ship it.", "Hold on."]));
+        let b = sent.buttons(&notice_with(&["Ship it.", "Hold on."]));
+        let c = sent.buttons(&notice_with(&["Ship it to prod."]));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(&c[..], ["Ship it to prod.".to_owned()]);
+        for m in 0..(REMEMBERED_MESSAGES as i64 + 10) {
+            let asked = Asked {
+                token: Token::generate(),
+                question: Some(0),
+                buttons: a.clone(),
+            };
+            sent.remember_message(1, m, asked);
+        }
+        assert_eq!(sent.by_message.len(), REMEMBERED_MESSAGES);
+        assert!(!sent.by_message.contains_key(&(1, 9)));
+        assert!(sent.by_message.contains_key(&(1, 10)));
+    }
+
     #[test]
     fn images_are_known_by_their_bytes() {
         assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
