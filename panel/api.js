@@ -2,12 +2,16 @@
 // /api/* (cookie auth, same origin), their errors as ApiError, and the SSE
 // stream of session changes with reconnection.
 
-/** An error answer from the hub (`{"error":{code,message}}`) or a network failure (status 0). */
+/**
+ * An error answer from the hub (`{"error":{code,message}}`) or a network failure
+ * (status 0); `currentQuestion` (`{seq, preview}`) comes with `STALE_QUESTION`.
+ */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, currentQuestion = null) {
     super(message || code);
     this.status = status;
     this.code = code;
+    this.currentQuestion = currentQuestion;
   }
 }
 
@@ -30,7 +34,7 @@ async function call(method, path, body) {
   }
   if (!res.ok) {
     const err = data && data.error ? data.error : {};
-    throw new ApiError(res.status, err.code || `HTTP_${res.status}`, err.message || res.statusText);
+    throw new ApiError(res.status, err.code || `HTTP_${res.status}`, err.message || res.statusText, err.currentQuestion || null);
   }
   return data;
 }
@@ -60,7 +64,11 @@ export const api = {
   },
   /** Where `q` occurs in one session: `{hits: [{seq, role, at, snippet}]}`, newest first. */
   find: (token, q, limit = 1) => call('GET', `/api/sessions/${enc(token)}/find?${new URLSearchParams({ q, limit: String(limit) })}`),
-  /** `body` is sent as prepared (already JSON text) so the caller can size-check it first. */
+  /**
+   * `body` is sent as prepared (already JSON text) so the caller can size-check it first.
+   * With `inReplyTo` (the question on screen) the hub refuses it, 409 `STALE_QUESTION`,
+   * when the agent has asked something newer.
+   */
   reply: (json) => call('POST', '/api/reply', json),
   config: (token, fields) => call('POST', '/api/session/config', { token, ...fields }),
   archive: (token) => call('POST', `/api/sessions/${enc(token)}/archive`, {}),

@@ -2,12 +2,15 @@
 // per-session drafts in localStorage (keyed by token, never shared), pasted
 // and dropped images, quick replies (put in the box, then sent) from the
 // editable templates, replies that wait while the hub is away and go out
-// when it is back, and the queued/delivered line under the box.
+// when it is back, and the queued/delivered line under the box. Each reply
+// names the question on screen (`inReplyTo`); when the agent has asked
+// something newer the hub refuses it and the box shows that question with
+// "send anyway".
 
 import { api } from './api.js';
 import { $, h, toast, runDialog } from './ui.js';
 import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
-import { queuedReplyIds, deliveryState } from './conversation.js';
+import { queuedReplyIds, deliveryState, questionOnScreen } from './conversation.js';
 
 /** The hub's body cap for /api/reply. */
 export const REPLY_LIMIT = 10 * 1024 * 1024;
@@ -23,8 +26,11 @@ let templates = [];
 const attachments = new Map();
 /** The last reply sent per token: `{replyId, state}`; drives the status line. */
 const lastSent = new Map();
-/** Sessions whose reply (their draft and images) waits for the hub to answer again. */
-const pending = new Set();
+/**
+ * Sessions whose reply (their draft and images) waits for the hub to answer
+ * again, each with the question it answers (`inReplyTo`, or null).
+ */
+const pending = new Map();
 let flushing = false;
 let onSent = () => {};
 
@@ -102,6 +108,7 @@ export function showSession(tok, isClosed, isMirror = false) {
   if (token !== tok) {
     token = tok;
     box.value = loadDraft(tok);
+    hideStale();
   }
   closed = isClosed;
   box.disabled = isClosed;
@@ -204,8 +211,14 @@ function drawAttachments() {
   )));
 }
 
-async function deliver(tok, text, images) {
-  const body = JSON.stringify({ token: tok, text, images: images.map(({ mimeType, data }) => ({ mimeType, data })) });
+/**
+ * Sends one reply; `inReplyTo` is the `seq` of the question it answers (null:
+ * whatever the agent asks when it arrives).
+ */
+async function deliver(tok, text, images, inReplyTo) {
+  const reply = { token: tok, text, images: images.map(({ mimeType, data }) => ({ mimeType, data })) };
+  if (inReplyTo !== null && inReplyTo !== undefined) reply.inReplyTo = inReplyTo;
+  const body = JSON.stringify(reply);
   if (body.length > REPLY_LIMIT) {
     showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
     return null;
@@ -222,14 +235,17 @@ async function deliver(tok, text, images) {
   } catch (e) {
     if (hubAway(e)) {
       // Kept as the draft (and images) and sent when the hub is back: see flushPending.
-      pending.add(tok);
+      pending.set(tok, inReplyTo ?? null);
       lastSent.set(tok, { state: 'pending' });
       if (tok === token) drawStatus(null);
       return null;
     }
     lastSent.delete(tok);
+    if (e.code === 'STALE_QUESTION') pending.delete(tok);
     if (tok !== token) return null;
-    if (e.status === 413) showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
+    drawStatus(null);
+    if (e.code === 'STALE_QUESTION') showStale(tok, e.currentQuestion);
+    else if (e.status === 413) showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
     else if (e.status === 409) showError(t('replyClosed'));
     else showError(t('replyFailed', { msg: e.message }));
     return null;
@@ -246,7 +262,7 @@ export async function flushPending() {
   if (flushing) return;
   flushing = true;
   try {
-    for (const tok of [...pending]) {
+    for (const [tok, inReplyTo] of [...pending]) {
       const text = tok === token ? input().value : loadDraft(tok);
       const images = attachments.get(tok) || [];
       if (!text.trim() && images.length === 0) {
@@ -254,7 +270,7 @@ export async function flushPending() {
         lastSent.delete(tok);
         continue;
       }
-      const res = await sendFor(tok, text, images);
+      const res = await sendFor(tok, text, images, inReplyTo);
       if (!res && pending.has(tok)) break; // still away: the next reconnect tries again
     }
   } finally {
@@ -271,8 +287,9 @@ export async function send() {
   const images = attachments.get(tok) || [];
   if (!text.trim() && images.length === 0) return;
   $('#reply-send').disabled = true;
+  hideStale();
   try {
-    await sendFor(tok, text, images);
+    await sendFor(tok, text, images, questionOnScreen($('#message-list')));
   } finally {
     $('#reply-send').disabled = closed;
     box.focus();
@@ -280,11 +297,11 @@ export async function send() {
 }
 
 /** Sends `text` and `images` for session `tok`; empties its box and draft once the hub has them. */
-async function sendFor(tok, text, images) {
+async function sendFor(tok, text, images, inReplyTo) {
   // Forget the draft before the hub answers: the agent may have the reply
   // (and the person may reload) before this page hears back. Put it back on failure.
   saveDraft(tok, '');
-  const res = await deliver(tok, text, images);
+  const res = await deliver(tok, text, images, inReplyTo);
   if (res) {
     attachments.delete(tok);
     if (token === tok && input().value === text) {
@@ -295,6 +312,42 @@ async function sendFor(tok, text, images) {
     saveDraft(tok, text);
   }
   return res;
+}
+
+/**
+ * The agent asked something newer than the question the reply was written
+ * for: shows that question, keeps the reply in the box, and offers to send
+ * it anyway (without naming a question). Redraws the conversation too.
+ */
+function showStale(tok, current) {
+  const box = $('#stale-question');
+  const anyway = h('button', {
+    type: 'button', class: 'primary', testid: 'send-anyway',
+    onclick: async () => {
+      if (token !== tok || closed) return;
+      const images = attachments.get(tok) || [];
+      hideStale();
+      anyway.disabled = true;
+      await sendFor(tok, input().value, images, null);
+    },
+  }, t('sendAnyway'));
+  box.replaceChildren(
+    h('p', { class: 'stale-title' }, t('staleQuestion')),
+    current && current.preview
+      ? h('blockquote', { class: 'stale-preview', testid: 'stale-preview' }, current.preview)
+      : null,
+    h('div', { class: 'stale-actions' },
+      anyway,
+      h('button', { type: 'button', testid: 'stale-dismiss', onclick: () => { hideStale(); input().focus(); } }, t('staleEdit'))),
+  );
+  box.hidden = false;
+  onSent(tok);
+}
+
+function hideStale() {
+  const box = $('#stale-question');
+  box.hidden = true;
+  box.replaceChildren();
 }
 
 /** Loads the shared templates (or the defaults when the hub has none). */

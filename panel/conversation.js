@@ -149,6 +149,16 @@ export function renderMessages(list, session, messages) {
   if (!prev) list.replaceChildren();
 }
 
+/**
+ * The `seq` of the newest agent message shown in `list`: the question a
+ * reply typed now answers (`null` when the agent has asked nothing yet).
+ */
+export function questionOnScreen(list) {
+  const asked = list.querySelectorAll('article.msg.assistant');
+  const seq = asked.length ? Number(asked[asked.length - 1].dataset.seq) : NaN;
+  return Number.isInteger(seq) ? seq : null;
+}
+
 /** Drops cached elements (e.g. after a language switch, so labels redraw). */
 export function resetMessages() {
   cache.clear();

@@ -275,10 +275,20 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
     Ok(())
 }
 
-/// `reply TOKEN TEXT`: as if typed in the panel.
-pub async fn reply(config: &Config, token: &str, text: &str) -> Result<()> {
+/// `reply TOKEN TEXT [--in-reply-to SEQ]`: as if typed in the panel; with a
+/// question named, the hub refuses it (and this fails, naming the current
+/// question) when the agent has asked something newer.
+pub async fn reply(
+    config: &Config,
+    token: &str,
+    text: &str,
+    in_reply_to: Option<u64>,
+) -> Result<()> {
     let c = Client::new(config)?;
-    let body = serde_json::json!({"token": token, "text": text});
+    let mut body = serde_json::json!({"token": token, "text": text});
+    if let Some(seq) = in_reply_to {
+        body["inReplyTo"] = seq.into();
+    }
     let r = c
         .call(c.http.post(format!("{}/api/reply", c.base)).json(&body))
         .await?;

@@ -52,6 +52,11 @@ pub enum Command {
         /// The reply, as the person would type it (quote it in the shell).
         #[arg(value_name = "TEXT")]
         text: String,
+        /// The `seq` of the agent's message this answers: if the agent has
+        /// asked something newer since, nothing is sent and the command fails
+        /// naming the current question.
+        #[arg(long, value_name = "SEQ")]
+        in_reply_to: Option<u64>,
     },
     /// Write every session in the sessions.json format.
     Export {

@@ -75,7 +75,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::PanelUrl { no_qr } => Ok(admin::panel_url(&config, no_qr)?),
         Command::Status => Ok(admin::status(&config).await?),
         Command::Sessions { all } => Ok(admin::sessions(&config, all).await?),
-        Command::Reply { token, text } => Ok(admin::reply(&config, &token, &text).await?),
+        Command::Reply {
+            token,
+            text,
+            in_reply_to,
+        } => Ok(admin::reply(&config, &token, &text, in_reply_to).await?),
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
         Command::Import { file } => Ok(admin::import(&config, &file).await?),
         Command::Notify {

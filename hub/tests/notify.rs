@@ -54,6 +54,7 @@ fn telegram(fake: &Fake) -> NotifyConfig {
         telegram: Some(Telegram {
             bot_token: Hidden(BOT.into()),
             chat_ids: vec![CHAT],
+            user_ids: vec![],
             api_base: fake.url.clone(),
         }),
         ..NotifyConfig::default()
@@ -461,6 +462,7 @@ async fn a_channel_that_hangs_does_not_slow_replies() {
         telegram: Some(Telegram {
             bot_token: Hidden(BOT.into()),
             chat_ids: vec![CHAT],
+            user_ids: vec![],
             api_base: dead.clone(),
         }),
         ..NotifyConfig::default()
@@ -667,4 +669,190 @@ async fn notify_test_reports_each_channel_and_a_bad_table_is_refused_with_its_li
             "{bad:?}: {err}"
         );
     }
+}
+
+/// Waits until the fake has seen a `sendMessage` to `CHAT` that replies to
+/// `message` and carries `needle`.
+async fn said_in_reply(fake: &Fake, message: i64, needle: &str) -> Value {
+    let until = Instant::now() + WAIT;
+    loop {
+        let found = fake
+            .seen(&format!("/bot{BOT}/sendMessage"))
+            .into_iter()
+            .find(|s| {
+                s.body["reply_to_message_id"] == message
+                    && s.body["text"].as_str().unwrap_or("").contains(needle)
+            });
+        if let Some(s) = found {
+            return s.body;
+        }
+        assert!(
+            Instant::now() < until,
+            "nothing in reply to {message} with {needle:?}: {}",
+            fake.all_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The agent's wait gets nothing: no reply queued, its poll renews.
+async fn nothing_delivered(hub: &TestHub, token: &str, wait: &str) {
+    let s = hub.session(token).await;
+    assert_eq!(s["queuedReplies"], 0, "{s}");
+    let v = hub.poll(token, wait, 300).await;
+    assert_eq!(v["status"], "renewal", "{v}");
+}
+
+/// The sequence: the agent asks Q1 (notified), the person answers it
+/// in the panel, the agent asks Q2 ("Deploy to prod now?"), and a reply to
+/// Q1's notification comes in from Telegram. `(token, Q2's wait, what the bot
+/// said back)`.
+async fn late_reply(fake: &Fake, hub: &TestHub) -> (String, String, Value) {
+    let token = hub.init("Release").await;
+    let wait = hub
+        .register(&token, "Release", "Is the changelog right?", "q1")
+        .await;
+    let q1 = message_id_of(fake, &notification(fake, "Release").await);
+    hub.ok("/api/reply", json!({"token": token, "text": "yes"}))
+        .await;
+    let v = hub.poll(&token, &wait, 2000).await;
+    hub.ok(
+        "/api/wait/ack",
+        json!({"token": token, "waitId": wait, "replyId": v["reply"]["id"]}),
+    )
+    .await;
+    let wait = hub
+        .register(&token, "Release", "Deploy to prod now?", "q2")
+        .await;
+    let sends = fake.seen(&format!("/bot{BOT}/sendMessage")).len();
+    fake.wait_for(&format!("/bot{BOT}/sendMessage"), sends + 1, WAIT)
+        .await;
+    fake.push_update(json!({"message": {"message_id": 30, "chat": {"id": CHAT},
+        "from": {"id": CHAT}, "text": "yes go ahead",
+        "reply_to_message": {"message_id": q1}}}));
+    let told = said_in_reply(fake, 30, "moved on").await;
+    nothing_delivered(hub, &token, &wait).await;
+    let s = hub.session(&token).await;
+    assert!(
+        s["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["content"] != "yes go ahead"),
+        "{s}"
+    );
+    (token, wait, told)
+}
+
+#[tokio::test]
+async fn a_late_telegram_reply_to_an_answered_question_is_not_given_to_the_next_one() {
+    let fake = Fake::start().await;
+    let hub = hub_with(telegram(&fake)).await;
+    let (token, wait, told) = late_reply(&fake, &hub).await;
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap()
+            .contains("Deploy to prod now?"),
+        "{told}"
+    );
+
+    // The bot's message shows Q2, and a reply to it answers Q2.
+    let moved_on = message_id_of(&fake, &told);
+    fake.push_update(json!({"message": {"message_id": 31, "chat": {"id": CHAT},
+        "from": {"id": CHAT}, "text": "not before 5pm",
+        "reply_to_message": {"message_id": moved_on}}}));
+    let v = hub.poll(&token, &wait, 5000).await;
+    assert_eq!(
+        (v["status"].as_str(), v["reply"]["text"].as_str()),
+        (Some("replied"), Some("not before 5pm")),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn with_include_text_false_the_moved_on_message_holds_no_word_of_the_agent() {
+    let fake = Fake::start().await;
+    let mut notify = telegram(&fake);
+    notify.include_text = false;
+    let hub = hub_with(notify).await;
+    let (_, _, told) = late_reply(&fake, &hub).await;
+    let text = told["text"].as_str().unwrap();
+    assert!(!text.contains("Deploy") && !text.contains("prod"), "{told}");
+    assert!(!fake.all_text().contains("Deploy to prod now?"));
+}
+
+#[tokio::test]
+async fn with_user_ids_only_those_people_answer_from_an_allowed_chat() {
+    const ME: i64 = 4242;
+    const OTHER: i64 = 777;
+    let fake = Fake::start().await;
+    let mut notify = telegram(&fake);
+    notify.telegram.as_mut().unwrap().user_ids = vec![ME];
+    let hub = hub_with(notify).await;
+    let token = hub.init("Group chat").await;
+    let wait = hub
+        .register(&token, "Group chat", "Merge the branch?", "q1")
+        .await;
+    let id = message_id_of(&fake, &notification(&fake, "Merge the branch?").await);
+
+    // Someone else in the group: a reply, a button, and one with no sender.
+    fake.push_update(json!({"message": {"message_id": 40, "chat": {"id": CHAT},
+        "from": {"id": OTHER}, "text": "merge it",
+        "reply_to_message": {"message_id": id}}}));
+    fake.push_update(json!({"callback_query": {"id": "cb9", "data": "q0",
+        "from": {"id": OTHER}, "message": {"message_id": id, "chat": {"id": CHAT}}}}));
+    fake.push_update(json!({"message": {"message_id": 41, "chat": {"id": CHAT},
+        "text": "anonymous", "reply_to_message": {"message_id": id}}}));
+    taken(&fake).await;
+    nothing_delivered(&hub, &token, &wait).await;
+    assert_eq!(hub.session(&token).await["status"], "waiting");
+
+    fake.push_update(json!({"message": {"message_id": 42, "chat": {"id": CHAT},
+        "from": {"id": ME}, "text": "not yet", "reply_to_message": {"message_id": id}}}));
+    let v = hub.poll(&token, &wait, 5000).await;
+    assert_eq!(v["reply"]["text"], "not yet", "{v}");
+}
+
+#[tokio::test]
+async fn a_button_sends_the_template_shown_with_its_message_after_the_templates_change() {
+    let fake = Fake::start().await;
+    let hub = hub_with(telegram(&fake)).await;
+    let put = |templates: Value| {
+        hub.http
+            .put(format!("{}/api/templates", hub.url))
+            .bearer_auth(&hub.secret)
+            .json(&json!({ "templates": templates }))
+            .send()
+    };
+    let r = put(json!([{"label": "Ship", "text": "Ship it to staging."},
+                       {"label": "Hold", "text": "Hold on."}]))
+    .await
+    .unwrap();
+    assert!(r.status().is_success());
+    let token = hub.init("Buttons").await;
+    let wait = hub
+        .register(&token, "Buttons", "Where should it go?", "q1")
+        .await;
+    let note = notification(&fake, "Where should it go?").await;
+    assert_eq!(
+        note["reply_markup"]["inline_keyboard"][0][0]["text"],
+        "Ship"
+    );
+    let id = message_id_of(&fake, &note);
+
+    // The templates change after the message was sent.
+    let r = put(json!([{"label": "Prod", "text": "Ship it to production."},
+                       {"label": "Hold", "text": "Hold on."}]))
+    .await
+    .unwrap();
+    assert!(r.status().is_success());
+    fake.push_update(json!({"callback_query": {"id": "cb1", "data": "q0",
+        "from": {"id": CHAT}, "message": {"message_id": id, "chat": {"id": CHAT}}}}));
+    let v = hub.poll(&token, &wait, 5000).await;
+    assert_eq!(
+        (v["status"].as_str(), v["reply"]["text"].as_str()),
+        (Some("replied"), Some("Ship it to staging.")),
+        "{v}"
+    );
 }

@@ -224,6 +224,8 @@ test('an image pasted into the reply box reaches the waiting agent as an image',
 
   // Dropping a file works too; a non-image is refused with a message.
   await agent.wait('Another one, please');
+  // A reply names the question on screen: send once the new one is shown.
+  await page.getByTestId('message').filter({ hasText: 'Another one, please' }).waitFor();
   await page.evaluate((b64) => {
     const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
     const dt = new DataTransfer();
@@ -269,6 +271,7 @@ test('quick replies fill the box to send; templates are editable and shared', as
   assert.ok(saved.some((tpl) => tpl.lang === 'zh'), 'the other language\'s defaults are kept');
 
   await agent.wait('And now?');
+  await page.getByTestId('message').filter({ hasText: 'And now?' }).waitFor();
   await page.getByTestId('quick-reply').filter({ hasText: 'Ship' }).click();
   await page.getByTestId('reply-input').press('Enter');
   assert.equal((await agent.reply()).text, 'Ship it to staging.');

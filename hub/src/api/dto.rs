@@ -173,11 +173,15 @@ pub struct ConfigBody {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ReplyBody {
     pub token: String,
     pub text: String,
     #[serde(default)]
     pub images: Vec<Image>,
+    /// The `seq` of the agent's message this answers (the question on screen).
+    #[serde(default)]
+    pub in_reply_to: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -421,4 +425,27 @@ pub struct KeyList {
 pub struct KeyRevoked {
     pub ok: bool,
     pub closed_waits: usize,
+}
+
+/// Every error answer: `{"error":{"code","message",…}}`.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    pub error: ErrorDto,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDto {
+    pub code: &'static str,
+    pub message: String,
+    /// With `STALE_QUESTION`: the question the agent asks now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_question: Option<CurrentQuestionDto>,
+}
+
+/// The agent's newest message: its `seq` and its first characters.
+#[derive(Debug, Serialize)]
+pub struct CurrentQuestionDto {
+    pub seq: u64,
+    pub preview: String,
 }

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
+use super::dto::{CurrentQuestionDto, ErrorBody, ErrorDto};
 use crate::hub::HubError;
 use crate::session::Token;
 
@@ -16,6 +17,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// `STALE_QUESTION`'s: the question the agent asks now, for the panel to show.
+    pub current_question: Option<CurrentQuestionDto>,
 }
 
 impl ApiError {
@@ -24,6 +27,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            current_question: None,
         }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -63,6 +67,13 @@ impl From<HubError> for ApiError {
             }
             HubError::Forbidden(_) => ApiError::forbidden(message),
             HubError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSED", message),
+            HubError::StaleQuestion(q) => ApiError {
+                current_question: Some(CurrentQuestionDto {
+                    seq: q.seq,
+                    preview: q.preview,
+                }),
+                ..ApiError::new(StatusCode::CONFLICT, "STALE_QUESTION", message)
+            },
             HubError::Store(e) => {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(
@@ -77,7 +88,13 @@ impl From<HubError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        let body = ErrorBody {
+            error: ErrorDto {
+                code: self.code,
+                message: self.message,
+                current_question: self.current_question,
+            },
+        };
         (self.status, axum::Json(body)).into_response()
     }
 }

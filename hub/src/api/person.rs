@@ -10,7 +10,7 @@ use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body, Query, token};
 use super::guard;
-use crate::hub::{HubError, SessionSettings};
+use crate::hub::{HubError, PersonReply, SessionSettings};
 use crate::interchange::ExportFile;
 
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -108,7 +108,13 @@ pub async fn wrong_method() -> ApiError {
 
 pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Answer<ReplyAnswer> {
     let t = token(&b.token)?;
-    let (reply_id, queued) = app.hub.reply(&t, b.text, b.images)?;
+    let reply = PersonReply {
+        text: b.text,
+        images: b.images,
+        in_reply_to: b.in_reply_to,
+        via: None,
+    };
+    let (reply_id, queued) = app.hub.reply_with(&t, reply)?;
     // The delivery rule: a reply answered 200 is on disk.
     app.hub.flush().await?;
     tracing::info!(token = %t, reply = %reply_id, queued, "reply recorded");

@@ -20,7 +20,7 @@ use crate::interchange;
 use crate::keys::KeyName;
 use crate::session::{
     Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Summary, Token, WaitEnd,
-    now_ms,
+    now_ms, preview_of,
 };
 use crate::store::{BindingKind, Store, StoreError, Write};
 use crate::table::SessionTable;
@@ -48,11 +48,27 @@ pub enum HubError {
     Forbidden(String),
     #[error("{0}")]
     Closed(String),
+    /// A reply written for an older question than the one the agent asks now.
+    #[error(
+        "the agent has asked something newer since (message {}): {:?}; nothing was sent",
+        .0.seq,
+        .0.preview
+    )]
+    StaleQuestion(CurrentQuestion),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 type Result<T, E = HubError> = std::result::Result<T, E>;
+
+/// The question an agent asks now: its newest message in the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentQuestion {
+    /// The message's place in the history.
+    pub seq: u64,
+    /// Its first characters, on one line.
+    pub preview: String,
+}
 
 /// Limits on text fields, so a bad client cannot bloat the store.
 pub const MAX_TITLE: usize = 256;
@@ -107,6 +123,19 @@ pub enum PollOutcome {
         reason: &'static str,
         merged_into: Option<Token>,
     },
+}
+
+/// A reply the person wrote, with what it answers.
+#[derive(Debug, Clone, Default)]
+pub struct PersonReply {
+    pub text: String,
+    pub images: Vec<Image>,
+    /// The `seq` of the agent's message it answers; `None`: whatever the
+    /// agent asks when it arrives.
+    pub in_reply_to: Option<u64>,
+    /// Where it was written when not in the panel or CLI (`"telegram"`), kept
+    /// on the message for the panel to show.
+    pub via: Option<&'static str>,
 }
 
 /// A partial update of a session's settings (the person's, from panel or CLI).

@@ -12,18 +12,28 @@ impl Hub {
     /// Records the person's reply and queues it for the (next) wait.
     /// Returns `(reply id, queued)`: queued is true when no agent waits now.
     pub fn reply(&self, token: &Token, text: String, images: Vec<Image>) -> Result<(String, bool)> {
-        self.reply_via(token, text, images, None)
+        self.reply_with(
+            token,
+            PersonReply {
+                text,
+                images,
+                in_reply_to: None,
+                via: None,
+            },
+        )
     }
 
-    /// [`Hub::reply`] written elsewhere than the panel or CLI (`via`, e.g.
-    /// `"telegram"`, is kept on the message for the panel to show).
-    pub fn reply_via(
-        &self,
-        token: &Token,
-        text: String,
-        images: Vec<Image>,
-        via: Option<&str>,
-    ) -> Result<(String, bool)> {
+    /// [`Hub::reply`] with what the person answered and where they wrote it.
+    /// A reply for a question the agent has since moved on from is refused
+    /// ([`HubError::StaleQuestion`]) in the same commit that would queue it,
+    /// so no question asked in between can slip past the check.
+    pub fn reply_with(&self, token: &Token, reply: PersonReply) -> Result<(String, bool)> {
+        let PersonReply {
+            text,
+            images,
+            in_reply_to,
+            via,
+        } = reply;
         if text.trim().is_empty() && images.is_empty() {
             return Err(HubError::BadRequest(
                 "a reply needs text or an image".into(),
@@ -32,6 +42,9 @@ impl Hub {
         check_images(&images)?;
         let out = self.commit(token, |hub, s, w| {
             ensure_open(s)?;
+            if let Some(seq) = in_reply_to {
+                hub.check_question(s, seq)?;
+            }
             let reply = QueuedReply::new(text, images, false);
             let message = Message {
                 role: Role::User,
@@ -53,6 +66,70 @@ impl Hub {
         })?;
         self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// Whether `in_reply_to` names the agent's newest message: a person's
+    /// message or one past the end is a bad request, an older question stale.
+    fn check_question(&self, s: &Session, in_reply_to: u64) -> Result<()> {
+        if in_reply_to >= s.msg_count {
+            return Err(HubError::BadRequest(format!(
+                "inReplyTo {in_reply_to} is past the end of the history ({} messages)",
+                s.msg_count
+            )));
+        }
+        let named = self
+            .inner
+            .store
+            .messages(&s.token, Some(in_reply_to + 1), 1)?;
+        if !named
+            .first()
+            .is_some_and(|(seq, m)| *seq == in_reply_to && m.role == Role::Assistant)
+        {
+            return Err(HubError::BadRequest(format!(
+                "inReplyTo {in_reply_to} is not the agent's message: it must be the seq of the agent's question being answered"
+            )));
+        }
+        match self.newest_question(&s.token, in_reply_to + 1)? {
+            Some((seq, m)) => Err(HubError::StaleQuestion(CurrentQuestion {
+                seq,
+                preview: preview_of(&m.content),
+            })),
+            None => Ok(()),
+        }
+    }
+
+    /// The agent's newest message at `floor` or after, read from the newest
+    /// back, so the cost is the messages since that question, not the history.
+    fn newest_question(&self, token: &Token, floor: u64) -> Result<Option<(u64, Message)>> {
+        const PAGE: usize = 32;
+        let mut before = None;
+        loop {
+            let page = self.inner.store.messages(token, before, PAGE)?;
+            let Some(&(oldest, _)) = page.first() else {
+                return Ok(None);
+            };
+            for (seq, m) in page.into_iter().rev() {
+                if seq < floor {
+                    return Ok(None);
+                }
+                if m.role == Role::Assistant {
+                    return Ok(Some((seq, m)));
+                }
+            }
+            if oldest <= floor {
+                return Ok(None);
+            }
+            before = Some(oldest);
+        }
+    }
+
+    /// The question the agent asks now (its newest message, with its `seq`),
+    /// if it asked any.
+    pub fn current_question(&self, token: &Token) -> Result<Option<(u64, Message)>> {
+        if !self.lock().contains_key(token) {
+            return Err(HubError::NotFound(token.clone()));
+        }
+        self.newest_question(token, 0)
     }
 
     /// Changes keep-alive settings or the display title.

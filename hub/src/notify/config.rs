@@ -50,6 +50,8 @@ struct TelegramFile {
     bot_token_file: Option<Spanned<PathBuf>>,
     #[serde(default)]
     chat_ids: Vec<i64>,
+    #[serde(default)]
+    user_ids: Vec<i64>,
     api_base: Option<Spanned<String>>,
 }
 
@@ -118,7 +120,11 @@ pub struct Ntfy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Telegram {
     pub bot_token: Hidden,
+    /// The chats told, and the only ones heard.
     pub chat_ids: Vec<i64>,
+    /// When not empty, the only people whose answers (replies, buttons) are
+    /// taken, in any of `chat_ids`; empty: anyone in those chats.
+    pub user_ids: Vec<i64>,
     pub api_base: String,
 }
 
@@ -237,6 +243,7 @@ impl NotifyConfig {
                 Some(Telegram {
                     bot_token: Hidden(token),
                     chat_ids: t.chat_ids,
+                    user_ids: t.user_ids,
                     api_base,
                 })
             }
@@ -275,8 +282,9 @@ impl NotifyConfig {
         }
         if let Some(t) = &self.telegram {
             out.push_str(&format!(
-                "\n[notify.telegram]\nbot_token = \"***\"\nchat_ids = {:?}\napi_base = {}\n",
+                "\n[notify.telegram]\nbot_token = \"***\"\nchat_ids = {:?}\nuser_ids = {:?}\napi_base = {}\n",
                 t.chat_ids,
+                t.user_ids,
                 toml::Value::String(t.api_base.clone())
             ));
         }

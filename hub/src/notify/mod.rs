@@ -22,7 +22,7 @@ use serde::Serialize;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::hub::{Hub, SessionInfo};
-use crate::session::{Role, Session, Status, Token, now_ms};
+use crate::session::{Session, Status, Token, now_ms};
 use config::NotifyConfig;
 use notice::{Notice, Outcome};
 use telegram::TelegramChannel;
@@ -403,34 +403,25 @@ impl Watch {
             return;
         }
         let since = s.wait.as_ref().map_or(now_ms(), |w| w.since);
-        let text = if self.include_text {
-            self.hub
-                .messages(token, None, 8)
-                .ok()
-                .and_then(|m| m.into_iter().rev().find(|(_, m)| m.role == Role::Assistant))
-                .map(|(_, m)| notice::plain(&m.content))
-                .filter(|t| !t.is_empty())
-        } else {
-            None
-        };
+        let asked = self.hub.current_question(token).ok().flatten();
+        let question = asked.as_ref().map(|(seq, _)| *seq);
+        let text = asked
+            .filter(|_| self.include_text)
+            .map(|(_, m)| notice::plain(&m.content))
+            .filter(|t| !t.is_empty());
         let next_step = (self.include_text && !s.last_review.next_step.trim().is_empty())
             .then(|| notice::plain(&s.last_review.next_step));
         let notice = Arc::new(Notice {
             token: token.clone(),
             request_id: request_id.to_owned(),
+            question,
             title: s.shown_title().to_owned(),
             waited: Duration::from_millis(now_ms().saturating_sub(since).max(0) as u64),
             text,
             completion_pct: s.last_review.completion_pct,
             next_step,
             link: format!("{}#session={}", self.link, token),
-            quick_replies: self
-                .hub
-                .templates()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| t.label)
-                .collect(),
+            quick_replies: self.hub.templates().unwrap_or_default(),
             test: false,
         });
         tracing::info!(token = %token, "notifying: a wait has lasted after_sec without a reply");
@@ -447,6 +438,7 @@ pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), Str
     let notice = Arc::new(Notice {
         token: Token::generate(),
         request_id: "test".into(),
+        question: None,
         title: "holdline".into(),
         waited: Duration::ZERO,
         text: None,

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::config::Template;
 use crate::session::{Token, WaitEnd};
 
 /// The longest message text a notification carries (characters).
@@ -18,6 +19,9 @@ pub struct Notice {
     pub token: Token,
     /// The wait's `requestId`: one notice per agent question.
     pub request_id: String,
+    /// The `seq` of the agent's message it tells of: an answer to the notice
+    /// answers that question, and no newer one.
+    pub question: Option<u64>,
     pub title: String,
     pub waited: Duration,
     /// The agent's message, plain and trimmed; `None` with `include_text = false`.
@@ -25,8 +29,10 @@ pub struct Notice {
     pub completion_pct: Option<u8>,
     pub next_step: Option<String>,
     pub link: String,
-    /// Labels of the quick replies (Telegram's buttons), in template order.
-    pub quick_replies: Vec<String>,
+    /// The quick replies (Telegram's buttons) as they were when the notice
+    /// was made: a button sends the text shown with it, whatever the
+    /// templates say later.
+    pub quick_replies: Vec<Template>,
     /// A `notify test` notice, not a real wait.
     pub test: bool,
 }

@@ -2,9 +2,11 @@
 //! buttons, `editMessageText` when the wait ends) and the person's answers
 //! in (`getUpdates` long poll; a reply to a notification, a button, a photo).
 //!
-//! Invariant: only chats in `chat_ids` are told or heard; an answer reaches
-//! a session only through a notification this hub sent (a forged or unknown
-//! reply target is ignored); it goes through `Hub::reply`, the panel's own
+//! Invariant: only chats in `chat_ids` are told or heard (and, with
+//! `user_ids`, only those people); an answer reaches a session only through
+//! a message this hub sent (a forged or unknown reply target is ignored), and
+//! answers the question that message showed — never a newer one (the hub
+//! refuses it as stale); it goes through `Hub::reply_with`, the panel's own
 //! operation. The bot token is in URLs only, never in a log or error text.
 
 use std::collections::{HashMap, VecDeque};
@@ -16,9 +18,9 @@ use serde_json::{Value, json};
 
 use super::channels::{clip, read_bounded, transport};
 use super::config::Telegram;
-use super::notice::Notice;
+use super::notice::{self, Notice};
 use super::{Event, SendError};
-use crate::hub::{Hub, HubError};
+use crate::hub::{Hub, HubError, PersonReply};
 use crate::session::{Image, Token};
 
 /// How long one `getUpdates` holds at the Bot API.
@@ -29,8 +31,10 @@ const MAX_UPDATES_BYTES: usize = 4 * 1024 * 1024;
 const MAX_PHOTO_BYTES: u64 = 5 * 1024 * 1024;
 /// The longest reply text taken from a message.
 const MAX_REPLY_CHARS: usize = 16_384;
-/// Notifications remembered for replies and edits.
+/// Questions remembered for the edit when their wait ends.
 const REMEMBERED: usize = 2048;
+/// Messages the bot sent that an answer may reply to.
+const REMEMBERED_MESSAGES: usize = 8192;
 /// Quick-reply buttons per notification.
 const MAX_BUTTONS: usize = 6;
 
@@ -46,30 +50,69 @@ type Told = (i64, i64, String);
 /// A question: (token, requestId).
 type Question = (Token, String);
 
+/// What a message the bot sent asked: an answer to it answers this.
+#[derive(Debug, Clone)]
+struct Asked {
+    token: Token,
+    /// The `seq` of the agent's message it showed; `None`: whatever the agent asks.
+    question: Option<u64>,
+    /// The texts its buttons send, in button order, as they were when it was sent.
+    buttons: Arc<[String]>,
+}
+
 #[derive(Default)]
 struct Sent {
-    /// (chat, message id) → the session it told about.
-    by_message: HashMap<(i64, i64), Token>,
+    /// (chat, message id) → what it asked.
+    by_message: HashMap<(i64, i64), Asked>,
+    /// The keys of `by_message`, oldest first: past `REMEMBERED_MESSAGES` the oldest go.
+    message_order: VecDeque<(i64, i64)>,
     /// (token, requestId) → the messages that told about it, with their text.
     by_wait: HashMap<Question, Vec<Told>>,
-    order: VecDeque<Question>,
+    wait_order: VecDeque<Question>,
+    /// The last button texts remembered: the next notice with the same
+    /// templates shares them, so the snapshots cost one copy per template set.
+    last_buttons: Option<Arc<[String]>>,
 }
 
 impl Sent {
-    fn remember(&mut self, key: Question, chat: i64, message: i64, text: String) {
-        self.by_message.insert((chat, message), key.0.clone());
+    fn remember_message(&mut self, chat: i64, message: i64, asked: Asked) {
+        if self.by_message.insert((chat, message), asked).is_none() {
+            self.message_order.push_back((chat, message));
+        }
+        while self.message_order.len() > REMEMBERED_MESSAGES {
+            if let Some(old) = self.message_order.pop_front() {
+                self.by_message.remove(&old);
+            }
+        }
+    }
+
+    fn remember_wait(&mut self, key: Question, chat: i64, message: i64, text: String) {
         let entry = self.by_wait.entry(key.clone()).or_default();
         if entry.is_empty() {
-            self.order.push_back(key);
+            self.wait_order.push_back(key);
         }
         entry.push((chat, message, text));
-        while self.order.len() > REMEMBERED {
-            if let Some(old) = self.order.pop_front()
-                && let Some(msgs) = self.by_wait.remove(&old)
-            {
-                for (c, m, _) in msgs {
-                    self.by_message.remove(&(c, m));
-                }
+        while self.wait_order.len() > REMEMBERED {
+            if let Some(old) = self.wait_order.pop_front() {
+                self.by_wait.remove(&old);
+            }
+        }
+    }
+
+    /// The texts a notice's buttons send, shared with the last notice's when equal.
+    fn buttons(&mut self, n: &Notice) -> Arc<[String]> {
+        let texts: Vec<String> = n
+            .quick_replies
+            .iter()
+            .take(MAX_BUTTONS)
+            .map(|t| t.text.clone())
+            .collect();
+        match &self.last_buttons {
+            Some(last) if **last == texts[..] => last.clone(),
+            _ => {
+                let shared: Arc<[String]> = texts.into();
+                self.last_buttons = Some(shared.clone());
+                shared
             }
         }
     }
@@ -147,7 +190,7 @@ impl TelegramChannel {
                         "disable_web_page_preview": true,
                     });
                     if !n.test && !n.quick_replies.is_empty() {
-                        body["reply_markup"] = buttons(n);
+                        body["reply_markup"] = keyboard(n);
                     }
                     let sent = self
                         .call(http, "sendMessage", &body, Duration::from_secs(15))
@@ -156,7 +199,16 @@ impl TelegramChannel {
                         continue;
                     }
                     match sent["message_id"].as_i64() {
-                        Some(id) => self.sent().remember(key.clone(), chat, id, text),
+                        Some(id) => {
+                            let mut sent = self.sent();
+                            let asked = Asked {
+                                token: n.token.clone(),
+                                question: n.question,
+                                buttons: sent.buttons(n),
+                            };
+                            sent.remember_message(chat, id, asked);
+                            sent.remember_wait(key.clone(), chat, id, text);
+                        }
                         None => {
                             return Err(SendError::Refused(
                                 "sendMessage answered without a message_id".into(),
@@ -302,7 +354,8 @@ impl TelegramChannel {
         None
     }
 
-    /// One update: a reply or a button from an allowed chat becomes a reply.
+    /// One update: a reply or a button from an allowed chat and person, to a
+    /// message this bot sent, becomes a reply to the question it showed.
     async fn take(&self, hub: &Hub, http: &reqwest::Client, u: &Value) {
         let (msg, from_button) = if u["callback_query"].is_object() {
             (&u["callback_query"]["message"], true)
@@ -319,13 +372,29 @@ impl TelegramChannel {
             );
             return;
         }
+        let from = if from_button {
+            &u["callback_query"]["from"]["id"]
+        } else {
+            &msg["from"]["id"]
+        };
+        if !self.cfg.user_ids.is_empty()
+            && !from
+                .as_i64()
+                .is_some_and(|f| self.cfg.user_ids.contains(&f))
+        {
+            tracing::info!(
+                chat,
+                "a Telegram answer from a person not in user_ids was ignored"
+            );
+            return;
+        }
         let target = if from_button {
             msg["message_id"].as_i64()
         } else {
             msg["reply_to_message"]["message_id"].as_i64()
         };
-        let token = target.and_then(|m| self.sent().by_message.get(&(chat, m)).cloned());
-        let Some(token) = token else {
+        let asked = target.and_then(|m| self.sent().by_message.get(&(chat, m)).cloned());
+        let Some(asked) = asked else {
             if !from_button {
                 tracing::info!(
                     chat,
@@ -336,47 +405,86 @@ impl TelegramChannel {
             return;
         };
         let answered_msg = msg["message_id"].as_i64();
-        let (text, images) = if from_button {
-            let cq = &u["callback_query"];
-            let _ = self
-                .call(
-                    http,
-                    "answerCallbackQuery",
-                    &json!({ "callback_query_id": cq["id"] }),
-                    Duration::from_secs(10),
-                )
-                .await;
-            let index = cq["data"]
-                .as_str()
-                .and_then(|d| d.strip_prefix('q'))
-                .and_then(|i| i.parse::<usize>().ok());
-            let templates = hub.templates().unwrap_or_default();
-            match index.and_then(|i| templates.get(i)) {
-                Some(t) => (t.text.clone(), Vec::new()),
-                None => return,
-            }
+        let content = if from_button {
+            self.button_text(http, &u["callback_query"], &asked).await
         } else {
-            let text = msg["text"]
-                .as_str()
-                .or(msg["caption"].as_str())
-                .unwrap_or("")
-                .chars()
-                .take(MAX_REPLY_CHARS)
-                .collect::<String>();
-            let mut images = Vec::new();
-            if msg["photo"].is_array() {
-                match self.photo(http, &msg["photo"]).await {
-                    Ok(img) => images.push(img),
-                    Err(e) => {
-                        tracing::warn!(chat, error = %e, "a Telegram photo could not be fetched");
-                        self.say(http, chat, answered_msg, "That photo could not be fetched; nothing was sent. Try again or send it from the panel.").await;
-                        return;
-                    }
+            self.message_content(http, chat, msg).await
+        };
+        if let Some((text, images)) = content {
+            let reply = PersonReply {
+                text,
+                images,
+                in_reply_to: asked.question,
+                via: Some("telegram"),
+            };
+            self.hand_over(hub, http, chat, answered_msg, &asked.token, reply)
+                .await;
+        }
+    }
+
+    /// The text a pressed button sends: the one shown with its message.
+    async fn button_text(
+        &self,
+        http: &reqwest::Client,
+        cq: &Value,
+        asked: &Asked,
+    ) -> Option<(String, Vec<Image>)> {
+        let _ = self
+            .call(
+                http,
+                "answerCallbackQuery",
+                &json!({ "callback_query_id": cq["id"] }),
+                Duration::from_secs(10),
+            )
+            .await;
+        let index = cq["data"]
+            .as_str()
+            .and_then(|d| d.strip_prefix('q'))
+            .and_then(|i| i.parse::<usize>().ok())?;
+        let text = asked.buttons.get(index)?;
+        Some((text.clone(), Vec::new()))
+    }
+
+    /// A message's text (or caption) and photo; `None` (the person told)
+    /// when its photo cannot be fetched.
+    async fn message_content(
+        &self,
+        http: &reqwest::Client,
+        chat: i64,
+        msg: &Value,
+    ) -> Option<(String, Vec<Image>)> {
+        let text = msg["text"]
+            .as_str()
+            .or(msg["caption"].as_str())
+            .unwrap_or("")
+            .chars()
+            .take(MAX_REPLY_CHARS)
+            .collect::<String>();
+        let mut images = Vec::new();
+        if msg["photo"].is_array() {
+            match self.photo(http, &msg["photo"]).await {
+                Ok(img) => images.push(img),
+                Err(e) => {
+                    tracing::warn!(chat, error = %e, "a Telegram photo could not be fetched");
+                    self.say(http, chat, msg["message_id"].as_i64(), "That photo could not be fetched; nothing was sent. Try again or send it from the panel.").await;
+                    return None;
                 }
             }
-            (text, images)
-        };
-        let result = match hub.reply_via(&token, text, images, Some("telegram")) {
+        }
+        Some((text, images))
+    }
+
+    /// Gives a reply to the hub and tells the chat what became of it.
+    async fn hand_over(
+        &self,
+        hub: &Hub,
+        http: &reqwest::Client,
+        chat: i64,
+        answered_msg: Option<i64>,
+        token: &Token,
+        reply: PersonReply,
+    ) {
+        let result = match hub.reply_with(token, reply) {
             Ok(r) => hub.flush().await.map(|_| r),
             Err(e) => Err(e),
         };
@@ -386,6 +494,11 @@ impl TelegramChannel {
                 if queued {
                     self.say(http, chat, answered_msg, "Queued: the agent is not waiting right now; it gets this at its next wait.").await;
                 }
+            }
+            Err(HubError::StaleQuestion(current)) => {
+                tracing::info!(token = %token, "a Telegram reply to an older question was not sent");
+                self.moved_on(hub, http, chat, answered_msg, token, current.seq)
+                    .await;
             }
             Err(e) => {
                 tracing::warn!(token = %token, error = %e, "a reply from Telegram was refused");
@@ -398,17 +511,64 @@ impl TelegramChannel {
         }
     }
 
-    /// Tells a chat something, best effort.
-    async fn say(&self, http: &reqwest::Client, chat: i64, reply_to: Option<i64>, text: &str) {
+    /// Tells the chat that the agent asks something newer than the reply
+    /// answered, showing that question (its text only with `include_text`);
+    /// a reply to this message answers it.
+    async fn moved_on(
+        &self,
+        hub: &Hub,
+        http: &reqwest::Client,
+        chat: i64,
+        answered_msg: Option<i64>,
+        token: &Token,
+        seq: u64,
+    ) {
+        let question = hub
+            .config()
+            .notify
+            .include_text
+            .then(|| hub.messages(token, Some(seq + 1), 1).ok())
+            .flatten()
+            .and_then(|m| m.into_iter().next())
+            .map(|(_, m)| notice::plain(&m.content))
+            .filter(|t| !t.is_empty());
+        let text = match question {
+            Some(q) => format!(
+                "Not sent: the agent has moved on. It now asks:\n\n{q}\n\nReply to this message to answer that."
+            ),
+            None => "Not sent: the agent has moved on to a newer question. Reply to this message to answer that one, or open the panel.".to_owned(),
+        };
+        if let Some(id) = self.say(http, chat, answered_msg, &text).await {
+            let asked = Asked {
+                token: token.clone(),
+                question: Some(seq),
+                buttons: Arc::from(Vec::new()),
+            };
+            self.sent().remember_message(chat, id, asked);
+        }
+    }
+
+    /// Tells a chat something, best effort; the message's id when sent.
+    async fn say(
+        &self,
+        http: &reqwest::Client,
+        chat: i64,
+        reply_to: Option<i64>,
+        text: &str,
+    ) -> Option<i64> {
         let mut body = json!({ "chat_id": chat, "text": text });
         if let Some(m) = reply_to {
             body["reply_to_message_id"] = json!(m);
         }
-        if let Err(e) = self
+        match self
             .call(http, "sendMessage", &body, Duration::from_secs(15))
             .await
         {
-            tracing::warn!(chat, error = %e, "telling a Telegram chat failed");
+            Ok(sent) => sent["message_id"].as_i64(),
+            Err(e) => {
+                tracing::warn!(chat, error = %e, "telling a Telegram chat failed");
+                None
+            }
         }
     }
 
@@ -460,13 +620,15 @@ impl TelegramChannel {
     }
 }
 
-fn buttons(n: &Notice) -> Value {
+/// The inline keyboard of a notice: button `i` sends `q{i}`, the `i`th text
+/// remembered with the message ([`Sent::buttons`]).
+fn keyboard(n: &Notice) -> Value {
     let row: Vec<Value> = n
         .quick_replies
         .iter()
         .take(MAX_BUTTONS)
         .enumerate()
-        .map(|(i, label)| json!({ "text": label, "callback_data": format!("q{i}") }))
+        .map(|(i, t)| json!({ "text": t.label, "callback_data": format!("q{i}") }))
         .collect();
     json!({ "inline_keyboard": row.chunks(3).map(|c| c.to_vec()).collect::<Vec<_>>() })
 }
@@ -518,6 +680,50 @@ mod tests {
             None,
             "cut mid-number"
         );
+    }
+
+    fn notice_with(texts: &[&str]) -> Notice {
+        Notice {
+            token: Token::generate(),
+            request_id: "r".into(),
+            question: Some(0),
+            title: "t".into(),
+            waited: Duration::ZERO,
+            text: None,
+            completion_pct: None,
+            next_step: None,
+            link: String::new(),
+            quick_replies: texts
+                .iter()
+                .map(|t| crate::config::Template {
+                    label: "l".into(),
+                    text: (*t).into(),
+                    lang: None,
+                })
+                .collect(),
+            test: false,
+        }
+    }
+
+    #[test]
+    fn remembered_messages_are_bounded_and_equal_button_sets_share_one_copy() {
+        let mut sent = Sent::default();
+        let a = sent.buttons(&notice_with(&["Ship it.", "Hold on."]));
+        let b = sent.buttons(&notice_with(&["Ship it.", "Hold on."]));
+        let c = sent.buttons(&notice_with(&["Ship it to prod."]));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(&c[..], ["Ship it to prod.".to_owned()]);
+        for m in 0..(REMEMBERED_MESSAGES as i64 + 10) {
+            let asked = Asked {
+                token: Token::generate(),
+                question: Some(0),
+                buttons: a.clone(),
+            };
+            sent.remember_message(1, m, asked);
+        }
+        assert_eq!(sent.by_message.len(), REMEMBERED_MESSAGES);
+        assert!(!sent.by_message.contains_key(&(1, 9)));
+        assert!(sent.by_message.contains_key(&(1, 10)));
     }
 
     #[test]
