@@ -283,11 +283,11 @@ if [ -n "$NO_SERVICE_REASON" ]; then
     say "A hub is running now, but nothing will start it again after a restart."
   else
     say "The hub is NOT running. Start it now (it keeps running after this shell closes):"
-    say "  nohup $(q "$PREFIX/holdline-hub") serve >> $(q "$LOG") 2>&1 &"
+    say "  nohup $(q "$PREFIX/holdline-hub") serve > /dev/null 2>&1 &   (it writes $(q "$LOG") itself)"
   fi
   say "To start it at every boot without a service, add it to your crontab:"
   # In a crontab line % ends the command unless escaped.
-  CRON_LINE="@reboot \"$PREFIX/holdline-hub\" serve >> \"$LOG\" 2>&1"
+  CRON_LINE="@reboot \"$PREFIX/holdline-hub\" serve > /dev/null 2>&1"
   CRON_LINE="${CRON_LINE//%/\\%}"
   say "  (crontab -l 2>/dev/null; echo $(q "$CRON_LINE")) | crontab -"
   say "An IDE's holdline-mcp also starts the hub by itself when none answers."

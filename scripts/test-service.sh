@@ -142,6 +142,29 @@ if [ "$have_bins" = 1 ]; then
   check "install.sh exits non-zero when nothing was installed" bash -c "test '$rc' != 0 && test ! -e '$TMP/p2/holdline-hub'"
   in_fake_home "$ROOT/scripts/uninstall.sh" --purge >/dev/null 2>&1
 
+  # A hub no service manager runs (nohup, cron, a bridge's auto-start) is
+  # stopped by uninstall.sh, and the crontab line install.sh suggested goes;
+  # a crontab stand-in keeps the table in a file.
+  in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR" --prefix "$PREFIX" >/dev/null 2>&1
+  mkdir -p "$TMP/cron"
+  printf '#!/bin/sh\ntab="%s/cron/table"\ncase "$1" in -l) [ -f "$tab" ] && cat "$tab" || exit 1 ;; -r) rm -f "$tab" ;; -) cat > "$tab" ;; esac\n' "$TMP" > "$TMP/cron/crontab"
+  chmod +x "$TMP/cron/crontab"
+  printf '%s\n' '0 3 * * * backup-my-stuff' "@reboot \"$PREFIX/holdline-hub\" serve > /dev/null 2>&1" > "$TMP/cron/table"
+  # Started directly (not through the function), so $! is the hub itself.
+  env -u HOLDLINE_HOME HOME="$FAKE_HOME" "$PREFIX/holdline-hub" serve --listen 127.0.0.1:0 > /dev/null 2>&1 &
+  hub_pid=$!
+  for _ in $(seq 100); do [ -f "$HL/hub.addr" ] && break; sleep 0.1; done
+  out="$(in_fake_home env PATH="$TMP/cron:$PATH" "$ROOT/scripts/uninstall.sh" 2>&1)"
+  # Gone, or a zombie this script has not reaped yet.
+  gone() { ! ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
+  for _ in $(seq 100); do gone "$hub_pid" && break; sleep 0.1; done
+  check "uninstall.sh stops a hub started with nohup, and says so" bash -c "
+    ! ps -o stat= -p '$hub_pid' 2>/dev/null | grep -qv Z && grep -q '^stopped holdline-hub (PID $hub_pid)' <<<\"\$1\"" _ "$out"
+  check "uninstall.sh removes the @reboot line and keeps the rest of the crontab" bash -c "
+    test \"\$(cat '$TMP/cron/table')\" = '0 3 * * * backup-my-stuff'"
+  kill "$hub_pid" 2>/dev/null || true
+  in_fake_home "$ROOT/scripts/uninstall.sh" --purge >/dev/null 2>&1
+
   # Leave binaries at the default prefix of the fake home for the unit checks.
   check "install.sh with the default prefix (~/.local/bin) exits 0" \
     in_fake_home "$ROOT/scripts/install.sh" --no-service --bin-dir "$BIN_DIR"

@@ -102,6 +102,30 @@ for entry in "${SERVICE_FILES[@]}"; do
   removed=$((removed + 1))
 done
 
+# A hub that no service manager runs (nohup, cron, one a bridge started) is
+# still running from the binary about to be removed: stop it, and take out
+# the crontab line install.sh suggested.
+for b in ${BINS[@]+"${BINS[@]}"}; do
+  if [ "$(basename "$b")" = holdline-hub ] && [ -x "$b" ] && [ -d "$HL_HOME" ]; then
+    if stop_out="$(HOLDLINE_HOME="$HL_HOME" "$b" stop 2>&1)"; then
+      if grep -q '^stopped' <<<"$stop_out"; then
+        say "$(head -n 1 <<<"$stop_out")"
+        removed=$((removed + 1))
+      fi
+    else
+      warn "could not stop the running hub: $stop_out"
+    fi
+  fi
+done
+if command -v crontab >/dev/null 2>&1 && cron_now="$(crontab -l 2>/dev/null)"; then
+  cron_kept="$(grep -v -E '^@reboot .*holdline-hub"? serve' <<<"$cron_now" || true)"
+  if [ "$cron_kept" != "$cron_now" ]; then
+    if [ -n "$cron_kept" ]; then printf '%s\n' "$cron_kept" | crontab -; else crontab -r; fi
+    say "Removed the holdline-hub @reboot line from your crontab"
+    removed=$((removed + 1))
+  fi
+fi
+
 for b in ${BINS[@]+"${BINS[@]}"}; do
   case "$(basename "$b")" in holdline-hub|holdline-mcp) ;; *) continue ;; esac
   if [ -e "$b" ]; then rm -f "$b"; say "Removed $b"; removed=$((removed + 1)); fi

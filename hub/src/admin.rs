@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::config::Config;
 use crate::home::Home;
 use crate::interchange::ExportFile;
+use crate::process::{HubProcess, StartedBy};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -213,16 +214,7 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
 /// `status`: is the hub up, and what it holds.
 pub async fn status(config: &Config) -> Result<()> {
     let c = Client::new(config)?;
-    let res = c
-        .http
-        .get(format!("{}/healthz", c.base))
-        .send()
-        .await
-        .map_err(|_| not_running(&c.base))?;
-    let h: Value = res
-        .json()
-        .await
-        .map_err(|e| AdminError::Message(e.to_string()))?;
+    let h = c.call(c.http.get(format!("{}/healthz", c.base))).await?;
     println!(
         "holdline-hub {} at {}: {}, {} waiting, up {}s",
         h["version"].as_str().unwrap_or("?"),
@@ -231,6 +223,9 @@ pub async fn status(config: &Config) -> Result<()> {
         h["waiting"],
         h["uptimeMs"].as_u64().unwrap_or(0) / 1000
     );
+    if let Ok(p) = serde_json::from_value::<HubProcess>(h["process"].clone()) {
+        println!("Process: PID {}, {}", p.pid, started_by_text(p.started_by));
+    }
     match &h["mongo"] {
         Value::Null => println!("MongoDB sync: off"),
         m => println!(
@@ -239,6 +234,66 @@ pub async fn status(config: &Config) -> Result<()> {
             m["pending"],
             m["lagMs"]
         ),
+    }
+    Ok(())
+}
+
+/// How `status` says what started the hub.
+fn started_by_text(by: StartedBy) -> &'static str {
+    match by {
+        StartedBy::Systemd => "started by systemd (the holdline-hub service)",
+        StartedBy::Launchd => "started by launchd (the dev.holdline.hub LaunchAgent)",
+        StartedBy::Bridge => "started by a holdline-mcp bridge that found no hub",
+        StartedBy::Shell => "started by hand (a shell, nohup or cron)",
+    }
+}
+
+/// How long `stop` waits for the hub to finish its requests, flush and exit
+/// (its own shutdown gives requests 5 s).
+const STOP_WAIT: Duration = Duration::from_secs(15);
+
+/// `stop`: asks the running hub for its process id (with the secret, so only
+/// the hub itself names the process) and sends it SIGTERM, then waits until it
+/// has flushed and exited. No hub running is not an error.
+pub async fn stop(config: &Config) -> Result<()> {
+    let home = Home::new(config.home.clone());
+    let Ok(c) = Client::new(config) else {
+        println!(
+            "no holdline-hub has run with the home {}",
+            home.root.display()
+        );
+        return Ok(());
+    };
+    if !c.is_up().await {
+        println!("no holdline-hub is running at {}", c.base);
+        return Ok(());
+    }
+    let h = c.call(c.http.get(format!("{}/healthz", c.base))).await?;
+    let p: HubProcess = serde_json::from_value(h["process"].clone()).map_err(|_| {
+        AdminError::Message(format!(
+            "the hub at {} did not say its process id (it is older than this command):              stop it with its service manager or `kill`",
+            c.base
+        ))
+    })?;
+    crate::process::terminate(p.pid)
+        .map_err(|e| AdminError::Message(format!("cannot stop the hub (PID {}): {e}", p.pid)))?;
+    let deadline = std::time::Instant::now() + STOP_WAIT;
+    // The hub removes hub.addr as it exits, after its last flush.
+    while crate::process::is_alive(p.pid) && home.addr_file().exists() {
+        if std::time::Instant::now() > deadline {
+            return fail(format!(
+                "sent the hub (PID {}) SIGTERM, but it is still running after {} s",
+                p.pid,
+                STOP_WAIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("stopped holdline-hub (PID {}) at {}", p.pid, c.base);
+    if let Some(hint) = p.started_by.service_hint() {
+        println!(
+            "It ran as a service, which may start it again (at login or on its own); `{hint}` keeps it stopped."
+        );
     }
     Ok(())
 }

@@ -36,8 +36,11 @@ pub enum Command {
         #[arg(long)]
         no_qr: bool,
     },
-    /// Is the hub up? Sessions, waits, sync state.
+    /// Is the hub up? Sessions, waits, sync state, its PID and what started it.
     Status,
+    /// Stop the running hub (SIGTERM; it finishes its requests and flushes),
+    /// however it was started.
+    Stop,
     /// List sessions, waiting first.
     Sessions {
         /// Include merged and archived sessions.

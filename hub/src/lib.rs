@@ -42,6 +42,7 @@ pub mod mcp;
 pub mod net;
 pub mod notify;
 pub mod panel;
+pub mod process;
 pub mod server;
 pub mod session;
 pub mod store;

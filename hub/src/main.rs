@@ -74,6 +74,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(_) => serve(config).await,
         Command::PanelUrl { no_qr } => Ok(admin::panel_url(&config, no_qr)?),
         Command::Status => Ok(admin::status(&config).await?),
+        Command::Stop => Ok(admin::stop(&config).await?),
         Command::Sessions { all } => Ok(admin::sessions(&config, all).await?),
         Command::Reply {
             token,

@@ -161,3 +161,94 @@ fn reply_and_import_explain_their_arguments() {
         String::from_utf8_lossy(&hub(home.path(), &["import", "--help"]).stdout).into_owned();
     assert!(help.contains("The sessions.json to read"), "{help}");
 }
+
+/// `holdline-hub serve` on an ephemeral port in `home`, as `nohup` or a
+/// bridge would start it (`started_by`: the bridge's mark, if any); waits
+/// until it has written `hub.addr`.
+fn serve_by_hand(home: &Path, started_by: Option<&str>) -> std::process::Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_holdline-hub"));
+    cmd.arg("--home")
+        .arg(home)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("HOLDLINE_LISTEN")
+        .env_remove("HOLDLINE_MONGO_URI")
+        .env_remove("HOLDLINE_HOME")
+        .env_remove("INVOCATION_ID")
+        .env_remove("XPC_SERVICE_NAME")
+        .env_remove("HOLDLINE_STARTED_BY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(by) = started_by {
+        cmd.env("HOLDLINE_STARTED_BY", by);
+    }
+    let child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !home.join("hub.addr").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hub did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn stop_ends_a_hub_started_by_hand_and_status_names_its_pid() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = serve_by_hand(home.path(), None);
+    let pid = child.id();
+    let out = hub(home.path(), &["status"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("Process: PID {pid}, started by hand")),
+        "{said}{}",
+        stderr(&out)
+    );
+
+    let out = hub(home.path(), &["stop"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    assert!(
+        said.starts_with(&format!(
+            "stopped holdline-hub (PID {pid}) at http://127.0.0.1:"
+        )),
+        "{said}"
+    );
+    // It exited by itself, cleanly (SIGTERM: requests finished, store flushed).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hub is still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!home.path().join("hub.addr").exists());
+
+    let out = hub(home.path(), &["stop"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("no holdline-hub is running at"),
+        "{:?}",
+        out
+    );
+}
+
+#[test]
+fn status_says_a_bridge_started_the_hub() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = serve_by_hand(home.path(), Some("bridge"));
+    let out = hub(home.path(), &["status"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("started by a holdline-mcp bridge that found no hub"),
+        "{said}"
+    );
+    assert!(hub(home.path(), &["stop"]).status.success());
+    let _ = child.wait();
+}

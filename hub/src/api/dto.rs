@@ -363,6 +363,10 @@ pub struct Health {
     /// Notification channels; only for a caller with the secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notify: Option<Vec<crate::notify::ChannelState>>,
+    /// The hub's process and what started it; only for a caller with the
+    /// secret (`holdline-hub status` and `stop` read them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::process::HubProcess>,
 }
 
 #[derive(Debug, Serialize)]

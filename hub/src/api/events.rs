@@ -73,6 +73,7 @@ pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Hea
             .as_ref()
             .filter(|_| authorized)
             .map(|n| n.states()),
+        process: authorized.then(crate::process::HubProcess::this),
     })
 }
 

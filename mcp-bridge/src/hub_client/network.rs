@@ -207,6 +207,8 @@ impl Network {
             .arg("--listen")
             .arg(addr.to_string())
             .env("HOLDLINE_HOME", &self.home)
+            // `holdline-hub status` tells the person a bridge started it.
+            .env("HOLDLINE_STARTED_BY", "bridge")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
