@@ -23,6 +23,26 @@ pub enum AdminError {
 
 type Result<T> = std::result::Result<T, AdminError>;
 
+/// `println!` for what a command prints: when the reader stops reading
+/// (`panel-url | head`), the command ends quietly, as every Unix tool does,
+/// instead of panicking on the failed write.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say_line(format_args!($($arg)*))
+    };
+}
+
+fn say_line(line: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("holdline-hub: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn fail<T>(msg: impl Into<String>) -> Result<T> {
     Err(AdminError::Message(msg.into()))
 }
@@ -51,10 +71,10 @@ pub async fn notify_test(config: &Config) -> Result<()> {
     let mut failed = 0;
     for (name, result) in crate::notify::test(n, &link).await {
         match result {
-            Ok(()) => println!("{name}: sent"),
+            Ok(()) => say!("{name}: sent"),
             Err(e) => {
                 failed += 1;
-                println!("{name}: FAILED: {e}");
+                say!("{name}: FAILED: {e}");
             }
         }
     }
@@ -192,7 +212,16 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(config.listen);
     let url = format!("http://{}/#key={secret}", crate::net::advertised(addr));
-    println!("{url}");
+    say!("{url}");
+    if addr.ip().is_unspecified() && crate::net::primary_ip().is_none() {
+        // A QR code of 127.0.0.1 would point a phone at itself.
+        say!(
+            "(the hub listens on every interface, but this machine has no route to a LAN, so its \
+             address is unknown: on a phone open http://THIS-MACHINE'S-ADDRESS:{}/#key=… instead)",
+            addr.port()
+        );
+        return Ok(());
+    }
     if !no_qr {
         let code = qrcode::QrCode::new(url.as_bytes())
             .map_err(|e| AdminError::Message(format!("cannot draw a QR code: {e}")))?;
@@ -200,9 +229,9 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
             .render::<qrcode::render::unicode::Dense1x2>()
             .quiet_zone(true)
             .build();
-        println!("{art}");
+        say!("{art}");
         if addr.ip().is_loopback() {
-            println!(
+            say!(
                 "(the hub listens on loopback only: a phone needs --listen 0.0.0.0:{} or an SSH tunnel)",
                 addr.port()
             );
@@ -215,7 +244,7 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
 pub async fn status(config: &Config) -> Result<()> {
     let c = Client::new(config)?;
     let h = c.call(c.http.get(format!("{}/healthz", c.base))).await?;
-    println!(
+    say!(
         "holdline-hub {} at {}: {}, {} waiting, up {}s",
         h["version"].as_str().unwrap_or("?"),
         c.base,
@@ -224,11 +253,11 @@ pub async fn status(config: &Config) -> Result<()> {
         h["uptimeMs"].as_u64().unwrap_or(0) / 1000
     );
     if let Ok(p) = serde_json::from_value::<HubProcess>(h["process"].clone()) {
-        println!("Process: PID {}, {}", p.pid, started_by_text(p.started_by));
+        say!("Process: PID {}, {}", p.pid, started_by_text(p.started_by));
     }
     match &h["mongo"] {
-        Value::Null => println!("MongoDB sync: off"),
-        m => println!(
+        Value::Null => say!("MongoDB sync: off"),
+        m => say!(
             "MongoDB sync: {} (pending {}, lag {} ms)",
             m["state"].as_str().unwrap_or("?"),
             m["pending"],
@@ -258,14 +287,14 @@ const STOP_WAIT: Duration = Duration::from_secs(15);
 pub async fn stop(config: &Config) -> Result<()> {
     let home = Home::new(config.home.clone());
     let Ok(c) = Client::new(config) else {
-        println!(
+        say!(
             "no holdline-hub has run with the home {}",
             home.root.display()
         );
         return Ok(());
     };
     if !c.is_up().await {
-        println!("no holdline-hub is running at {}", c.base);
+        say!("no holdline-hub is running at {}", c.base);
         return Ok(());
     }
     let h = c.call(c.http.get(format!("{}/healthz", c.base))).await?;
@@ -289,9 +318,9 @@ pub async fn stop(config: &Config) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    println!("stopped holdline-hub (PID {}) at {}", p.pid, c.base);
+    say!("stopped holdline-hub (PID {}) at {}", p.pid, c.base);
     if let Some(hint) = p.started_by.service_hint() {
-        println!(
+        say!(
             "It ran as a service, which may start it again (at login or on its own); `{hint}` keeps it stopped."
         );
     }
@@ -309,7 +338,7 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
         )
         .await?;
     let now = crate::session::now_ms();
-    println!("{:<36} {:<9} {:>8}  TITLE", "TOKEN", "STATUS", "WAITED");
+    say!("{:<36} {:<9} {:>8}  TITLE", "TOKEN", "STATUS", "WAITED");
     for s in list["sessions"].as_array().into_iter().flatten() {
         let waited = s["waitingSince"]
             .as_i64()
@@ -319,7 +348,7 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
             Some(d) if !d.is_empty() => d,
             _ => s["title"].as_str().unwrap_or(""),
         };
-        println!(
+        say!(
             "{:<36} {:<9} {:>8}  {}",
             s["token"].as_str().unwrap_or(""),
             s["status"].as_str().unwrap_or(""),
@@ -352,7 +381,7 @@ pub async fn reply(
     } else {
         "delivered to the waiting agent"
     };
-    println!("reply {} {how}", r["replyId"].as_str().unwrap_or("?"));
+    say!("reply {} {how}", r["replyId"].as_str().unwrap_or("?"));
     Ok(())
 }
 
@@ -435,7 +464,7 @@ pub async fn import(config: &Config, path: &Path) -> Result<()> {
             r
         }
     };
-    println!(
+    say!(
         "imported {}, skipped {skipped} already present",
         count(imported as u64, "session")
     );
@@ -575,9 +604,9 @@ pub async fn key_list(config: &Config) -> Result<()> {
         return Ok(());
     }
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(4);
-    println!("{:<width$}  {:<20}  LAST USED", "NAME", "CREATED");
+    say!("{:<width$}  {:<20}  LAST USED", "NAME", "CREATED");
     for (name, created, used) in rows {
-        println!("{name:<width$}  {:<20}  {}", when(created), when(used));
+        say!("{name:<width$}  {:<20}  {}", when(created), when(used));
     }
     Ok(())
 }
@@ -592,7 +621,7 @@ pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
                 .call(c.http.delete(format!("{}/api/keys/{name}", c.base)))
                 .await?;
             let closed = r["closedWaits"].as_u64().unwrap_or(0);
-            println!(
+            say!(
                 "revoked agent key \"{name}\"; {} ended",
                 count(closed, "open wait")
             );
@@ -602,7 +631,7 @@ pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
                 .revoke(name.as_str())
                 .await
                 .map_err(|e| AdminError::Message(e.to_string()))?;
-            println!(
+            say!(
                 "revoked agent key \"{name}\" (the hub is not running: it ends the key's open waits when it starts)"
             );
         }

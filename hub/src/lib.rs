@@ -152,6 +152,22 @@ fn announce(name: &str, secret: &str) {
     if std::io::stdout().is_terminal() {
         println!("Panel: http://{name}/#key={secret}");
     } else {
-        println!("Panel: http://{name}/  (run `holdline-hub panel-url` for the login link)");
+        println!(
+            "Panel: http://{name}/  (run `{} panel-url` for the login link)",
+            own_command()
+        );
+    }
+}
+
+/// This binary as a person would type it: its own path (a checkout's
+/// `target/release/holdline-hub` is not on PATH), quoted when it needs it.
+fn own_command() -> String {
+    let path = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "holdline-hub".into());
+    if path.contains(|c: char| c.is_whitespace() || "'\"$&;|<>()`*?".contains(c)) {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    } else {
+        path
     }
 }

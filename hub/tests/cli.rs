@@ -252,3 +252,56 @@ fn status_says_a_bridge_started_the_hub() {
     assert!(hub(home.path(), &["stop"]).status.success());
     let _ = child.wait();
 }
+
+#[test]
+fn panel_url_into_a_reader_that_stopped_reading_ends_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("secret"),
+        "0123456789abcdef0123456789abcdef\n",
+    )
+    .unwrap();
+    // `panel-url | head -0`: the reading end is closed before the first write.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
+        .arg("--home")
+        .arg(home.path())
+        .arg("panel-url")
+        .env_remove("HOLDLINE_HOME")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?} {}", out.status, stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+#[test]
+fn serve_without_a_terminal_names_its_own_path_for_the_login_link() {
+    use std::io::BufRead as _;
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("HOLDLINE_HOME")
+        .env_remove("HOLDLINE_LISTEN")
+        .env_remove("HOLDLINE_MONGO_URI")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let bin = env!("CARGO_BIN_EXE_holdline-hub");
+    assert!(
+        line.contains(&format!("(run `{bin} panel-url` for the login link)")),
+        "{line}"
+    );
+    assert!(!line.contains("#key="), "the key went to a pipe: {line}");
+}
