@@ -98,7 +98,12 @@ impl McpEndpoint {
         let calls = Arc::new(AtomicI64::new(1));
         let sessions = agent_routes.state().mcp_sessions.clone();
         let hub = &agent_routes.state().hub;
-        let tasks = Tasks::open(hub.store().clone(), calls.clone(), hub.config().wait_grace);
+        let tasks = Tasks::open(
+            hub.store().clone(),
+            calls.clone(),
+            hub.config().wait_grace,
+            &hub.config().mcp,
+        );
         let template = RemoteAgent {
             bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
             agent_routes,
@@ -213,6 +218,9 @@ fn session_manager() -> LocalSessionManager {
     manager.session_config.keep_alive = Some(SESSION_IDLE);
     // The session layer primes each call's stream too (see `with_sse_retry` above).
     manager.session_config.sse_retry = None;
+    // Without priming there is no resumption, so an answered call's stream and its cache
+    // of events are dropped at once rather than kept a minute (rmcp's default).
+    manager.session_config.completed_cache_ttl = std::time::Duration::ZERO;
     manager
 }
 
