@@ -641,6 +641,30 @@ mod tests {
     }
 
     #[test]
+    fn mcp_limits_default_clamp_and_print_back() {
+        let c = Config::from_file(PathBuf::from("/h"), FileConfig::default());
+        assert_eq!(c.mcp.sessions_per_credential, 64);
+        assert_eq!(c.mcp.sessions_total, 4096);
+        let text = "[mcp]\nsessions_per_credential = 10\nsessions_total = 5\ntask_keep_sec = 0\n";
+        let c = Config::from_file(
+            PathBuf::from("/h"),
+            parse_file(Path::new("c"), text).unwrap(),
+        );
+        assert_eq!(c.mcp.sessions_total, 5);
+        assert_eq!(c.mcp.sessions_per_credential, 5, "never above the total");
+        assert_eq!(c.mcp.task_keep, Duration::from_secs(1));
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(parse_file(Path::new("c"), "[mcp]\nsessions = 1\n").is_err());
+        // What `config` prints reads back the same.
+        let printed = c.to_masked_toml();
+        let again = Config::from_file(
+            PathBuf::from("/h"),
+            parse_file(Path::new("c"), &printed).unwrap(),
+        );
+        assert_eq!(again.mcp, c.mcp);
+    }
+
+    #[test]
     fn an_unusable_home_is_named_as_such() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a-file");
