@@ -688,3 +688,28 @@ async fn a_working_task_nobody_polls_is_dropped_after_the_keep_period() {
         rmcp::model::TaskStatus::Working
     );
 }
+
+#[tokio::test]
+async fn a_credentials_working_tasks_keep_at_most_16_mib_of_messages() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    // Sixteen messages near the 1 MiB limit fit; the seventeenth is refused.
+    let big = "m".repeat(1000 * 1024);
+    for i in 0..16 {
+        let token = init(&client, &format!("big {i}")).await.unwrap();
+        start_task(&client, &token, &big).await;
+    }
+    let token = init(&client, "one too many").await.unwrap();
+    let refusal = client
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("wait_for_user_input")
+                .with_arguments(args(json!({"token": token, "message": big}))),
+        )
+        .await
+        .expect_err("refused")
+        .to_string();
+    assert!(refusal.contains("TOO_MANY_TASKS"), "{refusal}");
+    // A short one still has room.
+    start_task(&client, &token, "short").await;
+}

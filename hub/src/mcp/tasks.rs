@@ -86,12 +86,18 @@ struct Running {
     last_polled: Instant,
 }
 
+/// What one credential's working tasks may keep of their arguments in all: sixteen
+/// messages at the register limit (1 MiB), thousands of usual ones.
+const ARGUMENTS_PER_CREDENTIAL: usize = 16 * 1024 * 1024;
+
 /// What the hub keeps in memory of each stored task: enough to count, order and drop them
 /// without reading them.
 struct Summary {
     owner: String,
     finished: bool,
     updated_ms: i64,
+    /// The size of its stored arguments (none once finished).
+    bytes: usize,
     /// When its client last polled it (or the hub started): a working task nobody polls
     /// for `task_keep` is dropped.
     seen: Instant,
@@ -174,7 +180,8 @@ impl Tasks {
             .and_then(|t| t.as_str())
             .unwrap_or_default();
         let owner = owner_of(&ctx);
-        self.make_room(&owner)?;
+        let bytes = serde_json::to_vec(&arguments).map_or(0, |v| v.len());
+        self.make_room(&owner, bytes)?;
         let now = now_ms();
         let record = Record {
             id: format!("task_{}", uuid::Uuid::new_v4().simple()),
@@ -430,12 +437,25 @@ impl Tasks {
         }
     }
 
-    /// Room for one more task of `owner`: past the keep period first, then its oldest
-    /// finished task; refused when every one of its tasks is working.
-    fn make_room(&self, owner: &str) -> Result<(), ErrorData> {
+    /// Room for one more task of `owner` keeping `bytes` of arguments: past the keep
+    /// period first, then its oldest finished task; refused when every one of its tasks is
+    /// working, or its working tasks' arguments would pass [`ARGUMENTS_PER_CREDENTIAL`].
+    fn make_room(&self, owner: &str, bytes: usize) -> Result<(), ErrorData> {
         self.prune();
         let oldest_finished = {
             let mut index = lock(&self.index);
+            let kept: usize = index
+                .values()
+                .filter(|s| s.owner == owner)
+                .map(|s| s.bytes)
+                .sum();
+            if kept + bytes > ARGUMENTS_PER_CREDENTIAL {
+                return Err(too_many_tasks(format!(
+                    "these credentials' working tasks already keep {} KiB of messages (at most {} MiB)",
+                    kept / 1024,
+                    ARGUMENTS_PER_CREDENTIAL / (1024 * 1024)
+                )));
+            }
             let held = index.values().filter(|s| s.owner == owner).count();
             if held < self.per_credential {
                 return Ok(());
@@ -446,13 +466,10 @@ impl Tasks {
                 .min_by_key(|(_, s)| s.updated_ms)
                 .map(|(id, _)| id.clone());
             let Some(id) = oldest else {
-                return Err(ErrorData::invalid_request(
-                    format!(
-                        "TOO_MANY_TASKS: these credentials already have {} working tasks; cancel one (tasks/cancel) or wait for one to finish",
-                        self.per_credential
-                    ),
-                    None,
-                ));
+                return Err(too_many_tasks(format!(
+                    "these credentials already have {} working tasks",
+                    self.per_credential
+                )));
             };
             index.remove(&id);
             id
@@ -478,9 +495,17 @@ impl Summary {
             owner: record.owner.clone(),
             finished: !matches!(record.state, State::Working),
             updated_ms: record.updated_ms,
+            bytes: serde_json::to_vec(&record.arguments).map_or(0, |v| v.len()),
             seen: Instant::now(),
         }
     }
+}
+
+fn too_many_tasks(why: String) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("TOO_MANY_TASKS: {why}; cancel one (tasks/cancel) or wait for one to finish"),
+        None,
+    )
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
