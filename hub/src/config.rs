@@ -424,8 +424,8 @@ pub struct McpFile {
     pub task_keep_sec: Option<u64>,
 }
 
-/// What `/mcp` keeps. Measured (docs/benchmarks.md): an idle MCP session costs the hub
-/// tens of KiB, a waiting one ~115 KiB; so 64 per credential (far above the IDE windows one
+/// What `/mcp` keeps. Measured: an idle MCP session costs the hub ~70 KiB (rmcp's
+/// per-session channels), a waiting one ~115 KiB (docs/benchmarks.md); so 64 per credential (far above the IDE windows one
 /// machine runs, each one session) and 4,096 in all (under ~0.5 GiB even if every one
 /// waits) bound what one key, or all of them, can make the hub hold. A task record is on
 /// disk, a few KiB: 256 live ones per credential is far above the waits one agent machine

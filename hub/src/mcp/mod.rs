@@ -159,22 +159,12 @@ impl McpEndpoint {
             Some(Ok(message)) => Some(message),
             None => None,
         };
-        let session = parts
-            .headers
-            .get(SESSION_HEADER)
-            .map(|v| v.to_str().unwrap_or_default());
-        // Another credential's session is as unknown as one that never was.
-        if session.is_some_and(|id| !self.sessions.answers(id, &caller)) {
-            return Refusal::unknown_session().into_response();
-        }
-        let opening = match (session, &message) {
-            (None, Some(m)) if m["method"] == "initialize" => {
-                match self.sessions.reserve(&caller).await {
-                    Ok(opening) => Some(opening),
-                    Err(full) => return Refusal::full(full).into_response(),
-                }
-            }
-            _ => None,
+        let opening = match self
+            .admit_session(&caller, &parts.headers, message.as_ref())
+            .await
+        {
+            Ok(opening) => opening,
+            Err(refusal) => return refusal.into_response(),
         };
         // A call on a session is watched: its stream dropped before the answer cancels it.
         let call = message
@@ -198,6 +188,36 @@ impl McpEndpoint {
                 response.map(|body| call.watch(Body::new(body), service))
             }
             _ => response.map(Body::new),
+        }
+    }
+}
+
+impl McpEndpoint {
+    /// The session side of a request from `caller`: a session it names must be one
+    /// `caller` opened (any other is as unknown as one that never was); an `initialize`
+    /// without one gets room for a new session (answered, to be told the new id).
+    async fn admit_session(
+        &self,
+        caller: &Caller,
+        headers: &axum::http::HeaderMap,
+        message: Option<&serde_json::Value>,
+    ) -> Result<Option<sessions::Opening>, Refusal> {
+        match headers.get(SESSION_HEADER) {
+            Some(id)
+                if self
+                    .sessions
+                    .answers(id.to_str().unwrap_or_default(), caller) =>
+            {
+                Ok(None)
+            }
+            Some(_) => Err(Refusal::unknown_session()),
+            None if message.is_some_and(|m| m["method"] == "initialize") => self
+                .sessions
+                .reserve(caller)
+                .await
+                .map(Some)
+                .map_err(Refusal::full),
+            None => Ok(None),
         }
     }
 }
