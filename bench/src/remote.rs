@@ -575,7 +575,18 @@ pub async fn bench(
         plan.replies, plan.memory_agents, plan.many, plan.rate
     );
     let home = tempfile::tempdir()?;
-    let hub = HubProcess::start(&bins.hub, &home.path().join("home")).await?;
+    // Every agent here opens its MCP session with the hub's secret: room for all of them
+    // (the hub's default is 64 sessions per credential).
+    let hub_home = home.path().join("home");
+    std::fs::create_dir_all(&hub_home)?;
+    let room = (plan.many.max(plan.memory_agents) + 64).max(4096);
+    std::fs::write(
+        hub_home.join("config.toml"),
+        format!(
+            "listen = \"127.0.0.1:9\"\n[mcp]\nsessions_per_credential = {room}\nsessions_total = {room}\n"
+        ),
+    )?;
+    let hub = HubProcess::start(&bins.hub, &hub_home).await?;
     // The measuring clients get a thread of their own, so their clock reads when
     // the result arrives, not when a busy shared runtime gets round to it.
     let (mcp_bin, addr, cwd, replies) = (

@@ -173,6 +173,8 @@ pub struct FileConfig {
     pub templates: Option<Vec<Template>>,
     /// Checked by [`NotifyConfig::from_file`], which needs the text to name lines.
     pub notify: Option<NotifyFile>,
+    /// `[mcp]`: what `/mcp` keeps per credential.
+    pub mcp: Option<McpFile>,
 }
 
 /// Everything the hub runs with.
@@ -201,6 +203,8 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// Where and when the person is told of a wait (`[notify]`).
     pub notify: NotifyConfig,
+    /// What `/mcp` keeps per credential and in all (`[mcp]`).
+    pub mcp: McpLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -371,6 +375,7 @@ impl Config {
                 .unwrap_or(crate::session::DEFAULT_MAX_AUTO_STREAK),
             cache_bytes: cache_mb * 1024 * 1024,
             templates: f.templates.unwrap_or_else(default_templates),
+            mcp: McpLimits::from_file(f.mcp.unwrap_or_default(), &mut clamp),
             warnings,
             notify: NotifyConfig::default(),
         }
@@ -411,8 +416,91 @@ impl Config {
                 q(&t.text)
             ));
         }
+        out.push_str(&self.mcp.to_toml());
         out.push_str(&self.notify.to_masked_toml());
         out
+    }
+}
+
+/// `[mcp]` in `config.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpFile {
+    pub sessions_per_credential: Option<u64>,
+    pub sessions_total: Option<u64>,
+    pub tasks_per_credential: Option<u64>,
+    pub task_keep_sec: Option<u64>,
+}
+
+/// What `/mcp` keeps. Measured: an idle MCP session costs the hub ~70 KiB (rmcp's
+/// per-session channels), a waiting one ~115 KiB (docs/benchmarks.md); so 64 per credential (far above the IDE windows one
+/// machine runs, each one session) and 4,096 in all (under ~0.5 GiB even if every one
+/// waits) bound what one key, or all of them, can make the hub hold. A task record is on
+/// disk, a few KiB: 256 live ones per credential is far above the waits one agent machine
+/// has open, and a day keeps a finished result for a client that comes back tomorrow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpLimits {
+    /// Open MCP sessions one credential (the secret, or one agent key) may hold.
+    pub sessions_per_credential: usize,
+    /// Open MCP sessions the hub holds in all.
+    pub sessions_total: usize,
+    /// Task records one credential may have.
+    pub tasks_per_credential: usize,
+    /// How long a finished task, or a working one nobody polls, is kept.
+    pub task_keep: Duration,
+}
+
+pub const DEFAULT_MCP_SESSIONS_PER_CREDENTIAL: u64 = 64;
+pub const DEFAULT_MCP_SESSIONS_TOTAL: u64 = 4096;
+pub const DEFAULT_MCP_TASKS_PER_CREDENTIAL: u64 = 256;
+pub const DEFAULT_MCP_TASK_KEEP_SEC: u64 = 86_400;
+
+impl McpLimits {
+    fn from_file(
+        f: McpFile,
+        clamp: &mut impl FnMut(&str, Option<u64>, u64, u64, u64) -> u64,
+    ) -> McpLimits {
+        let total = clamp(
+            "[mcp] sessions_total",
+            f.sessions_total,
+            DEFAULT_MCP_SESSIONS_TOTAL,
+            1,
+            65_536,
+        );
+        McpLimits {
+            sessions_per_credential: clamp(
+                "[mcp] sessions_per_credential",
+                f.sessions_per_credential,
+                DEFAULT_MCP_SESSIONS_PER_CREDENTIAL.min(total),
+                1,
+                total,
+            ) as usize,
+            sessions_total: total as usize,
+            tasks_per_credential: clamp(
+                "[mcp] tasks_per_credential",
+                f.tasks_per_credential,
+                DEFAULT_MCP_TASKS_PER_CREDENTIAL,
+                1,
+                65_536,
+            ) as usize,
+            task_keep: Duration::from_secs(clamp(
+                "[mcp] task_keep_sec",
+                f.task_keep_sec,
+                DEFAULT_MCP_TASK_KEEP_SEC,
+                1,
+                30 * 86_400,
+            )),
+        }
+    }
+
+    fn to_toml(&self) -> String {
+        format!(
+            "\n[mcp]\nsessions_per_credential = {}\nsessions_total = {}\ntasks_per_credential = {}\ntask_keep_sec = {}\n",
+            self.sessions_per_credential,
+            self.sessions_total,
+            self.tasks_per_credential,
+            self.task_keep.as_secs()
+        )
     }
 }
 
@@ -558,6 +646,30 @@ mod tests {
             "{:?}",
             c.warnings
         );
+    }
+
+    #[test]
+    fn mcp_limits_default_clamp_and_print_back() {
+        let c = Config::from_file(PathBuf::from("/h"), FileConfig::default());
+        assert_eq!(c.mcp.sessions_per_credential, 64);
+        assert_eq!(c.mcp.sessions_total, 4096);
+        let text = "[mcp]\nsessions_per_credential = 10\nsessions_total = 5\ntask_keep_sec = 0\n";
+        let c = Config::from_file(
+            PathBuf::from("/h"),
+            parse_file(Path::new("c"), text).unwrap(),
+        );
+        assert_eq!(c.mcp.sessions_total, 5);
+        assert_eq!(c.mcp.sessions_per_credential, 5, "never above the total");
+        assert_eq!(c.mcp.task_keep, Duration::from_secs(1));
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(parse_file(Path::new("c"), "[mcp]\nsessions = 1\n").is_err());
+        // What `config` prints reads back the same.
+        let printed = c.to_masked_toml();
+        let again = Config::from_file(
+            PathBuf::from("/h"),
+            parse_file(Path::new("c"), &printed).unwrap(),
+        );
+        assert_eq!(again.mcp, c.mcp);
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub async fn run(
         logins: Arc::default(),
         refusals: Arc::default(),
         notify,
+        mcp_sessions: Arc::new(mcp::Sessions::for_hub(&hub.config().mcp)),
     };
     let signal = stop.clone();
     tokio::spawn(async move {

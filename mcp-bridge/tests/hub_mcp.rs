@@ -597,3 +597,119 @@ async fn another_keys_task_is_not_found_and_cannot_be_cancelled() {
     );
     assert_eq!(hub.session(&token).await.unwrap()["status"], "waiting");
 }
+
+/// Starts `wait_for_user_input` as a task and expects a refusal; answers its text.
+async fn refused_task(client: &Client, token: &str) -> String {
+    let answer = client
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("wait_for_user_input")
+                .with_arguments(args(json!({"token": token, "message": "one more"}))),
+        )
+        .await;
+    answer.expect_err("refused").to_string()
+}
+
+#[tokio::test]
+async fn a_credentials_tasks_are_bounded_its_oldest_finished_first_then_refused() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[mcp]\ntasks_per_credential = 2\n",
+    )
+    .unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let key = make_key(&hub, "laptop").await;
+    let client = tasks_client_with(&hub, &key).await;
+    let mut tokens = Vec::new();
+    for title in ["one", "two", "three"] {
+        tokens.push(init(&client, title).await.unwrap());
+    }
+
+    let finished = start_task(&client, &tokens[0], "first").await;
+    hub.wait_status(&tokens[0], "waiting").await.unwrap();
+    hub.reply(&tokens[0], "done with one", json!([]))
+        .await
+        .unwrap();
+    task_outcome(&client, &finished).await;
+    let working = start_task(&client, &tokens[1], "second").await;
+    hub.wait_status(&tokens[1], "waiting").await.unwrap();
+
+    // The third makes room by dropping the finished one, never the working one.
+    let third = start_task(&client, &tokens[2], "third").await;
+    let gone = client
+        .get_task(rmcp::model::GetTaskParams::new(finished.clone()))
+        .await;
+    assert!(gone.expect_err("dropped").to_string().contains("no task"));
+    for id in [&working, &third] {
+        assert_eq!(
+            get_task(&client, id).await.task.status(),
+            rmcp::model::TaskStatus::Working
+        );
+    }
+
+    // Both working: the next is refused with one sentence, and nothing else changes.
+    let refusal = refused_task(&client, &tokens[0]).await;
+    assert!(refusal.contains("TOO_MANY_TASKS"), "{refusal}");
+    assert_eq!(
+        get_task(&client, &working).await.task.status(),
+        rmcp::model::TaskStatus::Working
+    );
+    // Another credential's room is its own.
+    let person = tasks_client(&hub).await;
+    let own = init(&person, "the person's").await.unwrap();
+    start_task(&person, &own, "mine").await;
+}
+
+#[tokio::test]
+async fn a_working_task_nobody_polls_is_dropped_after_the_keep_period() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "wait_grace_sec = 1\n[mcp]\ntask_keep_sec = 2\n",
+    )
+    .unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "abandoned").await.unwrap();
+    let abandoned = start_task(&client, &token, "anyone there").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    // Its client stops polling: the wait closes, and the record outlives the keep period
+    // only until the next task comes.
+    hub.wait_status(&token, "holding").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let other = init(&client, "next").await.unwrap();
+    let next = start_task(&client, &other, "next one").await;
+    let gone = client
+        .get_task(rmcp::model::GetTaskParams::new(abandoned))
+        .await;
+    assert!(gone.expect_err("dropped").to_string().contains("no task"));
+    assert_eq!(
+        get_task(&client, &next).await.task.status(),
+        rmcp::model::TaskStatus::Working
+    );
+}
+
+#[tokio::test]
+async fn a_credentials_working_tasks_keep_at_most_16_mib_of_messages() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    // Sixteen messages near the 1 MiB limit fit; the seventeenth is refused.
+    let big = "m".repeat(1000 * 1024);
+    for i in 0..16 {
+        let token = init(&client, &format!("big {i}")).await.unwrap();
+        start_task(&client, &token, &big).await;
+    }
+    let token = init(&client, "one too many").await.unwrap();
+    let refusal = client
+        .call_tool_once(
+            rmcp::model::CallToolRequestParams::new("wait_for_user_input")
+                .with_arguments(args(json!({"token": token, "message": big}))),
+        )
+        .await
+        .expect_err("refused")
+        .to_string();
+    assert!(refusal.contains("TOO_MANY_TASKS"), "{refusal}");
+    // A short one still has room.
+    start_task(&client, &token, "short").await;
+}

@@ -51,12 +51,14 @@ pub async fn create(
 }
 
 /// `DELETE /api/keys/{name}`: the key is refused from its next request on, and
-/// its open waits end (`gone`, `key_revoked`); both on disk before the answer.
+/// its open waits end (`gone`, `key_revoked`); both on disk before the answer. Its `/mcp`
+/// sessions end too.
 pub async fn revoke(State(app): State<AppState>, Path(name): Path<String>) -> Answer<KeyRevoked> {
     let name = app.secret.keys().revoke(&name).await?;
     let closed_waits = app.hub.close_waits_of_keys(|k| *k == name);
     app.hub.flush().await?;
-    tracing::info!(key = %name, closed_waits, "agent key revoked");
+    let closed_mcp_sessions = app.mcp_sessions.close_of_key(&name).await;
+    tracing::info!(key = %name, closed_waits, closed_mcp_sessions, "agent key revoked");
     Ok(Json(KeyRevoked {
         ok: true,
         closed_waits,

@@ -41,6 +41,8 @@ pub struct AppState {
     pub sync: Option<crate::sync::Sync>,
     /// Notification channels, when `[notify]` has any.
     pub notify: Option<crate::notify::Notifier>,
+    /// `/mcp`'s open sessions (a revoked key's end with it).
+    pub mcp_sessions: Arc<crate::mcp::Sessions>,
 }
 
 /// The whole HTTP surface: API, health, metrics, panel. The connections

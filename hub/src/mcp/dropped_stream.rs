@@ -16,12 +16,9 @@ use axum::{
     http::{HeaderMap, HeaderValue, Method, Request, header},
 };
 use hyper::body::Frame;
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpService, session::local::LocalSessionManager,
-};
 use tower::ServiceExt;
 
-use super::RemoteAgent;
+use super::Service;
 
 /// A `tools/call` sent on a session: what cancelling it takes.
 pub struct SessionCall {
@@ -30,10 +27,9 @@ pub struct SessionCall {
 }
 
 impl SessionCall {
-    /// The call in `body`, when `headers` name a session and the body is a `tools/call`.
-    pub fn find(headers: &HeaderMap, body: &[u8]) -> Option<SessionCall> {
-        headers.get("mcp-session-id")?;
-        let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    /// The call `message`, when `headers` name a session and it is a `tools/call`.
+    pub fn find(headers: &HeaderMap, message: &serde_json::Value) -> Option<SessionCall> {
+        headers.get(super::SESSION_HEADER)?;
         if message["method"] != "tools/call" {
             return None;
         }
@@ -56,18 +52,14 @@ impl SessionCall {
     }
 
     /// `body`, which cancels the call at rmcp when it is dropped before its end.
-    pub fn watch(
-        self,
-        body: Body,
-        service: StreamableHttpService<RemoteAgent, LocalSessionManager>,
-    ) -> Body {
+    pub fn watch(self, body: Body, service: Service) -> Body {
         Body::new(Watched {
             inner: body,
             armed: Some((self, service)),
         })
     }
 
-    fn cancel(self, service: StreamableHttpService<RemoteAgent, LocalSessionManager>) {
+    fn cancel(self, service: Service) {
         let notification = serde_json::json!({
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
@@ -96,10 +88,7 @@ impl SessionCall {
 /// A response body that cancels its call if dropped before its end.
 struct Watched {
     inner: Body,
-    armed: Option<(
-        SessionCall,
-        StreamableHttpService<RemoteAgent, LocalSessionManager>,
-    )>,
+    armed: Option<(SessionCall, Service)>,
 }
 
 impl hyper::body::Body for Watched {

@@ -9,7 +9,10 @@
 
 mod agent_routes;
 mod dropped_stream;
+mod sessions;
 mod tasks;
+
+pub use sessions::Sessions;
 
 use std::{
     net::SocketAddr,
@@ -43,10 +46,11 @@ use rmcp::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     },
 };
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::api::Api;
+use crate::api::{Api, guard::Caller};
 use agent_routes::AgentRoutes;
 use dropped_stream::SessionCall;
 use tasks::Tasks;
@@ -59,11 +63,18 @@ pub const MCP_BODY_LIMIT: usize = crate::api::JSON_LIMIT + 64 * 1024;
 /// hub's own directory is not the agent's.
 pub const FALLBACK_WORKSPACE: &str = "remote agent";
 
+/// The header that names an MCP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// rmcp's Streamable HTTP service as `/mcp` runs it.
+type Service = StreamableHttpService<RemoteAgent, Sessions>;
+
 /// The `/mcp` endpoint: rmcp's Streamable HTTP service over one [`RemoteAgent`] per MCP
 /// session (or per request, for stateless 2026-07-28 clients).
 #[derive(Clone)]
 pub struct McpEndpoint {
-    service: StreamableHttpService<RemoteAgent, LocalSessionManager>,
+    service: Service,
+    sessions: Arc<Sessions>,
 }
 
 impl McpEndpoint {
@@ -85,8 +96,14 @@ impl McpEndpoint {
             HubClient::in_process(Arc::new(AgentRoutes::for_hub(agent_routes.clone())));
         let delivery = Delivery::new(hub_itself.clone());
         let calls = Arc::new(AtomicI64::new(1));
+        let sessions = agent_routes.state().mcp_sessions.clone();
         let hub = &agent_routes.state().hub;
-        let tasks = Tasks::open(hub.store().clone(), calls.clone(), hub.config().wait_grace);
+        let tasks = Tasks::open(
+            hub.store().clone(),
+            calls.clone(),
+            hub.config().wait_grace,
+            &hub.config().mcp,
+        );
         let template = RemoteAgent {
             bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
             agent_routes,
@@ -111,18 +128,20 @@ impl McpEndpoint {
             .with_cancellation_token(stop);
         let service = StreamableHttpService::new(
             move || Ok(template.for_session()),
-            Arc::new(session_manager()),
+            sessions.clone(),
             config,
         );
-        McpEndpoint { service }
+        McpEndpoint { service, sessions }
     }
 
-    /// Answers one `/mcp` request: the caller's credentials and the body's size first,
-    /// each refusal a JSON-RPC error with one sentence, then rmcp.
-    pub async fn answer(&self, headers_ok: Result<(), Refusal>, request: Request) -> Response {
-        if let Err(refusal) = headers_ok {
-            return refusal.into_response();
-        }
+    /// Answers one `/mcp` request: the caller's credentials, the body's size and JSON, the
+    /// session's owner and room for a new one first, each refusal a JSON-RPC error with one
+    /// sentence, then rmcp.
+    pub async fn answer(&self, caller: Result<Caller, Refusal>, request: Request) -> Response {
+        let caller = match caller {
+            Ok(caller) => caller,
+            Err(refusal) => return refusal.into_response(),
+        };
         let declared = request
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -131,27 +150,74 @@ impl McpEndpoint {
         if declared.is_some_and(|n| n > MCP_BODY_LIMIT as u64) {
             return Refusal::too_large().into_response();
         }
-        // A call on a session is watched: its stream dropped before the answer cancels it.
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, MCP_BODY_LIMIT).await else {
             return Refusal::too_large().into_response();
         };
-        let call = (parts.method == axum::http::Method::POST)
-            .then(|| SessionCall::find(&parts.headers, &bytes))
-            .flatten();
+        let message = match (parts.method == axum::http::Method::POST).then(|| parse(&bytes)) {
+            Some(Err(refusal)) => return refusal.into_response(),
+            Some(Ok(message)) => Some(message),
+            None => None,
+        };
+        let opening = match self
+            .admit_session(&caller, &parts.headers, message.as_ref())
+            .await
+        {
+            Ok(opening) => opening,
+            Err(refusal) => return refusal.into_response(),
+        };
+        // A call on a session is watched: its stream dropped before the answer cancels it.
+        let call = message
+            .as_ref()
+            .and_then(|m| SessionCall::find(&parts.headers, m));
+        drop(message);
         let request = Request::from_parts(parts, Body::from(bytes));
-        match self.service.clone().oneshot(request).await {
-            Ok(response) if response.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+        let response = self.service.clone().oneshot(request).await;
+        let Ok(response) = response;
+        if let Some(opening) = opening
+            && let Some(id) = response.headers().get(SESSION_HEADER)
+        {
+            opening.opened(id.to_str().unwrap_or_default());
+        }
+        match call {
+            _ if response.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Refusal::too_large().into_response()
             }
-            Ok(response) => match call {
-                Some(call) if response.status().is_success() => {
-                    let service = self.service.clone();
-                    response.map(|body| call.watch(Body::new(body), service))
-                }
-                _ => response.map(Body::new),
-            },
-            Err(never) => match never {},
+            Some(call) if response.status().is_success() => {
+                let service = self.service.clone();
+                response.map(|body| call.watch(Body::new(body), service))
+            }
+            _ => response.map(Body::new),
+        }
+    }
+}
+
+impl McpEndpoint {
+    /// The session side of a request from `caller`: a session it names must be one
+    /// `caller` opened (any other is as unknown as one that never was); an `initialize`
+    /// without one gets room for a new session (answered, to be told the new id).
+    async fn admit_session(
+        &self,
+        caller: &Caller,
+        headers: &axum::http::HeaderMap,
+        message: Option<&serde_json::Value>,
+    ) -> Result<Option<sessions::Opening>, Refusal> {
+        match headers.get(SESSION_HEADER) {
+            Some(id)
+                if self
+                    .sessions
+                    .answers(id.to_str().unwrap_or_default(), caller) =>
+            {
+                Ok(None)
+            }
+            Some(_) => Err(Refusal::unknown_session()),
+            None if message.is_some_and(|m| m["method"] == "initialize") => self
+                .sessions
+                .reserve(caller)
+                .await
+                .map(Some)
+                .map_err(Refusal::full),
+            None => Ok(None),
         }
     }
 }
@@ -166,11 +232,15 @@ pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2
 /// still bounds what a client that vanished without closing its session leaves behind.
 pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
 
+/// rmcp's session layer as `/mcp` configures it.
 fn session_manager() -> LocalSessionManager {
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(SESSION_IDLE);
     // The session layer primes each call's stream too (see `with_sse_retry` above).
     manager.session_config.sse_retry = None;
+    // Without priming there is no resumption, so an answered call's stream and its cache
+    // of events are dropped at once rather than kept a minute (rmcp's default).
+    manager.session_config.completed_cache_ttl = std::time::Duration::ZERO;
     manager
 }
 
@@ -189,6 +259,42 @@ impl Refusal {
             status: StatusCode::UNAUTHORIZED,
             code: -32001,
             message: message.into(),
+        }
+    }
+
+    /// A session id that is not open, or that another credential opened: the same answer,
+    /// so a session's existence is never revealed to others.
+    fn unknown_session() -> Refusal {
+        Refusal {
+            status: StatusCode::NOT_FOUND,
+            code: -32001,
+            message: "SESSION_NOT_FOUND: no such MCP session (it ended or never was); start a new one with initialize".into(),
+        }
+    }
+
+    fn full(full: sessions::Full) -> Refusal {
+        Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: -32000,
+            message: full.message(),
+        }
+    }
+
+    /// A body that is not JSON.
+    fn parse_error(e: &serde_json::Error) -> Refusal {
+        Refusal {
+            status: StatusCode::BAD_REQUEST,
+            code: -32700,
+            message: format!("PARSE_ERROR: the body is not JSON ({e})"),
+        }
+    }
+
+    /// JSON that is not one JSON-RPC message MCP knows.
+    fn invalid_request(e: &serde_json::Error) -> Refusal {
+        Refusal {
+            status: StatusCode::BAD_REQUEST,
+            code: -32600,
+            message: format!("INVALID_REQUEST: the body is not an MCP JSON-RPC message ({e})"),
         }
     }
 
@@ -342,13 +448,23 @@ impl ServerHandler for RemoteAgent {
 
 /// The credentials check of `/mcp`: the same rule as every agent route (the secret, a
 /// panel login or a live agent key; `/mcp` is in the guard's table of agent routes).
-pub fn check_caller(app: &crate::api::AppState, request: &Request) -> Result<(), Refusal> {
+pub fn check_caller(app: &crate::api::AppState, request: &Request) -> Result<Caller, Refusal> {
     crate::api::guard::admit(
         &app.secret,
         request.method(),
         request.uri().path(),
         request.headers(),
     )
-    .map(drop)
     .map_err(|e| Refusal::unauthorized(e.message))
+}
+
+/// A POST body as one JSON-RPC message: not JSON is a parse error (-32700), JSON that is
+/// not an MCP message an invalid request (-32600), both HTTP 400 (rmcp would answer 415
+/// in plain text).
+fn parse(body: &[u8]) -> Result<serde_json::Value, Refusal> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| Refusal::parse_error(&e))?;
+    rmcp::model::ClientJsonRpcMessage::deserialize(&value)
+        .map_err(|e| Refusal::invalid_request(&e))?;
+    Ok(value)
 }

@@ -8,7 +8,10 @@
 //! so a reply is never consumed without a task holding it; only the credentials that made
 //! a task see or cancel it (any other gets "not found"); a task's wait is held only while
 //! its client polls (`tasks/get`), so a client that went away leaves no ghost wait — its
-//! next `tasks/get` (after a hub restart too) opens the wait again.
+//! next `tasks/get` (after a hub restart too) opens the wait again. A credential has at
+//! most `tasks_per_credential` records (its oldest finished one makes room, else a new task
+//! is refused); a finished record, or a working one nobody polled, is dropped after
+//! `task_keep`; a record keeps only the wait's own arguments, and none once finished.
 
 use std::{
     collections::HashMap,
@@ -29,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::McpLimits;
 use crate::session::now_ms;
 use crate::store::{Store, StoreError};
 
@@ -36,8 +40,19 @@ use crate::store::{Store, StoreError};
 const PREFIX: &str = "mcp-task/";
 /// How often a client is asked to poll at most.
 const POLL_INTERVAL: Duration = Duration::from_secs(5);
-/// How long a finished task stays readable.
-const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
+/// The `wait_for_user_input` arguments a task keeps to open its wait again; any other is
+/// dropped (the message is kept whole: the register request's id is a digest of it, so a
+/// shortened one would be recorded again as a new message).
+const WAIT_ARGUMENTS: [&str; 8] = [
+    "token",
+    "message",
+    "resume",
+    "cursorTitle",
+    "completionPct",
+    "nextStep",
+    "workspace",
+    "timeoutSec",
+];
 
 /// What a task record holds; stored as JSON, so fields are only ever added.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,10 +86,31 @@ struct Running {
     last_polled: Instant,
 }
 
+/// What one credential's working tasks may keep of their arguments in all: sixteen
+/// messages at the register limit (1 MiB), thousands of usual ones.
+const ARGUMENTS_PER_CREDENTIAL: usize = 16 * 1024 * 1024;
+
+/// What the hub keeps in memory of each stored task: enough to count, order and drop them
+/// without reading them.
+struct Summary {
+    owner: String,
+    finished: bool,
+    updated_ms: i64,
+    /// The size of its stored arguments (none once finished).
+    bytes: usize,
+    /// When its client last polled it (or the hub started): a working task nobody polls
+    /// for `task_keep` is dropped.
+    seen: Instant,
+}
+
 /// Every task of this hub.
 #[derive(Clone)]
 pub struct Tasks {
     store: Store,
+    /// Every stored record by id; a std mutex, map operations only.
+    index: Arc<Mutex<HashMap<String, Summary>>>,
+    per_credential: usize,
+    keep: Duration,
     /// A std mutex: map operations only, never across `.await`.
     running: Arc<Mutex<HashMap<String, Running>>>,
     /// Ids unique in this hub for the runs' delivery bookkeeping (see `super`).
@@ -110,6 +146,7 @@ impl Tasks {
         store: Store,
         next_id: Arc<std::sync::atomic::AtomicI64>,
         grace: Duration,
+        limits: &McpLimits,
     ) -> Tasks {
         let unpolled = (!grace.is_zero()).then_some(grace);
         let poll_interval = unpolled.map_or(POLL_INTERVAL, |g| {
@@ -117,12 +154,15 @@ impl Tasks {
         });
         let tasks = Tasks {
             store,
+            index: Arc::default(),
+            per_credential: limits.tasks_per_credential,
+            keep: limits.task_keep,
             running: Arc::default(),
             next_id,
             unpolled,
             poll_interval,
         };
-        tasks.prune();
+        tasks.load_index();
         tasks
     }
 
@@ -133,15 +173,19 @@ impl Tasks {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = request.arguments.clone().unwrap_or_default();
+        let mut arguments = request.arguments.clone().unwrap_or_default();
+        arguments.retain(|name, _| WAIT_ARGUMENTS.contains(&name.as_str()));
         let token = arguments
             .get("token")
             .and_then(|t| t.as_str())
             .unwrap_or_default();
+        let owner = owner_of(&ctx);
+        let bytes = serde_json::to_vec(&arguments).map_or(0, |v| v.len());
+        self.make_room(&owner, bytes)?;
         let now = now_ms();
         let record = Record {
             id: format!("task_{}", uuid::Uuid::new_v4().simple()),
-            owner: owner_of(&ctx),
+            owner,
             created_ms: now,
             updated_ms: now,
             last_reply: bridge.last_reply(token),
@@ -165,6 +209,9 @@ impl Tasks {
     ) -> Result<GetTaskResult, ErrorData> {
         let record = self.owned(id, &owner_of(&ctx))?;
         if matches!(record.state, State::Working) {
+            if let Some(summary) = lock(&self.index).get_mut(id) {
+                summary.seen = Instant::now();
+            }
             let resumed = {
                 let mut running = self.lock();
                 match running.get_mut(id) {
@@ -195,6 +242,7 @@ impl Tasks {
         }
         record.state = State::Cancelled;
         record.updated_ms = now_ms();
+        record.arguments.clear();
         self.save(&record).await.map_err(store_failed)?;
         if let Some(r) = self.lock().get(id) {
             r.stop.cancel();
@@ -259,6 +307,9 @@ impl Tasks {
                 // hub is stopping: the task stays working and its next poll opens the wait.
                 Ok(_) => {
                     tracing::info!(task = %id, "task's wait closed until its client polls again");
+                    if let Some(summary) = lock(&tasks.index).get_mut(&id) {
+                        summary.seen = Instant::now();
+                    }
                     return;
                 }
                 Err(e) => State::Failed {
@@ -308,6 +359,8 @@ impl Tasks {
         }
         record.state = state;
         record.updated_ms = now_ms();
+        // A finished task is only read: its arguments are no longer needed.
+        record.arguments.clear();
         self.save(&record).await
     }
 
@@ -332,12 +385,12 @@ impl Tasks {
     async fn save(&self, record: &Record) -> Result<(), StoreError> {
         self.store
             .meta_put(&format!("{PREFIX}{}", record.id), record)?;
+        lock(&self.index).insert(record.id.clone(), Summary::of(record));
         self.store.flush().await
     }
 
-    /// Drops finished tasks older than [`KEPT_FOR`].
-    fn prune(&self) {
-        let cutoff = now_ms() - KEPT_FOR.as_millis() as i64;
+    /// Reads every stored task into the index, dropping those past their time.
+    fn load_index(&self) {
         let names = match self.store.meta_names(PREFIX) {
             Ok(n) => n,
             Err(e) => {
@@ -345,22 +398,118 @@ impl Tasks {
                 return;
             }
         };
+        let mut index = lock(&self.index);
         for name in names {
-            let old = self
-                .store
-                .meta_get::<Record>(&name)
-                .ok()
-                .flatten()
-                .is_none_or(|r| !matches!(r.state, State::Working) && r.updated_ms < cutoff);
-            if old && let Err(e) = self.store.meta_remove(&name) {
-                tracing::warn!(error = %e, "could not drop an old MCP task");
+            match self.store.meta_get::<Record>(&name).ok().flatten() {
+                Some(record) => {
+                    index.insert(record.id.clone(), Summary::of(&record));
+                }
+                None => self.remove_stored(&name),
             }
+        }
+        drop(index);
+        self.prune();
+    }
+
+    /// Drops finished tasks older than the keep period, and working ones whose wait is
+    /// closed and that nobody polled for as long.
+    fn prune(&self) {
+        let cutoff = now_ms() - self.keep.as_millis() as i64;
+        let old: Vec<String> = {
+            let running = self.lock();
+            let mut index = lock(&self.index);
+            let old: Vec<String> = index
+                .iter()
+                .filter(|(id, s)| match s.finished {
+                    true => s.updated_ms < cutoff,
+                    false => !running.contains_key(*id) && s.seen.elapsed() > self.keep,
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &old {
+                index.remove(id);
+            }
+            old
+        };
+        for id in old {
+            tracing::info!(task = %id, "MCP task dropped: past its keep period");
+            self.remove_stored(&format!("{PREFIX}{id}"));
+        }
+    }
+
+    /// Room for one more task of `owner` keeping `bytes` of arguments: past the keep
+    /// period first, then its oldest finished task; refused when every one of its tasks is
+    /// working, or its working tasks' arguments would pass [`ARGUMENTS_PER_CREDENTIAL`].
+    fn make_room(&self, owner: &str, bytes: usize) -> Result<(), ErrorData> {
+        self.prune();
+        let oldest_finished = {
+            let mut index = lock(&self.index);
+            let kept: usize = index
+                .values()
+                .filter(|s| s.owner == owner)
+                .map(|s| s.bytes)
+                .sum();
+            if kept + bytes > ARGUMENTS_PER_CREDENTIAL {
+                return Err(too_many_tasks(format!(
+                    "these credentials' working tasks already keep {} KiB of messages (at most {} MiB)",
+                    kept / 1024,
+                    ARGUMENTS_PER_CREDENTIAL / (1024 * 1024)
+                )));
+            }
+            let held = index.values().filter(|s| s.owner == owner).count();
+            if held < self.per_credential {
+                return Ok(());
+            }
+            let oldest = index
+                .iter()
+                .filter(|(_, s)| s.owner == owner && s.finished)
+                .min_by_key(|(_, s)| s.updated_ms)
+                .map(|(id, _)| id.clone());
+            let Some(id) = oldest else {
+                return Err(too_many_tasks(format!(
+                    "these credentials already have {} working tasks",
+                    self.per_credential
+                )));
+            };
+            index.remove(&id);
+            id
+        };
+        self.remove_stored(&format!("{PREFIX}{oldest_finished}"));
+        Ok(())
+    }
+
+    fn remove_stored(&self, name: &str) {
+        if let Err(e) = self.store.meta_remove(name) {
+            tracing::warn!(error = %e, "could not drop an MCP task");
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+impl Summary {
+    fn of(record: &Record) -> Summary {
+        Summary {
+            owner: record.owner.clone(),
+            finished: !matches!(record.state, State::Working),
+            updated_ms: record.updated_ms,
+            bytes: serde_json::to_vec(&record.arguments).map_or(0, |v| v.len()),
+            seen: Instant::now(),
+        }
+    }
+}
+
+fn too_many_tasks(why: String) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("TOO_MANY_TASKS: {why}; cancel one (tasks/cancel) or wait for one to finish"),
+        None,
+    )
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether a wait's result ends the task: the reply, or why there will be none (merged,
