@@ -35,6 +35,16 @@ pub struct OpenWait {
     pub wait_id: String,
 }
 
+/// A reply a call is returning and the wait it came from: what its ack names. The hub's
+/// MCP tasks keep it with a task's result, to ack it after a crash that came between.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimedReply {
+    pub token: String,
+    pub wait_id: String,
+    pub reply_id: String,
+}
+
 /// An ack to send once the response to a request has been written.
 #[derive(Debug, Clone)]
 struct PendingAck {
@@ -348,6 +358,15 @@ impl Delivery {
     /// Whether `reply_id` was already written to the client (so it only needs an ack).
     pub fn was_returned(&self, reply_id: &str) -> bool {
         self.state().returned.contains(reply_id)
+    }
+
+    /// The reply `request` claimed and has not yet had written, if any.
+    pub fn claimed(&self, request: &RequestId) -> Option<ClaimedReply> {
+        self.state().pending.get(request).map(|ack| ClaimedReply {
+            token: ack.token.clone(),
+            wait_id: ack.wait_id.clone(),
+            reply_id: ack.reply.id.clone(),
+        })
     }
 
     /// Called by the transport after the response to `request` went out.

@@ -360,6 +360,42 @@ async fn a_task_survives_a_hub_restart_and_completes_with_a_reply_given_meanwhil
     );
 }
 
+/// A hub that dies after a task stored its result and before the task's reply was acked:
+/// after the restart the reply is the task's alone — acked, not queued — and the agent's
+/// next wait (a new task) does not complete with it again.
+#[tokio::test]
+async fn a_crash_between_a_task_result_and_its_ack_does_not_deliver_the_reply_twice() {
+    let home = tempfile::tempdir().unwrap();
+    let crash_point = [("HOLDLINE_CRASH_POINT", "task-result-stored")];
+    let mut hub = TestHub::start_with_env(home.path(), "127.0.0.1:0", &crash_point)
+        .await
+        .unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "crash between").await.unwrap();
+    let id = start_task(&client, &token, "first question").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    // Its answer may not make it out before the hub dies; the reply is stored first.
+    let _ = hub.reply(&token, "the one answer", json!([])).await;
+    hub.died().await.unwrap();
+
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let done = task_outcome(&client, &id).await;
+    assert!(completed_text(&done).contains("the one answer"));
+
+    let next = start_task(&client, &token, "second question").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = get_task(&client, &next).await.task;
+    assert_eq!(
+        t.status(),
+        rmcp::model::TaskStatus::Working,
+        "the next task got the reply again: {t:?}"
+    );
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(session["queuedReplies"], 0, "{session}");
+    assert_eq!(count_messages(&session, "the one answer"), 1, "{session}");
+}
+
 #[tokio::test]
 async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
     let home = tempfile::tempdir().unwrap();

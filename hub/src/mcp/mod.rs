@@ -87,6 +87,7 @@ impl McpEndpoint {
         let calls = Arc::new(AtomicI64::new(1));
         let hub = &agent_routes.state().hub;
         let tasks = Tasks::open(hub.store().clone(), calls.clone(), hub.config().wait_grace);
+        tasks.ack_delivered(hub);
         let template = RemoteAgent {
             bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
             agent_routes,

@@ -5,7 +5,8 @@
 //! `waiting`, later replies queue).
 //!
 //! Invariants: a task's result is stored and flushed before its reply is acked at the hub,
-//! so a reply is never consumed without a task holding it; only the credentials that made
+//! so a reply is never consumed without a task holding it, and a reply a completed task
+//! holds is acked before `/mcp` serves again, so no later wait returns it twice; only the credentials that made
 //! a task see or cancel it (any other gets "not found"); a task's wait is held only while
 //! its client polls (`tasks/get`), so a client that went away leaves no ghost wait — its
 //! next `tasks/get` (after a hub restart too) opens the wait again.
@@ -16,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use holdline_mcp::tools::Bridge;
+use holdline_mcp::{delivery::ClaimedReply, tools::Bridge};
 use rmcp::{
     ServerHandler,
     model::{
@@ -29,7 +30,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::session::now_ms;
+use crate::crash_point::CrashPoint;
+use crate::hub::Hub;
+use crate::session::{Token, now_ms};
 use crate::store::{Store, StoreError};
 
 /// Where task records live in the store's meta tree: `mcp-task/<id>`.
@@ -54,6 +57,10 @@ struct Record {
     /// hub request after a restart, so it is never stored twice.
     last_reply: String,
     state: State,
+    /// The reply a completed task returns and the wait it came from: acked at the next
+    /// start if the hub stopped between storing the result and acking the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delivered: Option<ClaimedReply>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -147,6 +154,7 @@ impl Tasks {
             last_reply: bridge.last_reply(token),
             arguments,
             state: State::Working,
+            delivered: None,
         };
         self.save(&record).await.map_err(store_failed)?;
         self.run(bridge, &record, ctx);
@@ -251,6 +259,7 @@ impl Tasks {
                 watch.abort();
             }
             tasks.lock().remove(&id);
+            let delivered = bridge.claimed_reply(&call_id);
             let state = match answer {
                 Ok(CallToolResponse::Complete(result)) if is_final(&result) => State::Completed {
                     result: to_object(&result),
@@ -265,11 +274,12 @@ impl Tasks {
                     error: to_object(&e),
                 },
             };
-            if let Err(e) = tasks.finish(&id, state).await {
+            if let Err(e) = tasks.finish(&id, state, delivered).await {
                 // Not acked: the reply stays pending at the hub for the next wait.
                 tracing::error!(task = %id, error = %e, "could not store the task's result");
                 return;
             }
+            CrashPoint::TaskResultStored.reached();
             bridge.result_written(&call_id);
         });
     }
@@ -299,7 +309,12 @@ impl Tasks {
         })
     }
 
-    async fn finish(&self, id: &str, state: State) -> Result<(), StoreError> {
+    async fn finish(
+        &self,
+        id: &str,
+        state: State,
+        delivered: Option<ClaimedReply>,
+    ) -> Result<(), StoreError> {
         let Some(mut record) = self.load(id)? else {
             return Ok(());
         };
@@ -307,6 +322,7 @@ impl Tasks {
             return Ok(());
         }
         record.state = state;
+        record.delivered = delivered;
         record.updated_ms = now_ms();
         self.save(&record).await
     }
@@ -333,6 +349,43 @@ impl Tasks {
         self.store
             .meta_put(&format!("{PREFIX}{}", record.id), record)?;
         self.store.flush().await
+    }
+
+    /// Acks every reply a completed task returns that is still queued at `hub`: the hub
+    /// stopped between storing the task's result and acking its reply. Run before `/mcp`
+    /// serves, so no wait polls such a reply first and returns it a second time.
+    pub fn ack_delivered(&self, hub: &Hub) {
+        let names = self.store.meta_names(PREFIX).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not list MCP tasks");
+            Vec::new()
+        });
+        for name in names {
+            let Ok(Some(Record {
+                id,
+                state: State::Completed { .. },
+                delivered: Some(reply),
+                ..
+            })) = self.store.meta_get::<Record>(&name)
+            else {
+                continue;
+            };
+            let Some(token) = Token::parse(&reply.token) else {
+                continue;
+            };
+            let queued = self
+                .store
+                .queued_replies(&token)
+                .is_ok_and(|q| q.iter().any(|r| r.id == reply.reply_id));
+            if !queued {
+                continue;
+            }
+            match hub.ack(&token, &reply.wait_id, &reply.reply_id) {
+                Ok(()) => {
+                    tracing::info!(task = %id, reply = %reply.reply_id, "acked a task's reply after a restart")
+                }
+                Err(e) => tracing::warn!(task = %id, error = %e, "could not ack a task's reply"),
+            }
+        }
     }
 
     /// Drops finished tasks older than [`KEPT_FOR`].

@@ -154,6 +154,14 @@ impl Bridge {
         self.delivery.restore_last_reply(token, reply_id);
     }
 
+    /// The reply `request`'s result returns, until that result is written.
+    pub fn claimed_reply(
+        &self,
+        request: &rmcp::model::RequestId,
+    ) -> Option<crate::delivery::ClaimedReply> {
+        self.delivery.claimed(request)
+    }
+
     /// The result of `request` reached the client (see [`Delivery::written`]).
     pub fn result_written(&self, request: &rmcp::model::RequestId) {
         self.delivery.written(request);

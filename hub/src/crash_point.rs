@@ -1,0 +1,28 @@
+//! Crash points for the durability tests: a debug build stops dead at the point
+//! `HOLDLINE_CRASH_POINT` names — no flush, no destructor, as after a SIGKILL — so a test
+//! can stand between two writes that must read as one fact. A release build has none.
+
+/// A place between two writes where a test may stop the hub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// An MCP task's result is stored and flushed; its reply is not acked at the hub yet.
+    TaskResultStored,
+}
+
+impl CrashPoint {
+    /// The value of `HOLDLINE_CRASH_POINT` that names this point.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashPoint::TaskResultStored => "task-result-stored",
+        }
+    }
+
+    /// Stops the process here when the environment names this point (debug builds only).
+    pub fn reached(self) {
+        #[cfg(debug_assertions)]
+        if std::env::var("HOLDLINE_CRASH_POINT").is_ok_and(|v| v == self.name()) {
+            eprintln!("crash point {} reached", self.name());
+            std::process::abort();
+        }
+    }
+}
