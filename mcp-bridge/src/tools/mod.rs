@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{config::Config, delivery::Delivery, hub_client::HubClient};
 use params::{InitOutput, MergeOutput, SelectOutput, output_schema};
 pub use params::{InitParams, MergeParams, SelectParams, WaitParams};
-use sentences::{hub_error_result, keep_going, success};
+use sentences::{hub_error_for_schema, keep_going, success};
 pub use wait::register_request_id;
 
 /// How long the client has to answer `roots/list`.
@@ -286,7 +286,7 @@ impl Bridge {
                 };
                 success(text, json!(out), &instruction)
             }
-            Err(e) => hub_error_result(&e, None),
+            Err(e) => hub_error_for_schema(&e, None),
         }
     }
 
@@ -328,7 +328,7 @@ impl Bridge {
                 };
                 success(text, json!(out), &instruction)
             }
-            Err(e) => hub_error_result(&e, Some(&p.token)),
+            Err(e) => hub_error_for_schema(&e, Some(&p.token)),
         }
     }
 
@@ -396,7 +396,9 @@ impl Bridge {
                 success(text, json!(out), &instruction)
             }
             // The hub's message names the session that is closed (source or target).
-            Err(e) => hub_error_result(&e, Some(&merge_subject(&e, &p.from_token, &p.to_token))),
+            Err(e) => {
+                hub_error_for_schema(&e, Some(&merge_subject(&e, &p.from_token, &p.to_token)))
+            }
         }
     }
 }
