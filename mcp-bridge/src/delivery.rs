@@ -318,7 +318,20 @@ impl Delivery {
     /// call, so that no two calls are identical (clients' loop detectors stop at the fifth
     /// identical call) and the bridge can tell which result the agent saw last.
     pub fn issue_resume(&self, token: &str) -> String {
-        let resume = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
+        self.issue(
+            token,
+            uuid::Uuid::new_v4().simple().to_string()[..10].to_owned(),
+        )
+    }
+
+    /// The `resume` value for a result that returns `reply_id`: [`resume_naming`] it, so
+    /// that the agent's next call shows it saw the reply even to a bridge that has
+    /// forgotten everything since (the hub's `/mcp` after a restart).
+    pub fn issue_resume_for_reply(&self, token: &str, reply_id: &str) -> String {
+        self.issue(token, resume_naming(reply_id))
+    }
+
+    fn issue(&self, token: &str, resume: String) -> String {
         let mut state = self.state();
         state.remember(token);
         let issued = state.issued.entry(token.to_owned()).or_default();
@@ -405,6 +418,13 @@ impl Delivery {
             }
         });
     }
+}
+
+/// The `resume` value a result returning `reply_id` gives: 10 hex digits of its SHA-256,
+/// unique per reply as every `resume` value must be, and the same in every process.
+pub fn resume_naming(reply_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(format!("holdline resume {reply_id}")))[..10].to_owned()
 }
 
 /// The stdio transport with one addition: when a response is written, the ack it was

@@ -396,6 +396,76 @@ async fn a_crash_between_a_task_result_and_its_ack_does_not_deliver_the_reply_tw
     assert_eq!(count_messages(&session, "the one answer"), 1, "{session}");
 }
 
+/// A plain `/mcp` call whose result reached the agent, and then the hub died before the
+/// reply's ack (stood in for here by taking the reply at the agent routes without an ack):
+/// the agent's next call passes the `resume` that result gave, which names the reply, so
+/// the restarted hub acks it instead of returning it a second time.
+#[tokio::test]
+async fn a_reply_whose_ack_a_restart_lost_is_not_returned_to_an_agent_whose_resume_names_it() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote(&hub, &hub.secret, "holdline-test")
+        .await
+        .unwrap();
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "lost ack", "workspace": "/w"}),
+    )
+    .await
+    .unwrap();
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let agent_route = |path: &str, body: Value| {
+        hub.http
+            .post(format!("{}{path}", hub.url()))
+            .bearer_auth(&hub.secret)
+            .json(&body)
+            .send()
+    };
+    let registered: Value = agent_route(
+        "/api/wait/register",
+        json!({"token": token, "message": "step one", "cursorTitle": "lost ack",
+               "workspace": "/w", "hostIp": "127.0.0.1", "requestId": "q-1"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let wait_id = registered["waitId"].as_str().expect("a wait id").to_owned();
+    let sent = hub.reply(&token, "the answer", json!([])).await.unwrap();
+    let reply_id = sent["replyId"].as_str().unwrap().to_owned();
+    let polled: Value = agent_route(
+        "/api/wait/poll",
+        json!({"token": token, "waitId": wait_id, "timeoutMs": 0}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(polled["reply"]["id"], reply_id.as_str(), "{polled}");
+
+    // The result that carried the reply gave this resume value; the agent passes it on.
+    let resume = holdline_mcp::delivery::resume_naming(&reply_id);
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "step two", "resume": resume, "timeoutSec": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        structured(&r)["status"],
+        "no_reply_yet",
+        "the reply came back: {}",
+        text(&r)
+    );
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(session["queuedReplies"], 0, "{session}");
+    assert_eq!(count_messages(&session, "the answer"), 1, "{session}");
+}
+
 #[tokio::test]
 async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
     let home = tempfile::tempdir().unwrap();
