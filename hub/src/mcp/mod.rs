@@ -48,7 +48,7 @@ use tower::ServiceExt;
 
 use crate::api::Api;
 use agent_routes::AgentRoutes;
-use dropped_stream::SessionCall;
+use dropped_stream::{SessionCall, StreamEnded};
 use tasks::Tasks;
 
 /// The largest `/mcp` request body: a `wait_for_user_input` message fits the hub's 1 MiB
@@ -133,13 +133,16 @@ impl McpEndpoint {
             return Refusal::too_large().into_response();
         }
         // A call on a session is watched: its stream dropped before the answer cancels it.
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, MCP_BODY_LIMIT).await else {
             return Refusal::too_large().into_response();
         };
         let call = (parts.method == axum::http::Method::POST)
             .then(|| SessionCall::find(&parts.headers, &bytes))
             .flatten();
+        if let Some(call) = &call {
+            parts.extensions.insert(call.ended());
+        }
         let request = Request::from_parts(parts, Body::from(bytes));
         match self.service.clone().oneshot(request).await {
             Ok(response) if response.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -156,6 +159,10 @@ impl McpEndpoint {
         }
     }
 }
+
+/// How long a call's answer may take to leave on its stream before its reply is left
+/// unacked for the agent's next call.
+const ANSWER_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How often an open `/mcp` event stream gets a keep-alive comment.
 pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -292,10 +299,27 @@ impl ServerHandler for RemoteAgent {
         }
         let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
         ctx.id = id.clone();
+        let ended = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<StreamEnded>())
+            .cloned();
         let answer = bridge.call_tool(request, ctx).await;
-        // rmcp writes the answer to the caller's stream from here; a client that lost
-        // the stream gets the reply again on its next call (the `resume` rule).
-        bridge.result_written(&id);
+        // rmcp writes the answer to the caller's stream from here. On a session the reply
+        // is acked once the stream ended, so a hub killed before the answer left keeps
+        // the reply queued; an ack lost after it is made up by the agent's next call,
+        // whose `resume` names the reply. A stream that never ends frees the reply
+        // for the next call.
+        match ended {
+            Some(ended) => {
+                tokio::spawn(async move {
+                    if ended.within(ANSWER_WRITE_LIMIT).await {
+                        bridge.result_written(&id);
+                    }
+                });
+            }
+            None => bridge.result_written(&id),
+        }
         answer
     }
 
