@@ -309,6 +309,16 @@ impl Run {
         self.problem(format!("session {i} kept delivering replies"));
     }
 
+    /// How many replies session `i` has queued at the hub.
+    async fn queued(&self, i: usize) -> u64 {
+        let Some(token) = self.track(i).token.clone() else {
+            return 0;
+        };
+        self.api.session(&token).await["queuedReplies"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
     /// Calls a tool on `/mcp` until it answers (the hub may be down or restarting);
     /// the same arguments each time, as an agent that never saw a result repeats its call.
     async fn mcp_until_answered(&self, mcp: &McpClient, method: &str, params: &Value) -> Value {
@@ -477,41 +487,33 @@ impl Run {
         false
     }
 
-    /// After the kills: takes every queued reply of `/mcp` session `i`.
+    /// After the kills: takes every queued reply of `/mcp` session `i`; a task still
+    /// working when none is queued is cancelled.
     async fn mcp_drain(&self, i: usize, mcp: &McpClient, rng: &mut Rng) {
         for _ in 0..1000 {
             let transport = self.track(i).transport;
-            let replied = match transport {
-                Transport::McpCall => {
-                    let Some(token) = self.mcp_session(i, mcp).await else {
-                        return;
-                    };
-                    let mut arguments = self.mcp_wait_arguments(i, &token);
-                    arguments["timeoutSec"] = json!(1);
-                    let r = self.mcp_tool(mcp, "wait_for_user_input", arguments).await;
-                    self.mcp_result(i, &r)
+            if transport == Transport::McpCall {
+                let Some(token) = self.mcp_session(i, mcp).await else {
+                    return;
+                };
+                let mut arguments = self.mcp_wait_arguments(i, &token);
+                arguments["timeoutSec"] = json!(1);
+                let r = self.mcp_tool(mcp, "wait_for_user_input", arguments).await;
+                if !self.mcp_result(i, &r) {
+                    return;
                 }
-                _ => {
-                    let mut replied = false;
-                    for _ in 0..4 {
-                        replied = self.mcp_task_turn(i, mcp, rng).await;
-                        if replied {
-                            break;
-                        }
-                    }
-                    let left = if replied {
-                        None
-                    } else {
-                        self.track(i).task.take()
-                    };
-                    if let Some(task) = left {
-                        self.mcp_until_answered(mcp, "tasks/cancel", &json!({"taskId": task}))
-                            .await;
-                    }
-                    replied
-                }
-            };
-            if !replied {
+                continue;
+            }
+            if self.mcp_task_turn(i, mcp, rng).await || self.queued(i).await > 0 {
+                continue;
+            }
+            let working = self.track(i).task.take();
+            if let Some(task) = working {
+                self.mcp_until_answered(mcp, "tasks/cancel", &json!({"taskId": task}))
+                    .await;
+            }
+            // A reply that came as the task was cancelled waits for the next task.
+            if self.queued(i).await == 0 {
                 return;
             }
         }

@@ -382,6 +382,15 @@ impl Delivery {
         })
     }
 
+    /// The response to `request` will never go out: its reply is neither acked nor
+    /// claimed any longer, so the next call returns it.
+    pub fn dropped(&self, request: &RequestId) {
+        let mut state = self.state();
+        if let Some(ack) = state.pending.remove(request) {
+            state.claimed.remove(&ack.reply.id);
+        }
+    }
+
     /// Called by the transport after the response to `request` went out.
     pub fn written(&self, request: &RequestId) {
         let ack = {

@@ -84,6 +84,9 @@ pub struct Tasks {
     store: Store,
     /// A std mutex: map operations only, never across `.await`.
     running: Arc<Mutex<HashMap<String, Running>>>,
+    /// Held while a task leaves `working` (its result, or a cancel): exactly one wins, and
+    /// a reply is acked only when its result is the one stored.
+    endings: Arc<tokio::sync::Mutex<()>>,
     /// Ids unique in this hub for the runs' delivery bookkeeping (see `super`).
     next_id: Arc<std::sync::atomic::AtomicI64>,
     /// A task's wait is closed when its client has not polled for this long: the hub's
@@ -125,6 +128,7 @@ impl Tasks {
         let tasks = Tasks {
             store,
             running: Arc::default(),
+            endings: Arc::default(),
             next_id,
             unpolled,
             poll_interval,
@@ -197,6 +201,7 @@ impl Tasks {
         id: &str,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let ending = self.endings.lock().await;
         let mut record = self.owned(id, &owner_of(ctx))?;
         if !matches!(record.state, State::Working) {
             return Ok(());
@@ -204,6 +209,7 @@ impl Tasks {
         record.state = State::Cancelled;
         record.updated_ms = now_ms();
         self.save(&record).await.map_err(store_failed)?;
+        drop(ending);
         if let Some(r) = self.lock().get(id) {
             r.stop.cancel();
         }
@@ -274,13 +280,19 @@ impl Tasks {
                     error: to_object(&e),
                 },
             };
-            if let Err(e) = tasks.finish(&id, state, delivered).await {
-                // Not acked: the reply stays pending at the hub for the next wait.
-                tracing::error!(task = %id, error = %e, "could not store the task's result");
-                return;
+            match tasks.finish(&id, state, delivered).await {
+                Ok(true) => {
+                    CrashPoint::TaskResultStored.reached();
+                    bridge.result_written(&call_id);
+                }
+                // Cancelled meanwhile: nobody reads this result, so its reply is not
+                // acked and goes to the next wait.
+                Ok(false) => bridge.result_dropped(&call_id),
+                Err(e) => {
+                    tracing::error!(task = %id, error = %e, "could not store the task's result");
+                    bridge.result_dropped(&call_id);
+                }
             }
-            CrashPoint::TaskResultStored.reached();
-            bridge.result_written(&call_id);
         });
     }
 
@@ -309,22 +321,24 @@ impl Tasks {
         })
     }
 
+    /// Stores the task's end; false when it had ended already (a cancel came first).
     async fn finish(
         &self,
         id: &str,
         state: State,
         delivered: Option<ClaimedReply>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
+        let _ending = self.endings.lock().await;
         let Some(mut record) = self.load(id)? else {
-            return Ok(());
+            return Ok(false);
         };
         if !matches!(record.state, State::Working) {
-            return Ok(());
+            return Ok(false);
         }
         record.state = state;
         record.delivered = delivered;
         record.updated_ms = now_ms();
-        self.save(&record).await
+        self.save(&record).await.map(|()| true)
     }
 
     fn owned(&self, id: &str, owner: &str) -> Result<Record, ErrorData> {

@@ -162,6 +162,12 @@ impl Bridge {
         self.delivery.claimed(request)
     }
 
+    /// The result of `request` will never reach the client: its reply is free for the
+    /// next call (see [`Delivery::dropped`]).
+    pub fn result_dropped(&self, request: &rmcp::model::RequestId) {
+        self.delivery.dropped(request);
+    }
+
     /// The result of `request` reached the client (see [`Delivery::written`]).
     pub fn result_written(&self, request: &rmcp::model::RequestId) {
         self.delivery.written(request);
