@@ -466,6 +466,43 @@ async fn a_reply_whose_ack_a_restart_lost_is_not_returned_to_an_agent_whose_resu
     assert_eq!(count_messages(&session, "the answer"), 1, "{session}");
 }
 
+/// A cancel that lands while the task's wait is returning a reply: the task reads
+/// `cancelled`, so nobody reads that result — the reply is not acked and the agent's next
+/// wait gets it.
+#[tokio::test]
+async fn a_reply_caught_by_a_cancelled_task_goes_to_the_next_wait() {
+    let home = tempfile::tempdir().unwrap();
+    let slow_point = [("HOLDLINE_SLOW_POINT", "task-result-ready")];
+    let hub = TestHub::start_with_env(home.path(), "127.0.0.1:0", &slow_point)
+        .await
+        .unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "cancel race").await.unwrap();
+    let id = start_task(&client, &token, "first question").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    hub.reply(&token, "caught in the middle", json!([]))
+        .await
+        .unwrap();
+    // The task's wait has the reply and lingers two seconds before storing it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    client
+        .cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let t = get_task(&client, &id).await.task;
+    assert_eq!(t.status(), rmcp::model::TaskStatus::Cancelled);
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(
+        session["queuedReplies"], 1,
+        "the reply was consumed by a task nobody reads: {session}"
+    );
+
+    let next = start_task(&client, &token, "second question").await;
+    let done = task_outcome(&client, &next).await;
+    assert!(completed_text(&done).contains("caught in the middle"));
+}
+
 #[tokio::test]
 async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
     let home = tempfile::tempdir().unwrap();

@@ -280,6 +280,7 @@ impl Tasks {
                     error: to_object(&e),
                 },
             };
+            CrashPoint::TaskResultReady.slowed().await;
             match tasks.finish(&id, state, delivered).await {
                 Ok(true) => {
                     CrashPoint::TaskResultStored.reached();
