@@ -4,7 +4,7 @@
 //! the point `HOLDLINE_SLOW_POINT` names, so a test can act between two steps. A release
 //! build has neither.
 
-/// A place between two writes where a test may stop the hub.
+/// A place between two steps where a test may stop or slow the hub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashPoint {
     /// An MCP task's result is stored and flushed; its reply is not acked at the hub yet.

@@ -5,11 +5,13 @@
 //! `waiting`, later replies queue).
 //!
 //! Invariants: a task's result is stored and flushed before its reply is acked at the hub,
-//! so a reply is never consumed without a task holding it, and a reply a completed task
-//! holds is acked before `/mcp` serves again, so no later wait returns it twice; only the credentials that made
-//! a task see or cancel it (any other gets "not found"); a task's wait is held only while
-//! its client polls (`tasks/get`), so a client that went away leaves no ghost wait — its
-//! next `tasks/get` (after a hub restart too) opens the wait again.
+//! so a reply is never consumed without a task holding it; a task ends once (its result
+//! or a cancel), and a result that lost to a cancel leaves its reply for the next wait; a
+//! reply a completed task holds is acked before `/mcp` serves again, so no later wait
+//! returns it twice; only the credentials that made a task see or cancel it (any other
+//! gets "not found"); a task's wait is held only while its client polls (`tasks/get`), so
+//! a client that went away leaves no ghost wait — its next `tasks/get` (after a hub
+//! restart too) opens the wait again.
 
 use std::{
     collections::HashMap,
