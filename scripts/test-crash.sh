@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The durability suite (issue 5) against the real hub binary:
 #   - crash: several clients drive hundreds of sessions while the hub is
-#     killed with SIGKILL again and again; prints the figures (kills survived,
-#     promises checked, lost: 0, duplicated: 0);
+#     killed with SIGKILL again and again — agents on the agent routes (as the
+#     stdio bridge), with plain /mcp calls and with MCP Tasks on /mcp; prints
+#     the figures (kills survived, promises checked, lost: 0, duplicated: 0);
 #   - store_faults: damaged, locked, other-version and unopenable stores give
 #     one clear line and a non-zero exit, never a panic;
 #   - roundtrip: export/import keeps every field; the backup and restore

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of holdline on a fresh machine: installs what the tests
-# need (Chromium, Playwright, the MCP Python SDK, a MongoDB-wire server,
+# need (Chromium, Playwright, the MCP Python and TypeScript SDKs, a MongoDB-wire server,
 # systemd-analyze), checks formatting and lints, builds the workspace, then
 # runs the Rust tests and each end-to-end suite against real processes.
 #
@@ -53,7 +53,7 @@ if command -v cargo-nextest >/dev/null 2>&1; then
 else
   suite rust cargo test --workspace --no-fail-fast
 fi
-for script in test-mcp-python test-crash test-service test-bench; do
+for script in test-mcp-python test-sdk test-crash test-service test-bench; do
   [ -x "scripts/$script.sh" ] && suite "$script" "scripts/$script.sh"
 done
 if [ -z "${SKIP_CLIENTS:-}" ]; then

@@ -32,6 +32,7 @@ pub mod admission;
 pub mod api;
 pub mod binding;
 pub mod config;
+pub mod crash_point;
 pub mod home;
 pub mod hub;
 pub mod interchange;

@@ -1,12 +1,15 @@
-//! Crash test (SPEC §5 delivery rule, §7): several clients drive hundreds of
-//! sessions against the real hub while it is killed with SIGKILL at random
-//! moments and restarted. Afterwards every reply answered 200 has been
-//! delivered and acked exactly once, every agent message answered 200 is in
-//! the history once and in order, and sessions and bindings are intact.
+//! Crash test: several clients drive hundreds of sessions against the real hub
+//! while it is killed with SIGKILL at random moments and restarted. Agents
+//! speak three ways: the agent routes (as the stdio bridge does), plain
+//! `wait_for_user_input` calls on `/mcp`, and MCP Tasks on `/mcp`. Afterwards
+//! every reply answered 200 has reached its agent exactly once and is acked,
+//! every agent message answered 200 on the agent routes is in the history once
+//! and in order, and sessions and bindings are intact.
 //!
 //! `HOLDLINE_CRASH_KILLS` (default 25) sets the number of kills for a long
 //! run; `HOLDLINE_CRASH_SEED` replays a run's schedule.
 
+mod mcpclient;
 mod realhub;
 
 use std::collections::{HashMap, HashSet};
@@ -14,12 +17,27 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpclient::McpClient;
 use realhub::{Api, RealHub, free_addr};
 use serde_json::{Value, json};
 
 const AGENTS: usize = 8;
 const SESSIONS_PER_AGENT: usize = 30;
 const PERSONS: usize = 2;
+/// Agents on `/mcp` with plain calls, and with MCP Tasks; each drives this many sessions.
+const MCP_AGENTS: usize = 2;
+const MCP_SESSIONS_PER_AGENT: usize = 10;
+
+/// How an agent reaches the hub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    /// The agent routes, as the stdio bridge calls them.
+    Rest,
+    /// `wait_for_user_input` on `/mcp`, each call answered with its result.
+    McpCall,
+    /// `wait_for_user_input` on `/mcp` as an MCP task, polled with `tasks/get`.
+    McpTask,
+}
 
 /// xorshift64*: enough randomness for a schedule, and replayable from a seed.
 struct Rng(u64);
@@ -43,8 +61,8 @@ impl Rng {
 }
 
 /// What the clients know the hub promised about one session.
-#[derive(Default)]
 struct Track {
+    transport: Transport,
     token: Option<String>,
     title: String,
     workspace: String,
@@ -54,9 +72,13 @@ struct Track {
     messages: Vec<String>,
     /// Replies `/api/reply` answered 200 for.
     replies: Vec<String>,
-    /// Replies whose ack answered 200.
+    /// Replies whose ack answered 200 (on `/mcp`: that reached the agent).
     acked: HashSet<String>,
     next_step: u64,
+    /// On `/mcp`: the `resume` value of the last result.
+    resume: String,
+    /// On `/mcp` with tasks: the task the agent polls.
+    task: Option<String>,
 }
 
 #[derive(Default)]
@@ -72,6 +94,9 @@ struct Figures {
     failed_in_flight: AtomicU64,
     duplicated: AtomicU64,
     lost: AtomicU64,
+    /// Replies that reached an agent on `/mcp`, by plain calls and by tasks.
+    mcp_call_replies: AtomicU64,
+    mcp_task_replies: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -283,6 +308,217 @@ impl Run {
         }
         self.problem(format!("session {i} kept delivering replies"));
     }
+
+    /// How many replies session `i` has queued at the hub.
+    async fn queued(&self, i: usize) -> u64 {
+        let Some(token) = self.track(i).token.clone() else {
+            return 0;
+        };
+        self.api.session(&token).await["queuedReplies"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Calls a tool on `/mcp` until it answers (the hub may be down or restarting);
+    /// the same arguments each time, as an agent that never saw a result repeats its call.
+    async fn mcp_until_answered(&self, mcp: &McpClient, method: &str, params: &Value) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            match mcp.request(method, params.clone()).await {
+                Ok(v) => return v,
+                Err(e) => {
+                    bump(&self.figures.failed_in_flight);
+                    assert!(
+                        Instant::now() < deadline,
+                        "/mcp stopped answering: {method} {params}: {e}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+            }
+        }
+    }
+
+    async fn mcp_tool(&self, mcp: &McpClient, name: &str, arguments: Value) -> Value {
+        let params = json!({"name": name, "arguments": arguments});
+        self.mcp_until_answered(mcp, "tools/call", &params).await
+    }
+
+    /// `init_conversation` on `/mcp` until it answers; the binding makes a repeat find
+    /// the session a lost answer created.
+    async fn mcp_session(&self, i: usize, mcp: &McpClient) -> Option<String> {
+        let (title, workspace) = {
+            let t = self.track(i);
+            if let Some(token) = &t.token {
+                return Some(token.clone());
+            }
+            (t.title.clone(), t.workspace.clone())
+        };
+        let r = self
+            .mcp_tool(
+                mcp,
+                "init_conversation",
+                json!({"cursorTitle": title, "workspace": workspace}),
+            )
+            .await;
+        let Some(token) = r["structuredContent"]["token"].as_str() else {
+            self.problem(format!("init_conversation on /mcp answered {r}"));
+            return None;
+        };
+        bump(&self.figures.inits);
+        let mut t = self.track(i);
+        t.token = Some(token.to_owned());
+        t.resume = r["structuredContent"]["resume"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Some(token.to_owned())
+    }
+
+    /// The next wait's arguments on `/mcp`: a new message, the last result's `resume`.
+    fn mcp_wait_arguments(&self, i: usize, token: &str) -> Value {
+        let mut t = self.track(i);
+        let n = t.next_step;
+        t.next_step += 1;
+        json!({"token": token, "message": format!("mcp message {n} of session {i}"),
+               "resume": t.resume})
+    }
+
+    /// Takes a `wait_for_user_input` result: returns whether it was a reply.
+    fn mcp_result(&self, i: usize, result: &Value) -> bool {
+        let s = &result["structuredContent"];
+        let token = s["token"].as_str().unwrap_or_default();
+        let mut t = self.track(i);
+        if let Some(resume) = s["resume"].as_str() {
+            t.resume = resume.to_owned();
+        }
+        match s["status"].as_str() {
+            Some("replied") => {
+                let id = s["reply"]["id"].as_str().unwrap_or_default().to_owned();
+                bump(&self.figures.deliveries);
+                if !t.acked.insert(id.clone()) {
+                    drop(t);
+                    bump(&self.figures.duplicated);
+                    self.problem(format!(
+                        "{token}: reply {id} reached the /mcp agent twice ({:?})",
+                        self.track(i).transport
+                    ));
+                    return true;
+                }
+                bump(&self.figures.acks);
+                bump(match t.transport {
+                    Transport::McpTask => &self.figures.mcp_task_replies,
+                    _ => &self.figures.mcp_call_replies,
+                });
+                true
+            }
+            Some("no_reply_yet") => {
+                bump(&self.figures.renewals);
+                false
+            }
+            _ => {
+                drop(t);
+                self.problem(format!("session {i}: a /mcp wait answered {result}"));
+                false
+            }
+        }
+    }
+
+    /// One turn of a plain `/mcp` agent on session `i`: a wait of a second, maybe with a
+    /// reply typed at once.
+    async fn mcp_call_turn(&self, i: usize, mcp: &McpClient, rng: &mut Rng) {
+        let Some(token) = self.mcp_session(i, mcp).await else {
+            return;
+        };
+        let mut arguments = self.mcp_wait_arguments(i, &token);
+        arguments["timeoutSec"] = json!(1);
+        if rng.chance(50) {
+            let n = rng.next();
+            self.reply(i, format!("quick reply {n:x} to session {i}"))
+                .await;
+        }
+        let r = self.mcp_tool(mcp, "wait_for_user_input", arguments).await;
+        self.mcp_result(i, &r);
+    }
+
+    /// One turn of a tasks agent on session `i`: a new task if it has none, then polls
+    /// it for a moment. Returns whether the task ended with a reply.
+    async fn mcp_task_turn(&self, i: usize, mcp: &McpClient, rng: &mut Rng) -> bool {
+        let Some(token) = self.mcp_session(i, mcp).await else {
+            return false;
+        };
+        let task = self.track(i).task.clone();
+        let task = match task {
+            Some(task) => task,
+            None => {
+                let arguments = self.mcp_wait_arguments(i, &token);
+                if rng.chance(50) {
+                    let n = rng.next();
+                    self.reply(i, format!("quick reply {n:x} to session {i}"))
+                        .await;
+                }
+                let r = self.mcp_tool(mcp, "wait_for_user_input", arguments).await;
+                let Some(id) = r["taskId"].as_str() else {
+                    self.problem(format!("{token}: a tasks client got no task: {r}"));
+                    return false;
+                };
+                bump(&self.figures.registers);
+                self.track(i).task = Some(id.to_owned());
+                id.to_owned()
+            }
+        };
+        let until = Instant::now() + Duration::from_millis(300 + rng.below(1200));
+        while Instant::now() < until {
+            let t = self
+                .mcp_until_answered(mcp, "tasks/get", &json!({"taskId": task}))
+                .await;
+            match t["status"].as_str() {
+                Some("working") => tokio::time::sleep(Duration::from_millis(100)).await,
+                Some("completed") => {
+                    self.track(i).task = None;
+                    return self.mcp_result(i, &t["result"]);
+                }
+                _ => {
+                    self.track(i).task = None;
+                    self.problem(format!("{token}: task {task} ended as {t}"));
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// After the kills: takes every queued reply of `/mcp` session `i`; a task still
+    /// working when none is queued is cancelled.
+    async fn mcp_drain(&self, i: usize, mcp: &McpClient, rng: &mut Rng) {
+        for _ in 0..1000 {
+            let transport = self.track(i).transport;
+            if transport == Transport::McpCall {
+                let Some(token) = self.mcp_session(i, mcp).await else {
+                    return;
+                };
+                let mut arguments = self.mcp_wait_arguments(i, &token);
+                arguments["timeoutSec"] = json!(1);
+                let r = self.mcp_tool(mcp, "wait_for_user_input", arguments).await;
+                if !self.mcp_result(i, &r) {
+                    return;
+                }
+                continue;
+            }
+            if self.mcp_task_turn(i, mcp, rng).await || self.queued(i).await > 0 {
+                continue;
+            }
+            let working = self.track(i).task.take();
+            if let Some(task) = working {
+                self.mcp_until_answered(mcp, "tasks/cancel", &json!({"taskId": task}))
+                    .await;
+            }
+            // A reply that came as the task was cancelled waits for the next task.
+            if self.queued(i).await == 0 {
+                return;
+            }
+        }
+        self.problem(format!("session {i} kept delivering replies"));
+    }
 }
 
 /// The caller fields of a session's agent (what the bridge sends).
@@ -301,13 +537,14 @@ fn fingerprint(t: &Track) -> Value {
 /// Reads a session from the (restarted) hub and compares it with what the
 /// clients were promised. Returns the number of promises checked.
 async fn verify(run: &Run, i: usize) -> u64 {
-    let (token, track_messages, replies, acked, title, body) = {
+    let (transport, token, track_messages, replies, acked, title, body) = {
         let t = run.track(i);
         let Some(token) = t.token.clone() else {
             run.problem(format!("session {i} never got a token"));
             return 0;
         };
         (
+            t.transport,
             token,
             t.messages.clone(),
             t.replies.clone(),
@@ -322,7 +559,7 @@ async fn verify(run: &Run, i: usize) -> u64 {
         if !acked.contains(r) {
             bump(&run.figures.lost);
             run.problem(format!(
-                "{token}: reply {r} answered 200 but never delivered"
+                "{token} ({transport:?}): reply {r} answered 200 but never delivered"
             ));
         }
     }
@@ -354,7 +591,9 @@ async fn verify(run: &Run, i: usize) -> u64 {
         .filter_map(|m| m["content"].as_str())
         .collect();
     checked += track_messages.len() as u64;
-    if from_agent != track_messages {
+    // On `/mcp` the message's hub request is made by the tools, which a restart resets:
+    // only replies are this test's promise there.
+    if transport == Transport::Rest && from_agent != track_messages {
         let first_diff = from_agent
             .iter()
             .zip(&track_messages)
@@ -424,16 +663,44 @@ async fn acknowledged_work_survives_sigkill() {
     let home = dir.path().join("home");
     let mut hub = RealHub::start(&home, free_addr()).await;
 
-    let total = AGENTS * SESSIONS_PER_AGENT;
+    let rest_total = AGENTS * SESSIONS_PER_AGENT;
+    let mcp_total = MCP_AGENTS * MCP_SESSIONS_PER_AGENT;
+    let total = rest_total + 2 * mcp_total;
+    let transport_of = |i: usize| match i {
+        i if i < rest_total => Transport::Rest,
+        i if i < rest_total + mcp_total => Transport::McpCall,
+        _ => Transport::McpTask,
+    };
     let tracks = (0..total)
         .map(|i| {
+            let rest = transport_of(i) == Transport::Rest;
             Mutex::new(Track {
+                transport: transport_of(i),
+                token: None,
                 title: format!("crash chat {i}"),
                 workspace: format!("/work/crash/agent{}", i % AGENTS),
-                host: format!("10.0.{}.{}", i % AGENTS, 1 + i % 200),
-                thread: (i % 5 == 0).then(|| format!("thread-{i}")),
-                ..Track::default()
+                // On `/mcp` the binding's host is the address the hub saw.
+                host: if rest {
+                    format!("10.0.{}.{}", i % AGENTS, 1 + i % 200)
+                } else {
+                    "127.0.0.1".to_owned()
+                },
+                thread: (rest && i % 5 == 0).then(|| format!("thread-{i}")),
+                messages: Vec::new(),
+                replies: Vec::new(),
+                acked: HashSet::new(),
+                next_step: 0,
+                resume: String::new(),
+                task: None,
             })
+        })
+        .collect();
+    // Each `/mcp` agent's sessions, with its transport.
+    let mcp_agents: Vec<(Transport, Vec<usize>)> = (0..2 * MCP_AGENTS)
+        .map(|a| {
+            let first = rest_total + a * MCP_SESSIONS_PER_AGENT;
+            let sessions: Vec<usize> = (first..first + MCP_SESSIONS_PER_AGENT).collect();
+            (transport_of(first), sessions)
         })
         .collect();
     let run = Arc::new(Run {
@@ -449,10 +716,25 @@ async fn acknowledged_work_survives_sigkill() {
         let run = run.clone();
         let mut rng = Rng::new(seed ^ (0x9e37_79b9 * (a as u64 + 1)));
         agents.push(tokio::spawn(async move {
-            let mine: Vec<usize> = (0..total).filter(|i| i % AGENTS == a).collect();
+            let mine: Vec<usize> = (0..rest_total).filter(|i| i % AGENTS == a).collect();
             while !run.stop.load(Ordering::Relaxed) {
                 let i = mine[rng.below(mine.len() as u64) as usize];
                 run.agent_turn(i, &mut rng).await;
+            }
+        }));
+    }
+    for (a, (transport, mine)) in mcp_agents.iter().cloned().enumerate() {
+        let run = run.clone();
+        let mcp = McpClient::new(hub.addr, &hub.api.secret, transport == Transport::McpTask);
+        let mut rng = Rng::new(seed ^ (0x27d4_eb2f * (a as u64 + 201)));
+        agents.push(tokio::spawn(async move {
+            while !run.stop.load(Ordering::Relaxed) {
+                let i = mine[rng.below(mine.len() as u64) as usize];
+                if transport == Transport::McpTask {
+                    run.mcp_task_turn(i, &mcp, &mut rng).await;
+                } else {
+                    run.mcp_call_turn(i, &mcp, &mut rng).await;
+                }
             }
         }));
     }
@@ -501,8 +783,18 @@ async fn acknowledged_work_survives_sigkill() {
         let run = run.clone();
         let mut rng = Rng::new(seed ^ a as u64);
         drains.push(tokio::spawn(async move {
-            for i in (0..total).filter(|i| i % AGENTS == a) {
+            for i in (0..rest_total).filter(|i| i % AGENTS == a) {
                 run.drain(i, &mut rng).await;
+            }
+        }));
+    }
+    for (a, (transport, mine)) in mcp_agents.iter().cloned().enumerate() {
+        let run = run.clone();
+        let mcp = McpClient::new(hub.addr, &hub.api.secret, transport == Transport::McpTask);
+        let mut rng = Rng::new(seed ^ (a as u64 + 301));
+        drains.push(tokio::spawn(async move {
+            for i in mine {
+                run.mcp_drain(i, &mcp, &mut rng).await;
             }
         }));
     }
@@ -533,15 +825,18 @@ async fn acknowledged_work_survives_sigkill() {
 
     let f = &run.figures;
     println!(
-        "crash test: {survived} SIGKILLs survived, {total} sessions, {checked} promises checked \
+        "crash test: {survived} SIGKILLs survived, {total} sessions ({rest_total} on the agent routes, \
+         {mcp_total} with plain /mcp calls, {mcp_total} with MCP Tasks), {checked} promises checked \
          ({} inits, {} agent messages, {} replies answered 200, {} deliveries, {} repeated polls before ack, \
-         {} acks, {} cancels, {} renewals, {} requests failed in flight); lost: {}, duplicated: {}; {:.1} s",
+         {} acks ({} on /mcp by plain calls, {} by tasks), {} cancels, {} renewals, {} requests failed in flight); lost: {}, duplicated: {}; {:.1} s",
         get(&f.inits),
         get(&f.registers),
         get(&f.replies),
         get(&f.deliveries),
         get(&f.redeliveries),
         get(&f.acks),
+        get(&f.mcp_call_replies),
+        get(&f.mcp_task_replies),
         get(&f.cancels),
         get(&f.renewals),
         get(&f.failed_in_flight),

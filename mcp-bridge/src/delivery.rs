@@ -35,6 +35,16 @@ pub struct OpenWait {
     pub wait_id: String,
 }
 
+/// A reply a call is returning and the wait it came from: what its ack names. The hub's
+/// MCP tasks keep it with a task's result, to ack it after a crash that came between.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimedReply {
+    pub token: String,
+    pub wait_id: String,
+    pub reply_id: String,
+}
+
 /// An ack to send once the response to a request has been written.
 #[derive(Debug, Clone)]
 struct PendingAck {
@@ -308,7 +318,20 @@ impl Delivery {
     /// call, so that no two calls are identical (clients' loop detectors stop at the fifth
     /// identical call) and the bridge can tell which result the agent saw last.
     pub fn issue_resume(&self, token: &str) -> String {
-        let resume = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
+        self.issue(
+            token,
+            uuid::Uuid::new_v4().simple().to_string()[..10].to_owned(),
+        )
+    }
+
+    /// The `resume` value for a result that returns `reply_id`: [`resume_naming`] it, so
+    /// that the agent's next call shows it saw the reply even to a bridge that has
+    /// forgotten everything since (the hub's `/mcp` after a restart).
+    pub fn issue_resume_for_reply(&self, token: &str, reply_id: &str) -> String {
+        self.issue(token, resume_naming(reply_id))
+    }
+
+    fn issue(&self, token: &str, resume: String) -> String {
         let mut state = self.state();
         state.remember(token);
         let issued = state.issued.entry(token.to_owned()).or_default();
@@ -350,6 +373,24 @@ impl Delivery {
         self.state().returned.contains(reply_id)
     }
 
+    /// The reply `request` claimed and has not yet had written, if any.
+    pub fn claimed(&self, request: &RequestId) -> Option<ClaimedReply> {
+        self.state().pending.get(request).map(|ack| ClaimedReply {
+            token: ack.token.clone(),
+            wait_id: ack.wait_id.clone(),
+            reply_id: ack.reply.id.clone(),
+        })
+    }
+
+    /// The response to `request` will never go out: its reply is neither acked nor
+    /// claimed any longer, so the next call returns it.
+    pub fn dropped(&self, request: &RequestId) {
+        let mut state = self.state();
+        if let Some(ack) = state.pending.remove(request) {
+            state.claimed.remove(&ack.reply.id);
+        }
+    }
+
     /// Called by the transport after the response to `request` went out.
     pub fn written(&self, request: &RequestId) {
         let ack = {
@@ -386,6 +427,13 @@ impl Delivery {
             }
         });
     }
+}
+
+/// The `resume` value a result returning `reply_id` gives: 10 hex digits of its SHA-256,
+/// unique per reply as every `resume` value must be, and the same in every process.
+pub fn resume_naming(reply_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(format!("holdline resume {reply_id}")))[..10].to_owned()
 }
 
 /// The stdio transport with one addition: when a response is written, the ack it was

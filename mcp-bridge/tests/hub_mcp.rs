@@ -360,6 +360,149 @@ async fn a_task_survives_a_hub_restart_and_completes_with_a_reply_given_meanwhil
     );
 }
 
+/// A hub that dies after a task stored its result and before the task's reply was acked:
+/// after the restart the reply is the task's alone — acked, not queued — and the agent's
+/// next wait (a new task) does not complete with it again.
+#[tokio::test]
+async fn a_crash_between_a_task_result_and_its_ack_does_not_deliver_the_reply_twice() {
+    let home = tempfile::tempdir().unwrap();
+    let crash_point = [("HOLDLINE_CRASH_POINT", "task-result-stored")];
+    let mut hub = TestHub::start_with_env(home.path(), "127.0.0.1:0", &crash_point)
+        .await
+        .unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "crash between").await.unwrap();
+    let id = start_task(&client, &token, "first question").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    // Its answer may not make it out before the hub dies; the reply is stored first.
+    let _ = hub.reply(&token, "the one answer", json!([])).await;
+    hub.died().await.unwrap();
+
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = tasks_client(&hub).await;
+    let done = task_outcome(&client, &id).await;
+    assert!(completed_text(&done).contains("the one answer"));
+
+    let next = start_task(&client, &token, "second question").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = get_task(&client, &next).await.task;
+    assert_eq!(
+        t.status(),
+        rmcp::model::TaskStatus::Working,
+        "the next task got the reply again: {t:?}"
+    );
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(session["queuedReplies"], 0, "{session}");
+    assert_eq!(count_messages(&session, "the one answer"), 1, "{session}");
+}
+
+/// A plain `/mcp` call whose result reached the agent, and then the hub died before the
+/// reply's ack (stood in for here by taking the reply at the agent routes without an ack):
+/// the agent's next call passes the `resume` that result gave, which names the reply, so
+/// the restarted hub acks it instead of returning it a second time.
+#[tokio::test]
+async fn a_reply_whose_ack_a_restart_lost_is_not_returned_to_an_agent_whose_resume_names_it() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote(&hub, &hub.secret, "holdline-test")
+        .await
+        .unwrap();
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "lost ack", "workspace": "/w"}),
+    )
+    .await
+    .unwrap();
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let agent_route = |path: &str, body: Value| {
+        hub.http
+            .post(format!("{}{path}", hub.url()))
+            .bearer_auth(&hub.secret)
+            .json(&body)
+            .send()
+    };
+    let registered: Value = agent_route(
+        "/api/wait/register",
+        json!({"token": token, "message": "step one", "cursorTitle": "lost ack",
+               "workspace": "/w", "hostIp": "127.0.0.1", "requestId": "q-1"}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let wait_id = registered["waitId"].as_str().expect("a wait id").to_owned();
+    let sent = hub.reply(&token, "the answer", json!([])).await.unwrap();
+    let reply_id = sent["replyId"].as_str().unwrap().to_owned();
+    let polled: Value = agent_route(
+        "/api/wait/poll",
+        json!({"token": token, "waitId": wait_id, "timeoutMs": 0}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(polled["reply"]["id"], reply_id.as_str(), "{polled}");
+
+    // The result that carried the reply gave this resume value; the agent passes it on.
+    let resume = holdline_mcp::delivery::resume_naming(&reply_id);
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "step two", "resume": resume, "timeoutSec": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        structured(&r)["status"],
+        "no_reply_yet",
+        "the reply came back: {}",
+        text(&r)
+    );
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(session["queuedReplies"], 0, "{session}");
+    assert_eq!(count_messages(&session, "the answer"), 1, "{session}");
+}
+
+/// A cancel that lands while the task's wait is returning a reply: the task reads
+/// `cancelled`, so nobody reads that result — the reply is not acked and the agent's next
+/// wait gets it.
+#[tokio::test]
+async fn a_reply_caught_by_a_cancelled_task_goes_to_the_next_wait() {
+    let home = tempfile::tempdir().unwrap();
+    let slow_point = [("HOLDLINE_SLOW_POINT", "task-result-ready")];
+    let hub = TestHub::start_with_env(home.path(), "127.0.0.1:0", &slow_point)
+        .await
+        .unwrap();
+    let client = tasks_client(&hub).await;
+    let token = init(&client, "cancel race").await.unwrap();
+    let id = start_task(&client, &token, "first question").await;
+    hub.wait_status(&token, "waiting").await.unwrap();
+    hub.reply(&token, "caught in the middle", json!([]))
+        .await
+        .unwrap();
+    // The task's wait has the reply and lingers two seconds before storing it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    client
+        .cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let t = get_task(&client, &id).await.task;
+    assert_eq!(t.status(), rmcp::model::TaskStatus::Cancelled);
+    let session = hub.session(&token).await.unwrap();
+    assert_eq!(
+        session["queuedReplies"], 1,
+        "the reply was consumed by a task nobody reads: {session}"
+    );
+
+    let next = start_task(&client, &token, "second question").await;
+    let done = task_outcome(&client, &next).await;
+    assert!(completed_text(&done).contains("caught in the middle"));
+}
+
 #[tokio::test]
 async fn cancelling_a_task_ends_the_wait_and_a_later_reply_queues() {
     let home = tempfile::tempdir().unwrap();

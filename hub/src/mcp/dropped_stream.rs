@@ -3,6 +3,9 @@
 //! Continue and Gemini CLI stop a call that way (Ctrl-C), and rmcp's session layer would
 //! keep the call running for a resumption that never comes — a ghost wait.
 //!
+//! It also tells the call when its stream has ended, answer sent: a reply is acked only
+//! then ([`StreamEnded`]).
+//!
 //! Invariant: only a stream dropped before its end cancels; a call that answered (a reply,
 //! "no reply yet", a task handle) is never touched.
 
@@ -16,6 +19,7 @@ use axum::{
     http::{HeaderMap, HeaderValue, Method, Request, header},
 };
 use hyper::body::Frame;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::Service;
@@ -24,6 +28,22 @@ use super::Service;
 pub struct SessionCall {
     request_id: serde_json::Value,
     headers: HeaderMap,
+    ended: StreamEnded,
+}
+
+/// Set in a session call's request extensions: fires once the call's response stream has
+/// been handed to the connection to its end, so its answer left the hub. A stream dropped
+/// before its end never fires it.
+#[derive(Clone, Default)]
+pub struct StreamEnded(CancellationToken);
+
+impl StreamEnded {
+    /// Whether the stream ended within `limit`.
+    pub async fn within(&self, limit: std::time::Duration) -> bool {
+        tokio::time::timeout(limit, self.0.cancelled())
+            .await
+            .is_ok()
+    }
 }
 
 impl SessionCall {
@@ -48,7 +68,13 @@ impl SessionCall {
         Some(SessionCall {
             request_id,
             headers: kept,
+            ended: StreamEnded::default(),
         })
+    }
+
+    /// What the call learns its stream's end by (for its request's extensions).
+    pub fn ended(&self) -> StreamEnded {
+        self.ended.clone()
     }
 
     /// `body`, which cancels the call at rmcp when it is dropped before its end.
@@ -101,8 +127,10 @@ impl hyper::body::Body for Watched {
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        if let Poll::Ready(None) = polled {
-            this.armed = None;
+        if let Poll::Ready(None) = polled
+            && let Some((call, _)) = this.armed.take()
+        {
+            call.ended.0.cancel();
         }
         polled
     }

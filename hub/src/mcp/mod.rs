@@ -52,7 +52,7 @@ use tower::ServiceExt;
 
 use crate::api::{Api, guard::Caller};
 use agent_routes::AgentRoutes;
-use dropped_stream::SessionCall;
+use dropped_stream::{SessionCall, StreamEnded};
 use tasks::Tasks;
 
 /// The largest `/mcp` request body: a `wait_for_user_input` message fits the hub's 1 MiB
@@ -104,6 +104,7 @@ impl McpEndpoint {
             hub.config().wait_grace,
             &hub.config().mcp,
         );
+        tasks.ack_delivered(hub);
         let template = RemoteAgent {
             bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
             agent_routes,
@@ -150,7 +151,7 @@ impl McpEndpoint {
         if declared.is_some_and(|n| n > MCP_BODY_LIMIT as u64) {
             return Refusal::too_large().into_response();
         }
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, MCP_BODY_LIMIT).await else {
             return Refusal::too_large().into_response();
         };
@@ -166,11 +167,15 @@ impl McpEndpoint {
             Ok(opening) => opening,
             Err(refusal) => return refusal.into_response(),
         };
-        // A call on a session is watched: its stream dropped before the answer cancels it.
+        // A call on a session is watched: its stream dropped before the answer cancels it,
+        // and its end tells the call its answer left (a reply is acked only then).
         let call = message
             .as_ref()
             .and_then(|m| SessionCall::find(&parts.headers, m));
         drop(message);
+        if let Some(call) = &call {
+            parts.extensions.insert(call.ended());
+        }
         let request = Request::from_parts(parts, Body::from(bytes));
         let response = self.service.clone().oneshot(request).await;
         let Ok(response) = response;
@@ -221,6 +226,10 @@ impl McpEndpoint {
         }
     }
 }
+
+/// How long a call's answer may take to leave on its stream before its reply is left
+/// unacked for the agent's next call.
+const ANSWER_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How often an open `/mcp` event stream gets a keep-alive comment.
 pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -397,10 +406,27 @@ impl ServerHandler for RemoteAgent {
         }
         let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
         ctx.id = id.clone();
+        let ended = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<StreamEnded>())
+            .cloned();
         let answer = bridge.call_tool(request, ctx).await;
-        // rmcp writes the answer to the caller's stream from here; a client that lost
-        // the stream gets the reply again on its next call (the `resume` rule).
-        bridge.result_written(&id);
+        // rmcp writes the answer to the caller's stream from here. On a session the reply
+        // is acked once the stream ended, so a hub killed before the answer left keeps
+        // the reply queued; an ack lost after it is made up by the agent's next call,
+        // whose `resume` names the reply. A stream that never ends frees the reply
+        // for the next call.
+        match ended {
+            Some(ended) => {
+                tokio::spawn(async move {
+                    if ended.within(ANSWER_WRITE_LIMIT).await {
+                        bridge.result_written(&id);
+                    }
+                });
+            }
+            None => bridge.result_written(&id),
+        }
         answer
     }
 

@@ -5,13 +5,16 @@
 //! `waiting`, later replies queue).
 //!
 //! Invariants: a task's result is stored and flushed before its reply is acked at the hub,
-//! so a reply is never consumed without a task holding it; only the credentials that made
-//! a task see or cancel it (any other gets "not found"); a task's wait is held only while
-//! its client polls (`tasks/get`), so a client that went away leaves no ghost wait — its
-//! next `tasks/get` (after a hub restart too) opens the wait again. A credential has at
-//! most `tasks_per_credential` records (its oldest finished one makes room, else a new task
-//! is refused); a finished record, or a working one nobody polled, is dropped after
-//! `task_keep`; a record keeps only the wait's own arguments, and none once finished.
+//! so a reply is never consumed without a task holding it; a task ends once (its result
+//! or a cancel), and a result that lost to a cancel leaves its reply for the next wait; a
+//! reply a completed task holds is acked before `/mcp` serves again, so no later wait
+//! returns it twice; only the credentials that made a task see or cancel it (any other
+//! gets "not found"); a task's wait is held only while its client polls (`tasks/get`), so
+//! a client that went away leaves no ghost wait — its next `tasks/get` (after a hub
+//! restart too) opens the wait again. A credential has at most `tasks_per_credential`
+//! records (its oldest finished one makes room, else a new task is refused); a finished
+//! record, or a working one nobody polled, is dropped after `task_keep`; a record keeps
+//! only the wait's own arguments, and none once finished.
 
 use std::{
     collections::HashMap,
@@ -19,7 +22,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use holdline_mcp::tools::Bridge;
+use holdline_mcp::{delivery::ClaimedReply, tools::Bridge};
 use rmcp::{
     ServerHandler,
     model::{
@@ -33,7 +36,9 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::McpLimits;
-use crate::session::now_ms;
+use crate::crash_point::CrashPoint;
+use crate::hub::Hub;
+use crate::session::{Token, now_ms};
 use crate::store::{Store, StoreError};
 
 /// Where task records live in the store's meta tree: `mcp-task/<id>`.
@@ -69,6 +74,10 @@ struct Record {
     /// hub request after a restart, so it is never stored twice.
     last_reply: String,
     state: State,
+    /// The reply a completed task returns and the wait it came from: acked at the next
+    /// start if the hub stopped between storing the result and acking the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delivered: Option<ClaimedReply>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,6 +122,9 @@ pub struct Tasks {
     keep: Duration,
     /// A std mutex: map operations only, never across `.await`.
     running: Arc<Mutex<HashMap<String, Running>>>,
+    /// Held while a task leaves `working` (its result, or a cancel): exactly one wins, and
+    /// a reply is acked only when its result is the one stored.
+    endings: Arc<tokio::sync::Mutex<()>>,
     /// Ids unique in this hub for the runs' delivery bookkeeping (see `super`).
     next_id: Arc<std::sync::atomic::AtomicI64>,
     /// A task's wait is closed when its client has not polled for this long: the hub's
@@ -158,6 +170,7 @@ impl Tasks {
             per_credential: limits.tasks_per_credential,
             keep: limits.task_keep,
             running: Arc::default(),
+            endings: Arc::default(),
             next_id,
             unpolled,
             poll_interval,
@@ -191,6 +204,7 @@ impl Tasks {
             last_reply: bridge.last_reply(token),
             arguments,
             state: State::Working,
+            delivered: None,
         };
         self.save(&record).await.map_err(store_failed)?;
         self.run(bridge, &record, ctx);
@@ -236,6 +250,7 @@ impl Tasks {
         id: &str,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let ending = self.endings.lock().await;
         let mut record = self.owned(id, &owner_of(ctx))?;
         if !matches!(record.state, State::Working) {
             return Ok(());
@@ -244,6 +259,7 @@ impl Tasks {
         record.updated_ms = now_ms();
         record.arguments.clear();
         self.save(&record).await.map_err(store_failed)?;
+        drop(ending);
         if let Some(r) = self.lock().get(id) {
             r.stop.cancel();
         }
@@ -299,6 +315,7 @@ impl Tasks {
                 watch.abort();
             }
             tasks.lock().remove(&id);
+            let delivered = bridge.claimed_reply(&call_id);
             let state = match answer {
                 Ok(CallToolResponse::Complete(result)) if is_final(&result) => State::Completed {
                     result: to_object(&result),
@@ -316,12 +333,20 @@ impl Tasks {
                     error: to_object(&e),
                 },
             };
-            if let Err(e) = tasks.finish(&id, state).await {
-                // Not acked: the reply stays pending at the hub for the next wait.
-                tracing::error!(task = %id, error = %e, "could not store the task's result");
-                return;
+            CrashPoint::TaskResultReady.slowed().await;
+            match tasks.finish(&id, state, delivered).await {
+                Ok(true) => {
+                    CrashPoint::TaskResultStored.reached();
+                    bridge.result_written(&call_id);
+                }
+                // Cancelled meanwhile: nobody reads this result, so its reply is not
+                // acked and goes to the next wait.
+                Ok(false) => bridge.result_dropped(&call_id),
+                Err(e) => {
+                    tracing::error!(task = %id, error = %e, "could not store the task's result");
+                    bridge.result_dropped(&call_id);
+                }
             }
-            bridge.result_written(&call_id);
         });
     }
 
@@ -350,18 +375,26 @@ impl Tasks {
         })
     }
 
-    async fn finish(&self, id: &str, state: State) -> Result<(), StoreError> {
+    /// Stores the task's end; false when it had ended already (a cancel came first).
+    async fn finish(
+        &self,
+        id: &str,
+        state: State,
+        delivered: Option<ClaimedReply>,
+    ) -> Result<bool, StoreError> {
+        let _ending = self.endings.lock().await;
         let Some(mut record) = self.load(id)? else {
-            return Ok(());
+            return Ok(false);
         };
         if !matches!(record.state, State::Working) {
-            return Ok(());
+            return Ok(false);
         }
         record.state = state;
+        record.delivered = delivered;
         record.updated_ms = now_ms();
         // A finished task is only read: its arguments are no longer needed.
         record.arguments.clear();
-        self.save(&record).await
+        self.save(&record).await.map(|()| true)
     }
 
     fn owned(&self, id: &str, owner: &str) -> Result<Record, ErrorData> {
@@ -387,6 +420,45 @@ impl Tasks {
             .meta_put(&format!("{PREFIX}{}", record.id), record)?;
         lock(&self.index).insert(record.id.clone(), Summary::of(record));
         self.store.flush().await
+    }
+
+    /// Acks every reply a completed task returns that is still queued at `hub`: the hub
+    /// stopped between storing the task's result and acking its reply. Run before `/mcp`
+    /// serves, so no wait polls such a reply first and returns it a second time.
+    pub fn ack_delivered(&self, hub: &Hub) {
+        let names = self.store.meta_names(PREFIX).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "could not list MCP tasks");
+            Vec::new()
+        });
+        for name in names {
+            let Ok(Some(Record {
+                id,
+                state: State::Completed { .. },
+                delivered: Some(reply),
+                ..
+            })) = self.store.meta_get::<Record>(&name)
+            else {
+                continue;
+            };
+            let Some(token) = Token::parse(&reply.token) else {
+                continue;
+            };
+            let queued = self
+                .store
+                .queued_replies(&token)
+                .is_ok_and(|q| q.iter().any(|r| r.id == reply.reply_id));
+            if !queued {
+                continue;
+            }
+            // The hub acks on the task's behalf, as the session's owner.
+            let owner = hub.info(&token).ok().and_then(|i| i.session.owner);
+            match hub.ack(&token, &reply.wait_id, &reply.reply_id, owner.as_ref()) {
+                Ok(()) => {
+                    tracing::info!(task = %id, reply = %reply.reply_id, "acked a task's reply after a restart")
+                }
+                Err(e) => tracing::warn!(task = %id, error = %e, "could not ack a task's reply"),
+            }
+        }
     }
 
     /// Reads every stored task into the index, dropping those past their time.

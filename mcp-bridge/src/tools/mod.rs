@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{config::Config, delivery::Delivery, hub_client::HubClient};
 use params::{InitOutput, MergeOutput, SelectOutput, output_schema};
 pub use params::{InitParams, MergeParams, SelectParams, WaitParams};
-use sentences::{hub_error_result, keep_going, success};
+use sentences::{hub_error_for_schema, keep_going, success};
 pub use wait::register_request_id;
 
 /// How long the client has to answer `roots/list`.
@@ -152,6 +152,20 @@ impl Bridge {
     /// same message is the same hub request after a restart.
     pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
         self.delivery.restore_last_reply(token, reply_id);
+    }
+
+    /// The reply `request`'s result returns, until that result is written.
+    pub fn claimed_reply(
+        &self,
+        request: &rmcp::model::RequestId,
+    ) -> Option<crate::delivery::ClaimedReply> {
+        self.delivery.claimed(request)
+    }
+
+    /// The result of `request` will never reach the client: its reply is free for the
+    /// next call (see [`Delivery::dropped`]).
+    pub fn result_dropped(&self, request: &rmcp::model::RequestId) {
+        self.delivery.dropped(request);
     }
 
     /// The result of `request` reached the client (see [`Delivery::written`]).
@@ -278,7 +292,7 @@ impl Bridge {
                 };
                 success(text, json!(out), &instruction)
             }
-            Err(e) => hub_error_result(&e, None),
+            Err(e) => hub_error_for_schema(&e, None),
         }
     }
 
@@ -320,7 +334,7 @@ impl Bridge {
                 };
                 success(text, json!(out), &instruction)
             }
-            Err(e) => hub_error_result(&e, Some(&p.token)),
+            Err(e) => hub_error_for_schema(&e, Some(&p.token)),
         }
     }
 
@@ -388,7 +402,9 @@ impl Bridge {
                 success(text, json!(out), &instruction)
             }
             // The hub's message names the session that is closed (source or target).
-            Err(e) => hub_error_result(&e, Some(&merge_subject(&e, &p.from_token, &p.to_token))),
+            Err(e) => {
+                hub_error_for_schema(&e, Some(&merge_subject(&e, &p.from_token, &p.to_token)))
+            }
         }
     }
 }

@@ -174,6 +174,16 @@ pub fn quote_hub(text: &str) -> String {
     format!("{clean:?}")
 }
 
+/// A hub failure as the result of a tool that declares an `outputSchema`: the sentence in
+/// the text alone. Clients validate an error result's `structuredContent` against the
+/// tool's schema too (the MCP TypeScript SDK throws -32602 and the agent never reads the
+/// sentence), and `{error, instruction}` is not that shape; without it nothing is checked.
+pub fn hub_error_for_schema(e: &HubError, token: Option<&str>) -> CallToolResult {
+    let mut r = hub_error_result(e, token);
+    r.structured_content = None;
+    r
+}
+
 /// One clear sentence for the agent per hub failure. `token` names the session the
 /// failure is about.
 pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
@@ -294,6 +304,25 @@ mod tests {
                 .structured_content
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_failure_of_a_tool_with_an_output_schema_says_it_in_the_text_alone() {
+        let e = HubError::Api {
+            hub: "http://127.0.0.1:1".into(),
+            status: 403,
+            code: "BINDING_REJECTED".into(),
+            message: "another chat".into(),
+        };
+        let r = hub_error_for_schema(&e, Some("ct_x"));
+        assert_eq!(r.is_error, Some(true));
+        assert!(r.structured_content.is_none());
+        let t = text_of(&r);
+        assert!(
+            t.contains("BINDING_REJECTED") && t.contains("call init_conversation"),
+            "{t}"
+        );
+        assert_eq!(t, text_of(&hub_error_result(&e, Some("ct_x"))));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Bridge, WaitParams, sentences::*};
 use crate::{
-    delivery::{Delivery, OpenWait},
+    delivery::{Delivery, OpenWait, resume_naming},
     hub_client::{HubClient, HubError, PollAnswer, Reply},
     limits::{self, LimitInputs},
 };
@@ -346,6 +346,18 @@ impl Bridge {
                     Ok(PollAnswer::Replied { reply }) => {
                         failures = 0;
                         call.failing = None;
+                        let seen_before = p
+                            .resume
+                            .as_deref()
+                            .is_some_and(|r| r.trim() == resume_naming(&reply.id));
+                        if seen_before && !self.delivery.was_returned(&reply.id) {
+                            // The agent's last result was this reply, returned before this
+                            // bridge lost its memory (the hub's `/mcp` restarted between
+                            // writing the result and its ack): only the ack is missing.
+                            tracing::info!(%token, reply = %reply.id, "acking a reply the agent's resume shows it saw");
+                            self.ack_in_background(&token, &wait_id, &reply.id).await;
+                            continue;
+                        }
                         if self.delivery.was_returned(&reply.id) {
                             // Written before. If it went to a call the agent abandoned, this
                             // call's resume shows it and the agent gets it now.
@@ -357,13 +369,10 @@ impl Bridge {
                                 return reply_result(&token, &unseen, &resume, structured(&unseen));
                             }
                             // Only its ack got lost.
-                            let hub = self.hub.clone();
-                            let (t, w, r) = (token.clone(), wait_id.clone(), reply.id.clone());
-                            tokio::spawn(async move { hub.ack(&t, &w, &r).await });
-                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            self.ack_in_background(&token, &wait_id, &reply.id).await;
                             continue;
                         }
-                        let resume = self.delivery.issue_resume(&token);
+                        let resume = self.delivery.issue_resume_for_reply(&token, &reply.id);
                         if !self
                             .delivery
                             .claim(&ctx.id, &token, &wait_id, &reply, &resume)
@@ -459,6 +468,15 @@ impl Bridge {
                 }
             }
         }
+    }
+
+    /// Acks a reply the agent already has, then gives the ack a moment before the next
+    /// poll (which would otherwise answer the same reply at once).
+    async fn ack_in_background(&self, token: &str, wait_id: &str, reply_id: &str) {
+        let hub = self.hub.clone();
+        let (t, w, r) = (token.to_owned(), wait_id.to_owned(), reply_id.to_owned());
+        tokio::spawn(async move { hub.ack(&t, &w, &r).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
     /// Backs off after a failed hub call, sending progress meanwhile.

@@ -70,9 +70,19 @@ impl TestHub {
     }
 
     pub async fn start_on(home: &Path, listen: &str) -> anyhow::Result<TestHub> {
+        TestHub::start_with_env(home, listen, &[]).await
+    }
+
+    /// A hub with extra environment variables (a debug build's crash point, say).
+    pub async fn start_with_env(
+        home: &Path,
+        listen: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<TestHub> {
         let addr_file = home.join("hub.addr");
         let _ = std::fs::remove_file(&addr_file);
         let child = Command::new(hub_bin())
+            .envs(env.iter().copied())
             .arg("--home")
             .arg(home)
             .arg("serve")
@@ -131,6 +141,18 @@ impl TestHub {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Waits for the process to end by itself (at a crash point, say).
+    pub async fn died(&mut self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        while self.child.try_wait()?.is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("the hub is still running");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
     }
 
     /// SIGKILL: no flush, no goodbye.
