@@ -112,7 +112,7 @@ fn histories_are_stored_in_chunks_and_read_back_whole() {
 
     assert_history(&store, &a, &written[&a]);
     assert_history(&store, &b, &written[&b]);
-    let chunks = store.history.scan_prefix(a.as_str()).count();
+    let chunks = store.t().unwrap().history.scan_prefix(a.as_str()).count();
     assert!((5..=7).contains(&chunks), "70 messages in {chunks} chunks");
 
     // Histories only grow: a message already stored is refused, nothing written.
@@ -147,13 +147,19 @@ fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
         .message(&s.token, 0, msg(0))
         .bind(BindingKind::Chat, "/w::t@h", Some(&s.token));
     // What a crash right after the journal record leaves: the record, no keys.
-    let ops = store.ops(&w).unwrap();
+    // As `apply` records it: the write's keys and the manifest after it.
+    let t = store.t().unwrap();
+    let mut ops = store.ops(&t, &w).unwrap();
+    let manifest = *store.writing.lock().unwrap();
+    ops.push(manifest.after(&t, &ops).op());
     store
+        .t()
+        .unwrap()
         .journal
         .insert(7u64.to_be_bytes(), journal::encode(&ops))
         .unwrap();
     store.flush_blocking().unwrap();
-    drop(store);
+    drop((t, store));
 
     let store = reopen(dir.path()).unwrap();
     assert_eq!(
@@ -166,7 +172,10 @@ fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
         store.binding(BindingKind::Chat, "/w::t@h").unwrap(),
         Some(s.token.clone())
     );
-    assert!(store.journal.is_empty(), "the record is gone once replayed");
+    assert!(
+        store.t().unwrap().journal.is_empty(),
+        "the record is gone once replayed"
+    );
 }
 
 #[test]
@@ -174,6 +183,8 @@ fn a_damaged_journal_record_is_reported_not_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     store
+        .t()
+        .unwrap()
         .journal
         .insert(1u64.to_be_bytes(), &[1u8, 0, 0][..])
         .unwrap();
@@ -290,10 +301,18 @@ fn a_version_2_store_gets_its_messages_in_chunks_at_open() {
     let store = reopen(dir.path()).unwrap();
     assert_history(&store, &a.token, &long);
     assert_history(&store, &b.token, &short);
-    let version = store.meta.get("schema_version").unwrap().unwrap();
+    let version = store
+        .t()
+        .unwrap()
+        .meta
+        .get("schema_version")
+        .unwrap()
+        .unwrap();
     assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
     assert!(
         !store
+            .t()
+            .unwrap()
             .db
             .tree_names()
             .iter()
@@ -404,7 +423,13 @@ fn a_version_1_store_gets_its_summaries_at_open() {
     drop(store);
     // Upgraded once: the version says so, and a second open changes nothing.
     let store = reopen(dir.path()).unwrap();
-    let version = store.meta.get("schema_version").unwrap().unwrap();
+    let version = store
+        .t()
+        .unwrap()
+        .meta
+        .get("schema_version")
+        .unwrap()
+        .unwrap();
     assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
     assert_eq!(store.load_summaries().unwrap(), summaries);
     assert_history(&store, &waiting.token, &history);
@@ -437,6 +462,8 @@ fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
         Ok(_) => panic!("second open succeeded"),
     }
     store
+        .t()
+        .unwrap()
         .meta
         .insert("schema_version", &99u32.to_be_bytes())
         .unwrap();
