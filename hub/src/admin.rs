@@ -72,6 +72,13 @@ fn count(n: u64, noun: &str) -> String {
     }
 }
 
+fn queued(n: u64) -> String {
+    match n {
+        1 => "1 reply queued".into(),
+        n => format!("{n} replies queued"),
+    }
+}
+
 /// Nothing answers at `base`: say how to start the hub.
 fn not_running(base: &str) -> AdminError {
     let service = if cfg!(target_os = "macos") {
@@ -334,6 +341,72 @@ pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{text}");
         }
+    }
+    Ok(())
+}
+
+/// `backup`: a backup now, by the running hub or from the store when none runs.
+pub async fn backup(config: &Config) -> Result<()> {
+    let (path, sessions) = match running(config).await {
+        Some(c) => {
+            let r = c
+                .call(c.http.post(format!("{}/api/backup", c.base)))
+                .await?;
+            (
+                r["path"].as_str().unwrap_or("?").to_owned(),
+                r["sessions"].as_u64().unwrap_or(0),
+            )
+        }
+        None => {
+            let home = Home::new(config.home.clone());
+            let store = crate::store::Store::open(&home.db_dir(), config.cache_bytes)?;
+            let made = store.backup()?;
+            (made.path.display().to_string(), made.sessions)
+        }
+    };
+    println!("backed up {} to {path}", count(sessions, "session"));
+    Ok(())
+}
+
+/// `verify [PATH]`: checks a store or backup whole (the home's store by default).
+pub fn verify(config: &Config, path: Option<&Path>) -> Result<()> {
+    let dir = path.map_or_else(|| Home::new(config.home.clone()).db_dir(), Path::to_owned);
+    let v = crate::store::verify(&dir)?;
+    println!(
+        "{}: complete, {}, {}, {}",
+        dir.display(),
+        count(v.sessions, "session"),
+        count(v.messages, "message"),
+        queued(v.replies)
+    );
+    Ok(())
+}
+
+/// `restore BACKUP`: puts a verified copy of the backup in place of the home's
+/// store, which is kept beside it; refused while a hub runs.
+pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
+    let home = Home::new(config.home.clone());
+    let db = home.db_dir();
+    let locked = matches!(
+        crate::store::Store::open(&db, 1 << 20),
+        Err(crate::store::StoreError::Locked { .. })
+    );
+    if locked || running(config).await.is_some() {
+        return fail(format!(
+            "a hub runs on {}; stop it before restoring a backup",
+            config.home.display()
+        ));
+    }
+    let (v, aside) = crate::store::restore(backup, &db)?;
+    println!(
+        "restored {} from {}: {}, {}",
+        count(v.sessions, "session"),
+        backup.display(),
+        count(v.messages, "message"),
+        queued(v.replies)
+    );
+    if let Some(aside) = aside {
+        println!("the store it replaced is kept in {}", aside.display());
     }
     Ok(())
 }

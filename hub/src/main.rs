@@ -78,6 +78,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Reply { token, text } => Ok(admin::reply(&config, &token, &text).await?),
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
         Command::Import { file } => Ok(admin::import(&config, &file).await?),
+        Command::Backup => Ok(admin::backup(&config).await?),
+        Command::Verify { path } => Ok(admin::verify(&config, path.as_deref())?),
+        Command::Restore { backup } => Ok(admin::restore(&config, &backup).await?),
         Command::Notify {
             action: NotifyAction::Test,
         } => Ok(admin::notify_test(&config).await?),

@@ -215,3 +215,241 @@ async fn health(addr: std::net::SocketAddr, secret: Option<&str>) -> (u16, Value
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))
 }
+
+/// One session per chat, each with a wait and a queued reply; answers the
+/// sessions' tokens and wait ids. The hub keeps running.
+async fn sessions_with_queued_replies(hub: &RealHub, n: usize) -> Vec<(String, String)> {
+    let mut made = Vec::new();
+    for i in 0..n {
+        let token = hub.api.ok("/api/init", &who(i)).await["token"].clone();
+        let mut reg = who(i);
+        reg["token"] = token.clone();
+        reg["message"] = json!(format!("question {i}"));
+        reg["requestId"] = json!("q1");
+        let wait = hub.api.ok("/api/wait/register", &reg).await["waitId"].clone();
+        hub.api
+            .ok("/api/reply", &json!({"token": token, "text": format!("go on {i}")}))
+            .await;
+        made.push((
+            token.as_str().unwrap().to_owned(),
+            wait.as_str().unwrap_or_default().to_owned(),
+        ));
+    }
+    made
+}
+
+fn db_file(home: &Path) -> PathBuf {
+    home.join("db").join("db")
+}
+
+/// A small seeded generator, so each damage is the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                (self.0 >> 24) as u8
+            })
+            .collect()
+    }
+}
+
+/// 4 KiB of seeded random bytes at `fraction` of the sled file.
+fn overwrite_at(home: &Path, fraction: f64, seed: u64) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(db_file(home))
+        .unwrap();
+    let len = f.metadata().unwrap().len();
+    f.seek(SeekFrom::Start((len as f64 * fraction) as u64))
+        .unwrap();
+    f.write_all(&Rng(seed).bytes(4096)).unwrap();
+}
+
+fn truncate_to(home: &Path, fraction: f64) {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(db_file(home))
+        .unwrap();
+    let len = f.metadata().unwrap().len();
+    f.set_len((len as f64 * fraction) as u64).unwrap();
+}
+
+/// `serve` on a damaged home must exit non-zero with one line that names
+/// the damage and `restore`, and no panic: answers that line.
+fn assert_refused(home: &Path, what: &str) -> String {
+    let addr = free_addr();
+    let mut child = hub_command(home)
+        .args(["serve", "--listen", &addr.to_string()])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: the hub started on a damaged store; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+    assert!(!status.success(), "{what}: exit 0 on a damaged store");
+    assert_ne!(status.code(), Some(101), "{what}: a panic's exit code\n{stderr}");
+    for noise in ["panicked", "backtrace", "thread '"] {
+        assert!(!stderr.contains(noise), "{what}: stderr shows {noise:?}:\n{stderr}");
+    }
+    let is_log = |l: &str| l.len() > 4 && l.as_bytes()[..4].iter().all(u8::is_ascii_digit);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !is_log(l))
+        .collect();
+    assert_eq!(lines.len(), 1, "{what}: expected one line:\n{stderr}");
+    let line = lines[0];
+    for word in ["holdline-hub: ", "damaged", "holdline-hub restore"] {
+        assert!(line.contains(word), "{what}: {word:?} missing from: {line}");
+    }
+    line.to_owned()
+}
+
+/// A home of 120 sessions, made by a real hub that then stopped cleanly.
+async fn home_of_120(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    let mut hub = RealHub::start(&home, free_addr()).await;
+    sessions_with_queued_replies(&hub, 120).await;
+    hub.stop();
+    home
+}
+
+fn copy_home(from: &Path, to: &Path) {
+    let ok = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "cp -a {} {}", from.display(), to.display());
+}
+
+#[tokio::test]
+async fn a_damaged_store_is_refused_with_the_way_back_never_opened_in_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = home_of_120(dir.path()).await;
+    let cases: [(&str, Box<dyn Fn(&Path)>); 3] = [
+        ("random bytes at 50%", Box::new(|h| overwrite_at(h, 0.5, 0x5eed_0050))),
+        ("random bytes at 90%", Box::new(|h| overwrite_at(h, 0.9, 0x5eed_0090))),
+        ("cut to 60%", Box::new(|h| truncate_to(h, 0.6))),
+    ];
+    for (i, (what, damage)) in cases.iter().enumerate() {
+        let home = dir.path().join(format!("case{i}"));
+        copy_home(&made, &home);
+        damage(&home);
+        let line = assert_refused(&home, what);
+        eprintln!("{what}: {line}");
+    }
+}
+
+#[tokio::test]
+async fn backup_verify_restore_brings_every_session_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut hub = RealHub::start(&home, free_addr()).await;
+    let made = sessions_with_queued_replies(&hub, 120).await;
+
+    // Only the person may take a backup.
+    let key = hub.api.ok("/api/keys", &json!({"name": "agent"})).await["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let as_agent = realhub::Api::new(hub.addr, key);
+    let (status, v) = as_agent.post("/api/backup", &json!({})).await.unwrap();
+    assert_eq!(status, 403, "an agent key took a backup: {v}");
+    let (status, _) = realhub::Api::new(hub.addr, "wrong".into())
+        .post("/api/backup", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(status, 401);
+
+    // Through the running hub.
+    let out = run_cli(&home, &["backup"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("backed up 120 sessions to "), "{said}");
+    // Restore is refused while the hub runs.
+    let backups = home.join("backups");
+    let newest = || {
+        let mut all: Vec<PathBuf> = std::fs::read_dir(&backups)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        all.sort();
+        all.pop().expect("a backup")
+    };
+    let out = run_cli(&home, &["restore", newest().to_str().unwrap()]);
+    assert!(!out.status.success(), "restored under a running hub");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stop it"));
+    hub.stop();
+
+    // With no hub running, from the store itself (a second later: a new name).
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = run_cli(&home, &["backup"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 2);
+
+    truncate_to(&home, 0.6);
+    let out = run_cli(&home, &["verify"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "verify passed a damaged store");
+    assert!(err.contains("damaged") && !err.contains("panicked"), "{err}");
+
+    let backup = newest();
+    let out = run_cli(&home, &["verify", backup.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("120 sessions") && said.contains("120 replies queued"), "{said}");
+
+    let out = run_cli(&home, &["restore", backup.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("restored 120 sessions"), "{said}");
+    let kept: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("db.replaced-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the damaged store is kept aside");
+    let out = run_cli(&home, &["verify"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    hub.restart().await;
+    assert_eq!(hub.api.health().await.unwrap()["sessions"], 120);
+    // Each queue keeps its order: the reply queued before the backup comes
+    // first, also before one queued after the restore.
+    for (i, (token, wait)) in made.iter().enumerate().step_by(17) {
+        hub.api
+            .ok("/api/reply", &json!({"token": token, "text": "after restore"}))
+            .await;
+        let got = hub
+            .api
+            .ok(
+                "/api/wait/poll",
+                &json!({"token": token, "waitId": wait, "timeoutMs": 1000}),
+            )
+            .await;
+        assert_eq!(got["reply"]["text"], format!("go on {i}"), "{got}");
+    }
+    hub.stop();
+}

@@ -64,7 +64,7 @@ pub enum StoreError {
         expected: u32,
     },
     #[error(
-        "the store at {path} is damaged ({detail}); restore it from a backup or move it aside and import an export (see docs/operations.md)"
+        "the store at {path} is damaged ({detail}); restore it from a backup with `holdline-hub restore <home>/backups/store-…` (the newest that `holdline-hub verify` passes), or move it aside and import an export or let MongoDB bring the sessions back (see docs/operations.md)"
     )]
     Corrupt { path: PathBuf, detail: String },
     #[error(
