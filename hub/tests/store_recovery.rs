@@ -228,7 +228,10 @@ async fn sessions_with_queued_replies(hub: &RealHub, n: usize) -> Vec<(String, S
         reg["requestId"] = json!("q1");
         let wait = hub.api.ok("/api/wait/register", &reg).await["waitId"].clone();
         hub.api
-            .ok("/api/reply", &json!({"token": token, "text": format!("go on {i}")}))
+            .ok(
+                "/api/reply",
+                &json!({"token": token, "text": format!("go on {i}")}),
+            )
             .await;
         made.push((
             token.as_str().unwrap().to_owned(),
@@ -308,9 +311,16 @@ fn assert_refused(home: &Path, what: &str) -> String {
     };
     let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
     assert!(!status.success(), "{what}: exit 0 on a damaged store");
-    assert_ne!(status.code(), Some(101), "{what}: a panic's exit code\n{stderr}");
+    assert_ne!(
+        status.code(),
+        Some(101),
+        "{what}: a panic's exit code\n{stderr}"
+    );
     for noise in ["panicked", "backtrace", "thread '"] {
-        assert!(!stderr.contains(noise), "{what}: stderr shows {noise:?}:\n{stderr}");
+        assert!(
+            !stderr.contains(noise),
+            "{what}: stderr shows {noise:?}:\n{stderr}"
+        );
     }
     let is_log = |l: &str| l.len() > 4 && l.as_bytes()[..4].iter().all(u8::is_ascii_digit);
     let lines: Vec<&str> = stderr
@@ -349,8 +359,14 @@ async fn a_damaged_store_is_refused_with_the_way_back_never_opened_in_part() {
     let dir = tempfile::tempdir().unwrap();
     let made = home_of_120(dir.path()).await;
     let cases: [(&str, Box<dyn Fn(&Path)>); 3] = [
-        ("random bytes at 50%", Box::new(|h| overwrite_at(h, 0.5, 0x5eed_0050))),
-        ("random bytes at 90%", Box::new(|h| overwrite_at(h, 0.9, 0x5eed_0090))),
+        (
+            "random bytes at 50%",
+            Box::new(|h| overwrite_at(h, 0.5, 0x5eed_0050)),
+        ),
+        (
+            "random bytes at 90%",
+            Box::new(|h| overwrite_at(h, 0.9, 0x5eed_0090)),
+        ),
         ("cut to 60%", Box::new(|h| truncate_to(h, 0.6))),
     ];
     for (i, (what, damage)) in cases.iter().enumerate() {
@@ -386,7 +402,11 @@ async fn backup_verify_restore_brings_every_session_back() {
     // Through the running hub.
     let out = run_cli(&home, &["backup"]);
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("backed up 120 sessions to "), "{said}");
     // Restore is refused while the hub runs.
     let backups = home.join("backups");
@@ -406,24 +426,42 @@ async fn backup_verify_restore_brings_every_session_back() {
     // With no hub running, from the store itself (a second later: a new name).
     std::thread::sleep(Duration::from_millis(1100));
     let out = run_cli(&home, &["backup"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 2);
 
     truncate_to(&home, 0.6);
     let out = run_cli(&home, &["verify"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "verify passed a damaged store");
-    assert!(err.contains("damaged") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("damaged") && !err.contains("panicked"),
+        "{err}"
+    );
 
     let backup = newest();
     let out = run_cli(&home, &["verify", backup.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(said.contains("120 sessions") && said.contains("120 replies queued"), "{said}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("120 sessions") && said.contains("120 replies queued"),
+        "{said}"
+    );
 
     let out = run_cli(&home, &["restore", backup.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("restored 120 sessions"), "{said}");
     let kept: Vec<_> = std::fs::read_dir(&home)
         .unwrap()
@@ -432,7 +470,11 @@ async fn backup_verify_restore_brings_every_session_back() {
         .collect();
     assert_eq!(kept.len(), 1, "the damaged store is kept aside");
     let out = run_cli(&home, &["verify"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     hub.restart().await;
     assert_eq!(hub.api.health().await.unwrap()["sessions"], 120);
@@ -440,7 +482,10 @@ async fn backup_verify_restore_brings_every_session_back() {
     // first, also before one queued after the restore.
     for (i, (token, wait)) in made.iter().enumerate().step_by(17) {
         hub.api
-            .ok("/api/reply", &json!({"token": token, "text": "after restore"}))
+            .ok(
+                "/api/reply",
+                &json!({"token": token, "text": "after restore"}),
+            )
             .await;
         let got = hub
             .api

@@ -475,3 +475,117 @@ fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
         Ok(_) => panic!("wrong schema accepted"),
     }
 }
+
+#[test]
+fn a_queued_reply_goes_after_the_queue_whatever_sleds_id_counter_says() {
+    // A restored store's id counter starts again below the ids it holds.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let early = QueuedReply::new("early".into(), vec![], false);
+    store
+        .t()
+        .unwrap()
+        .replies
+        .insert(key(&s.token, 1 << 40), encode(&early))
+        .unwrap();
+    let (a, b) = (
+        QueuedReply::new("a".into(), vec![], false),
+        QueuedReply::new("b".into(), vec![], false),
+    );
+    let mut w = Write::new();
+    w.session(&s)
+        .enqueue(&s.token, a.clone())
+        .enqueue(&s.token, b.clone());
+    store.apply(&w).unwrap();
+    let ids: Vec<String> = store
+        .queued_replies(&s.token)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, vec![early.id, a.id, b.id]);
+}
+
+#[test]
+fn the_manifest_counts_sessions_and_replies_and_a_missing_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let r = QueuedReply::new("r".into(), vec![], false);
+    let mut w = Write::new();
+    // The same session twice in one write counts once.
+    w.session(&s).session(&s).enqueue(&s.token, r.clone());
+    store.apply(&w).unwrap();
+    let mut w = Write::new();
+    w.session(&s).dequeue(&s.token, &r.id);
+    store.apply(&w).unwrap();
+    let m = *store.writing.lock().unwrap();
+    assert_eq!((m.generation, m.sessions, m.replies), (2, 1, 0));
+    store.flush_blocking().unwrap();
+    // A session lost behind the manifest's back: the next open refuses.
+    store
+        .t()
+        .unwrap()
+        .summaries
+        .remove(s.token.to_raw())
+        .unwrap();
+    store.flush_blocking().unwrap();
+    drop(store);
+    match reopen(dir.path()) {
+        Err(StoreError::Corrupt { detail, .. }) => {
+            assert!(detail.contains("holds 0 sessions"), "{detail}")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a store missing a session opened"),
+    }
+}
+
+#[test]
+fn a_store_behind_its_witness_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let mut w = Write::new();
+    w.session(&s);
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    drop(store);
+    // As if the disk had confirmed writes this store no longer has.
+    manifest::witness(dir.path(), 5);
+    match reopen(dir.path()) {
+        Err(StoreError::Corrupt { detail, .. }) => {
+            assert!(detail.contains("last 4 confirmed writes"), "{detail}")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a store behind its witness opened"),
+    }
+}
+
+#[test]
+fn a_panic_while_opening_is_caught_quietly() {
+    let caught = open::quiet_panics(|| -> u32 { panic!("sled read a damaged page\nmore") });
+    assert_eq!(caught, Err("sled read a damaged page".to_owned()));
+    assert_eq!(open::quiet_panics(|| 7), Ok(7));
+}
+
+#[test]
+fn a_reopened_store_has_what_was_flushed_and_takes_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let mut w = Write::new();
+    w.session(&s).message(&s.token, 0, msg(0));
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    let _ = store.write_failed("No space left on device");
+    assert!(matches!(store.state(), StoreState::Failing { .. }));
+    store.reopen().unwrap();
+    assert_eq!(store.state(), StoreState::Ok);
+    assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
+    let mut w = Write::new();
+    w.message(&s.token, 1, msg(1));
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 2);
+}
