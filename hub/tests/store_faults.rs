@@ -375,7 +375,11 @@ async fn full_disk_fails_requests_clearly_and_stops() {
             .is_some_and(|m| m.contains("could not write")),
         "{refused}"
     );
-    assert!(api.health().await.is_some(), "still answering");
+    // Still answering, and saying the store fails (a supervisor sees 503).
+    let (status, h) = api.get("/healthz").await.expect("still answering");
+    assert_eq!(status, 503, "{h}");
+    assert_eq!(h["ok"], false, "{h}");
+    assert_eq!(h["store"]["state"], "failing", "{h}");
 
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -354,11 +354,14 @@ fn copy_home(from: &Path, to: &Path) {
     assert!(ok, "cp -a {} {}", from.display(), to.display());
 }
 
+/// One way to damage a stopped hub's store.
+type Damage = Box<dyn Fn(&Path)>;
+
 #[tokio::test]
 async fn a_damaged_store_is_refused_with_the_way_back_never_opened_in_part() {
     let dir = tempfile::tempdir().unwrap();
     let made = home_of_120(dir.path()).await;
-    let cases: [(&str, Box<dyn Fn(&Path)>); 3] = [
+    let cases: [(&str, Damage); 3] = [
         (
             "random bytes at 50%",
             Box::new(|h| overwrite_at(h, 0.5, 0x5eed_0050)),
