@@ -175,6 +175,8 @@ pub struct Store {
     /// chunk, and the manifest counts what each write adds. Holds the
     /// manifest as the last write left it.
     writing: Arc<std::sync::Mutex<Manifest>>,
+    /// The generation last written to the witness (see [`manifest`]).
+    witnessed: Arc<AtomicU64>,
     /// Whether writes are failing (see [`recover`]).
     health: Arc<recover::Health>,
 }
@@ -406,7 +408,9 @@ impl Store {
     fn flush_trees(&self, t: &Trees) -> Result<(), StoreError> {
         let generation = self.generation();
         t.db.flush().map_err(|e| self.write_failed(e))?;
-        manifest::witness(&self.dir, generation);
+        if self.witnessed.fetch_max(generation, Ordering::AcqRel) < generation {
+            manifest::witness(&self.dir, generation);
+        }
         Ok(())
     }
 

@@ -25,6 +25,7 @@ impl Store {
             applied: Default::default(),
             durable: Default::default(),
             writing: Arc::new(std::sync::Mutex::new(manifest)),
+            witnessed: Default::default(),
             health: Default::default(),
         })
     }
