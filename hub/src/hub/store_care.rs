@@ -57,7 +57,12 @@ impl Hub {
     pub fn heal_store(&self) -> Result<(), StoreError> {
         let mut table = self.lock();
         self.inner.store.reopen()?;
-        *table = SessionTable::load(&self.inner.store)?;
+        // Not reloaded, memory could disagree with the store: keep failing and retry.
+        *table = SessionTable::load(&self.inner.store).map_err(|e| {
+            self.inner
+                .store
+                .write_failed(format!("reading the reopened store: {e}"))
+        })?;
         let waiting: Vec<_> = table.waiting().map(|s| s.token.clone()).collect();
         drop(table);
         // Polls re-read what they wait on.
