@@ -372,8 +372,12 @@ pub async fn backup(config: &Config) -> Result<()> {
 pub fn verify(config: &Config, path: Option<&Path>) -> Result<()> {
     let dir = path.map_or_else(|| Home::new(config.home.clone()).db_dir(), Path::to_owned);
     let v = crate::store::verify(&dir)?;
+    let what = match v.older_schema {
+        None => "complete".to_owned(),
+        Some(n) => format!("readable, schema version {n} (a hub upgrades it when it starts on it)"),
+    };
     println!(
-        "{}: complete, {}, {}, {}",
+        "{}: {what}, {}, {}, {}",
         dir.display(),
         count(v.sessions, "session"),
         count(v.messages, "message"),

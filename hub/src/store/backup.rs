@@ -33,6 +33,10 @@ pub struct Verified {
     pub sessions: u64,
     pub messages: u64,
     pub replies: u64,
+    /// The older schema version of a backup taken before an upgrade: it
+    /// opened and its sessions read, but it has no manifest to check
+    /// against (a hub upgrades it when it starts on it).
+    pub older_schema: Option<u32>,
 }
 
 /// The home whose store is in `dir`: its parent, if `dir` is a home's `db`
@@ -158,18 +162,49 @@ pub fn verify(dir: &Path) -> Result<Verified, StoreError> {
             detail: "it is not a store (no sled database in it)".into(),
         });
     }
-    let (t, manifest) = open::open_trees(dir, 64 << 20)?;
+    let (t, manifest) = open::open_trees_for(dir, 64 << 20, open::Purpose::Verify)?;
+    let Some(manifest) = manifest else {
+        return verify_older(&t, dir);
+    };
     open::quiet_panics(|| read_everything(&t, dir)).unwrap_or_else(|panic| {
         Err(StoreError::Corrupt {
             path: dir.to_owned(),
             detail: format!("sled cannot read it: {panic}"),
         })
     })?;
-    let messages = count_messages(&t)?;
     Ok(Verified {
         sessions: manifest.sessions,
-        messages,
+        messages: count_messages(&t)?,
         replies: manifest.replies,
+        older_schema: None,
+    })
+}
+
+/// A store of an older schema version: every session record reads; its
+/// messages are counted where that version kept them.
+fn verify_older(t: &Trees, dir: &Path) -> Result<Verified, StoreError> {
+    let version = t
+        .meta
+        .get("schema_version")?
+        .and_then(|v| <[u8; 4]>::try_from(v.as_ref()).ok())
+        .map(u32::from_be_bytes);
+    let damaged = |detail: String| StoreError::Corrupt {
+        path: dir.to_owned(),
+        detail,
+    };
+    let mut sessions = 0;
+    for kv in t.sessions.iter() {
+        let (_, v) = kv?;
+        super::decode::<crate::session::Session>(&v)
+            .map_err(|e| damaged(format!("a session record is unreadable: {e}")))?;
+        sessions += 1;
+    }
+    let legacy = t.db.open_tree(super::LEGACY_MESSAGES)?;
+    Ok(Verified {
+        sessions,
+        messages: legacy.len() as u64 + count_messages(t)?,
+        replies: t.replies.len() as u64,
+        older_schema: version,
     })
 }
 

@@ -15,6 +15,7 @@ impl Store {
     /// and that nothing is missing.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
         let (trees, manifest) = open_trees(dir, cache_bytes)?;
+        let manifest = manifest.expect("a store opened to serve is at this schema version");
         Ok(Store {
             dir: Arc::new(dir.to_owned()),
             cache_bytes,
@@ -31,10 +32,32 @@ impl Store {
     }
 }
 
-/// Opens sled in `dir` and checks it (see the module doc). sled panics on
-/// some damage: that is caught, silently, and reported as damage.
-pub(super) fn open_trees(dir: &Path, cache_bytes: u64) -> Result<(Trees, Manifest), StoreError> {
-    quiet_panics(|| open_checked(dir, cache_bytes)).unwrap_or_else(|panic| {
+/// Opens sled in `dir` and checks it (see the module doc), upgrading an
+/// older schema version. sled panics on some damage: that is caught,
+/// silently, and reported as damage.
+pub(super) fn open_trees(
+    dir: &Path,
+    cache_bytes: u64,
+) -> Result<(Trees, Option<Manifest>), StoreError> {
+    open_trees_for(dir, cache_bytes, Purpose::Serve)
+}
+
+/// What a store is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    /// Upgraded if older, then checked: the manifest is always there.
+    Serve,
+    /// Checked only: one of an older schema version (a backup taken before
+    /// an upgrade) is left as it is and answered without a manifest.
+    Verify,
+}
+
+pub(super) fn open_trees_for(
+    dir: &Path,
+    cache_bytes: u64,
+    purpose: Purpose,
+) -> Result<(Trees, Option<Manifest>), StoreError> {
+    quiet_panics(|| open_checked(dir, cache_bytes, purpose)).unwrap_or_else(|panic| {
         Err(StoreError::Corrupt {
             path: dir.to_owned(),
             detail: format!("sled cannot read it: {panic}"),
@@ -42,7 +65,11 @@ pub(super) fn open_trees(dir: &Path, cache_bytes: u64) -> Result<(Trees, Manifes
     })
 }
 
-fn open_checked(dir: &Path, cache_bytes: u64) -> Result<(Trees, Manifest), StoreError> {
+fn open_checked(
+    dir: &Path,
+    cache_bytes: u64,
+    purpose: Purpose,
+) -> Result<(Trees, Option<Manifest>), StoreError> {
     // sled reads an unreadable log as the torn tail of a crash and starts
     // from what it could read, possibly nothing. A store that had data but
     // comes up without even its schema version (the first thing written)
@@ -69,6 +96,9 @@ fn open_checked(dir: &Path, cache_bytes: u64) -> Result<(Trees, Manifest), Store
         db,
     };
     let upgrade_from = trees.schema_version(dir, had_data)?;
+    if upgrade_from.is_some() && purpose == Purpose::Verify {
+        return Ok((trees, None));
+    }
     let corrupt = |e| match e {
         StoreError::Decode(detail) => StoreError::Corrupt {
             path: dir.to_owned(),
@@ -99,7 +129,7 @@ fn open_checked(dir: &Path, cache_bytes: u64) -> Result<(Trees, Manifest), Store
     // An upgrade stopped after writing the version leaves the old messages.
     trees.db.drop_tree(LEGACY_MESSAGES)?;
     let manifest = trees.check_complete(dir)?;
-    Ok((trees, manifest))
+    Ok((trees, Some(manifest)))
 }
 
 /// Runs `f`, answering a panic inside it as its message, with the panic hook

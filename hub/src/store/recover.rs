@@ -117,6 +117,7 @@ impl Store {
             }
         }
         let (trees, checked) = open_retrying(&self.dir, self.cache_bytes)?;
+        let checked = checked.expect("a store opened to serve is at this schema version");
         // The disk takes writes again: one of sled's own, made durable.
         trees
             .meta
@@ -152,7 +153,7 @@ fn probe_room(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Opens the store again; sled may hold its lock a moment after the last handle went.
-fn open_retrying(dir: &Path, cache_bytes: u64) -> Result<(Trees, Manifest), StoreError> {
+fn open_retrying(dir: &Path, cache_bytes: u64) -> Result<(Trees, Option<Manifest>), StoreError> {
     let mut tries = 0;
     loop {
         match open::open_trees(dir, cache_bytes) {

@@ -589,3 +589,42 @@ fn a_reopened_store_has_what_was_flushed_and_takes_writes() {
     store.flush_blocking().unwrap();
     assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 2);
 }
+
+#[test]
+fn an_upgrade_is_backed_up_first_and_the_backup_verifies() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("db");
+    let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+    write_old_version(
+        &dir,
+        2,
+        std::slice::from_ref(&s),
+        &[],
+        &[(&s.token, vec![msg(0), msg(1)])],
+    );
+    let store = Store::open(&dir, 1 << 20).unwrap();
+    assert_history(&store, &s.token, &[msg(0), msg(1)]);
+    let backups: Vec<_> = std::fs::read_dir(backups_dir(home.path()))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    // The backup holds the store as it was before the upgrade.
+    let old = sled_open(&backups[0]);
+    let version = old
+        .open_tree("meta")
+        .unwrap()
+        .get("schema_version")
+        .unwrap();
+    assert_eq!(version.unwrap().as_ref(), &2u32.to_be_bytes());
+    assert_eq!(old.open_tree(LEGACY_MESSAGES).unwrap().len(), 2);
+    drop(old);
+    let checked = verify(&backups[0]).unwrap();
+    assert_eq!(
+        (checked.sessions, checked.messages, checked.older_schema),
+        (1, 2, Some(2))
+    );
+    // Verifying it left it as it was, not upgraded.
+    let old = sled_open(&backups[0]);
+    assert_eq!(old.open_tree(LEGACY_MESSAGES).unwrap().len(), 2);
+}
