@@ -402,15 +402,46 @@ async fn backup_verify_restore_brings_every_session_back() {
         .unwrap();
     assert_eq!(status, 401);
 
-    // Through the running hub.
-    let out = run_cli(&home, &["backup"]);
-    let said = String::from_utf8_lossy(&out.stdout);
+    // Through the running hub, while replies and new sessions are written:
+    // the backup is one moment, so it verifies whole.
+    let writer = {
+        let api = hub.api.clone();
+        let tokens: Vec<String> = made.iter().map(|(t, _)| t.clone()).collect();
+        tokio::spawn(async move {
+            for (i, token) in tokens.iter().enumerate().take(60) {
+                api.ok(
+                    "/api/reply",
+                    &json!({"token": token, "text": format!("more {i}")}),
+                )
+                .await;
+                api.ok("/api/init", &who(1000 + i)).await;
+            }
+        })
+    };
+    let out = tokio::task::spawn_blocking({
+        let home = home.clone();
+        move || run_cli(&home, &["backup"])
+    })
+    .await
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(said.contains("backed up 120 sessions to "), "{said}");
+    assert!(
+        said.contains("backed up ") && said.contains(" sessions to "),
+        "{said}"
+    );
+    writer.await.unwrap();
+    let first = PathBuf::from(said.trim().rsplit(" to ").next().unwrap());
+    let out = run_cli(&home, &["verify", first.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "a backup taken under writes: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Restore is refused while the hub runs.
     let backups = home.join("backups");
     let newest = || {
@@ -454,7 +485,7 @@ async fn backup_verify_restore_brings_every_session_back() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        said.contains("120 sessions") && said.contains("120 replies queued"),
+        said.contains("180 sessions") && said.contains("180 replies queued"),
         "{said}"
     );
 
@@ -465,7 +496,7 @@ async fn backup_verify_restore_brings_every_session_back() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(said.contains("restored 120 sessions"), "{said}");
+    assert!(said.contains("restored 180 sessions"), "{said}");
     let kept: Vec<_> = std::fs::read_dir(&home)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -480,7 +511,7 @@ async fn backup_verify_restore_brings_every_session_back() {
     );
 
     hub.restart().await;
-    assert_eq!(hub.api.health().await.unwrap()["sessions"], 120);
+    assert_eq!(hub.api.health().await.unwrap()["sessions"], 180);
     // Each queue keeps its order: the reply queued before the backup comes
     // first, also before one queued after the restore.
     for (i, (token, wait)) in made.iter().enumerate().step_by(17) {

@@ -166,15 +166,16 @@ pub fn verify(dir: &Path) -> Result<Verified, StoreError> {
     let Some(manifest) = manifest else {
         return verify_older(&t, dir);
     };
-    open::quiet_panics(|| read_everything(&t, dir)).unwrap_or_else(|panic| {
-        Err(StoreError::Corrupt {
-            path: dir.to_owned(),
-            detail: format!("sled cannot read it: {panic}"),
-        })
-    })?;
+    let read = open::quiet_panics(|| {
+        read_everything(&t, dir)?;
+        count_messages(&t)
+    });
+    let messages = read
+        .unwrap_or_else(|panic| Err(StoreError::Decode(format!("sled cannot read it: {panic}"))))
+        .map_err(|e| open::damaged_at(dir, e))?;
     Ok(Verified {
         sessions: manifest.sessions,
-        messages: count_messages(&t)?,
+        messages,
         replies: manifest.replies,
         older_schema: None,
     })

@@ -84,7 +84,11 @@ pub enum StoreError {
 
 impl From<sled::Error> for StoreError {
     fn from(e: sled::Error) -> Self {
-        StoreError::Io(e.to_string())
+        match e {
+            // Read back wrong: the store is damaged, not the disk full.
+            sled::Error::Corruption { .. } => StoreError::Decode(e.to_string()),
+            other => StoreError::Io(other.to_string()),
+        }
     }
 }
 

@@ -57,12 +57,20 @@ pub(super) fn open_trees_for(
     cache_bytes: u64,
     purpose: Purpose,
 ) -> Result<(Trees, Option<Manifest>), StoreError> {
-    quiet_panics(|| open_checked(dir, cache_bytes, purpose)).unwrap_or_else(|panic| {
-        Err(StoreError::Corrupt {
+    quiet_panics(|| open_checked(dir, cache_bytes, purpose))
+        .unwrap_or_else(|panic| Err(StoreError::Decode(format!("sled cannot read it: {panic}"))))
+        .map_err(|e| damaged_at(dir, e))
+}
+
+/// A record read back wrong, while opening `dir`, is damage to the store.
+pub(super) fn damaged_at(dir: &Path, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Decode(detail) => StoreError::Corrupt {
             path: dir.to_owned(),
-            detail: format!("sled cannot read it: {panic}"),
-        })
-    })
+            detail,
+        },
+        other => other,
+    }
 }
 
 fn open_checked(
@@ -99,14 +107,7 @@ fn open_checked(
     if upgrade_from.is_some() && purpose == Purpose::Verify {
         return Ok((trees, None));
     }
-    let corrupt = |e| match e {
-        StoreError::Decode(detail) => StoreError::Corrupt {
-            path: dir.to_owned(),
-            detail,
-        },
-        other => other,
-    };
-    let replayed = trees.replay_journal().map_err(corrupt)?;
+    let replayed = trees.replay_journal()?;
     if replayed > 0 {
         tracing::info!(writes = replayed, "finished writes a crash interrupted");
     }
@@ -117,7 +118,7 @@ fn open_checked(
             tracing::info!(backup = %copy.path.display(), "backed up the store before upgrading it");
         }
         let started = std::time::Instant::now();
-        let (sessions, messages) = trees.upgrade(from).map_err(corrupt)?;
+        let (sessions, messages) = trees.upgrade(from)?;
         tracing::info!(
             from,
             sessions,
