@@ -70,6 +70,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             eprintln!("holdline-hub: warning: {w}");
         }
     }
+    // Whatever a command creates (a backup, sled's files when it opens a store
+    // or a backup) is for its owner only, as `serve` makes everything.
+    rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o077));
     match cli.command {
         Command::Serve(_) => serve(config).await,
         Command::PanelUrl { no_qr } => Ok(admin::panel_url(&config, no_qr)?),

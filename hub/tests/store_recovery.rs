@@ -466,6 +466,22 @@ async fn backup_verify_restore_brings_every_session_back() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(std::fs::read_dir(&backups).unwrap().count(), 2);
+    // For the owner only, like the store (taken by the hub and by the command).
+    use std::os::unix::fs::PermissionsExt;
+    for b in std::fs::read_dir(&backups).unwrap() {
+        let b = b.unwrap().path();
+        for f in std::fs::read_dir(&b).unwrap() {
+            let f = f.unwrap();
+            let b = f.path();
+            let mode = f.metadata().unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o077,
+                0,
+                "{} is open to others: {mode:o}",
+                b.display()
+            );
+        }
+    }
 
     truncate_to(&home, 0.6);
     let out = run_cli(&home, &["verify"]);
