@@ -11,10 +11,16 @@
 //!   consecutive messages (JSON each, see [`history`]); a session's history is a
 //!   prefix scan, and appending rewrites at most one small chunk
 //! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
-//! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
-//! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`
+//! - `replies`: token ‖ id (u64 BE: sled's monotonic id, kept above the
+//!   queue's last) → queued reply
+//! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`,
+//!   `manifest` (what the store holds, written with every write; see [`manifest`])
 //! - `synced`: token → (rev, messages) already written to MongoDB
 //! - `journal`: sequence number → a write in progress (see [`journal`])
+//!
+//! Beside sled's files, `holdline-generation` notes the last write a flush
+//! confirmed (see [`manifest`]); after a failed write the store is reopened
+//! (see [`recover`]); backups, `verify` and `restore` are in [`backup`].
 
 mod backup;
 mod history;
@@ -24,7 +30,7 @@ mod open;
 mod recover;
 
 pub use backup::{BackupReport, Verified, backups_dir, restore, verify};
-pub use manifest::Manifest;
+use manifest::Manifest;
 pub use recover::StoreState;
 
 use std::collections::HashMap;
