@@ -31,7 +31,9 @@ impl Hub {
             tokio::select! {
                 _ = self.inner.shutdown.cancelled() => return,
                 _ = heal.tick() => {
-                    if matches!(self.store().state(), StoreState::Failing { .. }) {
+                    // Not while the failed database is in use: the table's lock
+                    // would be held while waiting for it.
+                    if matches!(self.store().state(), StoreState::Failing { .. }) && !self.store().in_use() {
                         let hub = self.clone();
                         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || hub.heal_store()).await {
                             tracing::debug!(error = %e, "the store cannot be reopened yet");

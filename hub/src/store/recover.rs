@@ -43,8 +43,9 @@ pub(super) struct Health {
 /// How much room the disk must take before sled is opened again: a log
 /// segment and then some.
 const PROBE_BYTES: usize = 1 << 20;
-/// How long a reopen waits for the last request using the old database.
-const HANDLES_LIMIT: Duration = Duration::from_secs(10);
+/// How long a reopen waits for the last request using the old database
+/// (writes wait meanwhile).
+const HANDLES_LIMIT: Duration = Duration::from_secs(1);
 
 impl Store {
     /// The open database, or an error while it is being reopened.
@@ -95,6 +96,17 @@ impl Store {
                 since: *since,
             },
         }
+    }
+
+    /// Whether something besides the store holds the open database now (a
+    /// read in progress, or a flush the failed disk never answered): a
+    /// reopen would have to wait for it, so try later.
+    pub fn in_use(&self) -> bool {
+        self.open
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|t| Arc::strong_count(t) > 1)
     }
 
     /// Closes sled and opens it again, if the disk takes a probe write; no
