@@ -135,12 +135,61 @@ impl Trees {
     }
 }
 
-/// Writes down that the disk confirmed every write up to `generation`. Not
-/// synced itself: after a power cut it may be older than the store (which
-/// refuses nothing), never newer (it is written after sled's flush).
+/// The witness of one store, kept open: noting a generation is one small
+/// write at the file's start, no rename (a flush answers every reply).
+#[derive(Debug)]
+pub(super) struct Witness {
+    path: std::path::PathBuf,
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl Witness {
+    pub(super) fn new(dir: &Path) -> Witness {
+        Witness {
+            path: dir.join(WITNESS),
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Writes down that the disk confirmed every write up to `generation`.
+    /// Not synced itself: after a power cut it may be older than the store
+    /// (which refuses nothing) or torn (its check then fails: not checked),
+    /// never newer (it is written after sled's flush).
+    pub(super) fn note(&self, generation: u64) {
+        use std::os::unix::fs::FileExt;
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let written = match &*file {
+            Some(f) => f.write_all_at(record(generation).as_bytes(), 0),
+            None => std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.path)
+                .and_then(|f| {
+                    f.write_all_at(record(generation).as_bytes(), 0)?;
+                    *file = Some(f);
+                    Ok(())
+                }),
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "could not note the store's confirmed writes");
+        }
+    }
+}
+
+/// A generation and its check, fixed width, so a rewrite in place covers
+/// the old record whole.
+fn record(generation: u64) -> String {
+    format!("{generation:020} {:020}\n", generation ^ CHECK)
+}
+
+/// What a generation's check is XORed with.
+const CHECK: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Writes the witness of a store copied elsewhere (a backup), whole.
 pub(super) fn witness(dir: &Path, generation: u64) {
     let tmp = dir.join(format!("{WITNESS}.tmp"));
-    let written = std::fs::write(&tmp, format!("{generation}\n"))
+    let written = std::fs::write(&tmp, record(generation))
         .and_then(|()| std::fs::rename(&tmp, dir.join(WITNESS)));
     if let Err(e) = written {
         tracing::warn!(error = %e, "could not note the store's confirmed writes");
@@ -148,10 +197,14 @@ pub(super) fn witness(dir: &Path, generation: u64) {
 }
 
 /// The generation the witness holds; `None` when there is none (a store of
-/// an older build) or it cannot be read (a power cut while it was written).
+/// an older build) or it cannot be read (torn by a power cut).
 fn read_witness(dir: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(dir.join(WITNESS)).ok()?;
-    let generation = text.trim().parse().ok();
+    let mut parts = text.split_whitespace().map(str::parse::<u64>);
+    let generation = match (parts.next(), parts.next()) {
+        (Some(Ok(g)), Some(Ok(check))) if g ^ CHECK == check => Some(g),
+        _ => None,
+    };
     if generation.is_none() {
         tracing::warn!("the store's note of its confirmed writes is unreadable; not checked");
     }

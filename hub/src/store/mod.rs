@@ -185,7 +185,9 @@ pub struct Store {
     /// chunk, and the manifest counts what each write adds. Holds the
     /// manifest as the last write left it.
     writing: Arc<std::sync::Mutex<Manifest>>,
-    /// The generation last written to the witness (see [`manifest`]).
+    /// The last write the disk confirmed, noted beside the store, and the
+    /// generation last noted (see [`manifest`]).
+    witness: Arc<manifest::Witness>,
     witnessed: Arc<AtomicU64>,
     /// Whether writes are failing (see [`recover`]).
     health: Arc<recover::Health>,
@@ -419,7 +421,7 @@ impl Store {
         let generation = self.generation();
         t.db.flush().map_err(|e| self.write_failed(e))?;
         if self.witnessed.fetch_max(generation, Ordering::AcqRel) < generation {
-            manifest::witness(&self.dir, generation);
+            self.witness.note(generation);
         }
         Ok(())
     }

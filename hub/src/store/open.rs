@@ -26,6 +26,7 @@ impl Store {
             applied: Default::default(),
             durable: Default::default(),
             writing: Arc::new(std::sync::Mutex::new(manifest)),
+            witness: Arc::new(manifest::Witness::new(dir)),
             witnessed: Default::default(),
             health: Default::default(),
         })

@@ -628,3 +628,27 @@ fn an_upgrade_is_backed_up_first_and_the_backup_verifies() {
     let old = sled_open(&backups[0]);
     assert_eq!(old.open_tree(LEGACY_MESSAGES).unwrap().len(), 2);
 }
+
+#[test]
+fn a_torn_witness_is_not_trusted_and_a_whole_one_is_rewritten_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let mut w = Write::new();
+    w.session(&s);
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    let noted = std::fs::read_to_string(dir.path().join("holdline-generation")).unwrap();
+    assert!(noted.starts_with("00000000000000000002 "), "{noted:?}");
+    drop(store);
+    // A power cut tore it: a number far ahead, its check wrong. Not a refusal.
+    std::fs::write(
+        dir.path().join("holdline-generation"),
+        "00000000000000000999 00000000000000000001\n",
+    )
+    .unwrap();
+    let store = reopen(dir.path()).unwrap();
+    assert_eq!(store.session(&s.token).unwrap().unwrap().token, s.token);
+}
