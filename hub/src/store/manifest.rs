@@ -127,7 +127,7 @@ impl Trees {
             && confirmed > stored.generation
         {
             return Err(damaged(format!(
-                "its last {} confirmed writes are missing",
+                "it lacks {} of the writes the disk confirmed",
                 confirmed - stored.generation
             )));
         }

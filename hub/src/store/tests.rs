@@ -555,7 +555,10 @@ fn a_store_behind_its_witness_is_refused() {
     manifest::witness(dir.path(), 5);
     match reopen(dir.path()) {
         Err(StoreError::Corrupt { detail, .. }) => {
-            assert!(detail.contains("last 4 confirmed writes"), "{detail}")
+            assert!(
+                detail.contains("lacks 4 of the writes the disk confirmed"),
+                "{detail}"
+            )
         }
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("a store behind its witness opened"),
