@@ -391,11 +391,7 @@ pub fn verify(config: &Config, path: Option<&Path>) -> Result<()> {
 pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
     let home = Home::new(config.home.clone());
     let db = home.db_dir();
-    let locked = matches!(
-        crate::store::Store::open(&db, 1 << 20),
-        Err(crate::store::StoreError::Locked { .. })
-    );
-    if locked || running(config).await.is_some() {
+    if store_in_use(&db) || running(config).await.is_some() {
         return fail(format!(
             "a hub runs on {}; stop it before restoring a backup",
             config.home.display()
@@ -413,6 +409,16 @@ pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
         println!("the store it replaced is kept in {}", aside.display());
     }
     Ok(())
+}
+
+/// Whether a process holds the lock sled takes on its `db` file, tried
+/// without opening sled (which would write to a damaged store).
+fn store_in_use(db_dir: &Path) -> bool {
+    use rustix::fs::{FlockOperation, flock};
+    match std::fs::File::open(db_dir.join("db")) {
+        Ok(f) => flock(&f, FlockOperation::NonBlockingLockExclusive).is_err(),
+        Err(_) => false,
+    }
 }
 
 /// `import FILE`: adds the sessions the hub does not have yet.

@@ -505,6 +505,7 @@ async fn backup_verify_restore_brings_every_session_back() {
         "{said}"
     );
 
+    let damaged = std::fs::read(db_file(&home)).unwrap();
     let out = run_cli(&home, &["restore", backup.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -519,6 +520,10 @@ async fn backup_verify_restore_brings_every_session_back() {
         .filter(|n| n.starts_with("db.replaced-"))
         .collect();
     assert_eq!(kept.len(), 1, "the damaged store is kept aside");
+    assert!(
+        std::fs::read(home.join(&kept[0]).join("db")).unwrap() == damaged,
+        "the damaged store was changed on its way aside"
+    );
     let out = run_cli(&home, &["verify"]);
     assert!(
         out.status.success(),
