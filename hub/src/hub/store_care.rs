@@ -30,28 +30,40 @@ impl Hub {
         loop {
             tokio::select! {
                 _ = self.inner.shutdown.cancelled() => return,
-                _ = heal.tick() => {
-                    // Not while the failed database is in use: the table's lock
-                    // would be held while waiting for it.
-                    if matches!(self.store().state(), StoreState::Failing { .. }) && !self.store().in_use() {
-                        let hub = self.clone();
-                        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || hub.heal_store()).await {
-                            tracing::debug!(error = %e, "the store cannot be reopened yet");
-                        }
-                    }
-                }
-                _ = backup.tick() => {
-                    let due = self.store().newest_backup_age().is_none_or(|age| age >= BACKUP_EVERY);
-                    if due {
-                        let hub = self.clone();
-                        match tokio::task::spawn_blocking(move || hub.backup()).await {
-                            Ok(Ok(b)) => tracing::info!(path = %b.path.display(), sessions = b.sessions, "daily backup taken"),
-                            Ok(Err(e)) => tracing::error!(error = %e, "the daily backup failed"),
-                            Err(_) => {}
-                        }
-                    }
-                }
+                _ = heal.tick() => self.heal_if_failing().await,
+                _ = backup.tick() => self.backup_if_due().await,
             }
+        }
+    }
+
+    async fn heal_if_failing(&self) {
+        // Not while the failed database is in use: the table's lock would be
+        // held while waiting for it.
+        let failing = matches!(self.store().state(), StoreState::Failing { .. });
+        if !failing || self.store().in_use() {
+            return;
+        }
+        let hub = self.clone();
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || hub.heal_store()).await {
+            tracing::debug!(error = %e, "the store cannot be reopened yet");
+        }
+    }
+
+    async fn backup_if_due(&self) {
+        let due = self
+            .store()
+            .newest_backup_age()
+            .is_none_or(|age| age >= BACKUP_EVERY);
+        if !due {
+            return;
+        }
+        let hub = self.clone();
+        match tokio::task::spawn_blocking(move || hub.backup()).await {
+            Ok(Ok(b)) => {
+                tracing::info!(path = %b.path.display(), sessions = b.sessions, "daily backup taken")
+            }
+            Ok(Err(e)) => tracing::error!(error = %e, "the daily backup failed"),
+            Err(_) => {}
         }
     }
 
