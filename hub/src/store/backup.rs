@@ -101,8 +101,18 @@ pub(super) fn snapshot(
     );
     let dest = backups.join(&name);
     let tmp = backups.join(format!(".{name}.partial"));
-    let _ = std::fs::remove_dir_all(&tmp);
-    copy_trees(t, &tmp)?;
+    // What an earlier backup cut short (a full disk, a crash) left.
+    for entry in std::fs::read_dir(backups).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&format!(".{PREFIX}")) && name.ends_with(".partial") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    if let Err(e) = copy_trees(t, &tmp) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
     manifest::witness(&tmp, manifest.generation);
     if dest.exists() {
         // Two backups within one second: the newer replaces the older.
