@@ -93,6 +93,13 @@ fn count(n: u64, noun: &str) -> String {
     }
 }
 
+fn queued(n: u64) -> String {
+    match n {
+        1 => "1 reply queued".into(),
+        n => format!("{n} replies queued"),
+    }
+}
+
 /// Nothing answers at `base`: say how to start the hub.
 fn not_running(base: &str) -> AdminError {
     let service = if cfg!(target_os = "macos") {
@@ -170,13 +177,31 @@ impl Client {
         })
     }
 
+    /// Whether a hub answers here: `/healthz` is 200, or 503 while its store
+    /// fails (it still runs and holds the store).
     async fn is_up(&self) -> bool {
         self.http
             .get(format!("{}/healthz", self.base))
             .timeout(Duration::from_secs(2))
             .send()
             .await
-            .is_ok_and(|r| r.status().is_success())
+            .is_ok_and(|r| {
+                r.status().is_success() || r.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE
+            })
+    }
+
+    /// `/healthz` with the secret, whatever its status (503: the store fails).
+    async fn health(&self) -> Result<Value> {
+        let res = self
+            .http
+            .get(format!("{}/healthz", self.base))
+            .bearer_auth(&self.secret)
+            .send()
+            .await
+            .map_err(|_| not_running(&self.base))?;
+        res.json()
+            .await
+            .map_err(|e| AdminError::Message(format!("the hub at {} answered: {e}", self.base)))
     }
 
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value> {
@@ -243,7 +268,7 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
 /// `status`: is the hub up, and what it holds.
 pub async fn status(config: &Config) -> Result<()> {
     let c = Client::new(config)?;
-    let h = c.call(c.http.get(format!("{}/healthz", c.base))).await?;
+    let h = c.health().await?;
     say!(
         "holdline-hub {} at {}: {}, {} waiting, up {}s",
         h["version"].as_str().unwrap_or("?"),
@@ -254,6 +279,13 @@ pub async fn status(config: &Config) -> Result<()> {
     );
     if let Ok(p) = serde_json::from_value::<HubProcess>(h["process"].clone()) {
         say!("Process: PID {}, {}", p.pid, started_by_text(p.started_by));
+    }
+    if h["store"]["state"] == "failing" {
+        say!(
+            "Store: FAILING since {} ms: {} (writes answer errors; the hub retries by itself)",
+            h["store"]["since"],
+            h["store"]["lastError"].as_str().unwrap_or("no details")
+        );
     }
     match &h["mongo"] {
         Value::Null => say!("MongoDB sync: off"),
@@ -297,7 +329,7 @@ pub async fn stop(config: &Config) -> Result<()> {
         say!("no holdline-hub is running at {}", c.base);
         return Ok(());
     }
-    let h = c.call(c.http.get(format!("{}/healthz", c.base))).await?;
+    let h = c.health().await?;
     let p: HubProcess = serde_json::from_value(h["process"].clone()).map_err(|_| {
         AdminError::Message(format!(
             "the hub at {} did not say its process id (it is older than this command):              stop it with its service manager or `kill`",
@@ -430,6 +462,82 @@ pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `backup`: a backup now, by the running hub or from the store when none runs.
+pub async fn backup(config: &Config) -> Result<()> {
+    let (path, sessions) = match running(config).await {
+        Some(c) => {
+            let r = c
+                .call(c.http.post(format!("{}/api/backup", c.base)))
+                .await?;
+            (
+                r["path"].as_str().unwrap_or("?").to_owned(),
+                r["sessions"].as_u64().unwrap_or(0),
+            )
+        }
+        None => {
+            let home = Home::new(config.home.clone());
+            let store = crate::store::Store::open(&home.db_dir(), config.cache_bytes)?;
+            let made = store.backup()?;
+            (made.path.display().to_string(), made.sessions)
+        }
+    };
+    say!("backed up {} to {path}", count(sessions, "session"));
+    Ok(())
+}
+
+/// `verify [PATH]`: checks a store or backup whole (the home's store by default).
+pub fn verify(config: &Config, path: Option<&Path>) -> Result<()> {
+    let dir = path.map_or_else(|| Home::new(config.home.clone()).db_dir(), Path::to_owned);
+    let v = crate::store::verify(&dir)?;
+    let what = match v.older_schema {
+        None => "complete".to_owned(),
+        Some(n) => format!("readable, schema version {n} (a hub upgrades it when it starts on it)"),
+    };
+    say!(
+        "{}: {what}, {}, {}, {}",
+        dir.display(),
+        count(v.sessions, "session"),
+        count(v.messages, "message"),
+        queued(v.replies)
+    );
+    Ok(())
+}
+
+/// `restore BACKUP`: puts a verified copy of the backup in place of the home's
+/// store, which is kept beside it; refused while a hub runs.
+pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
+    let home = Home::new(config.home.clone());
+    let db = home.db_dir();
+    if store_in_use(&db) || running(config).await.is_some() {
+        return fail(format!(
+            "a hub runs on {}; stop it before restoring a backup",
+            config.home.display()
+        ));
+    }
+    let (v, aside) = crate::store::restore(backup, &db)?;
+    say!(
+        "restored {} from {}: {}, {}",
+        count(v.sessions, "session"),
+        backup.display(),
+        count(v.messages, "message"),
+        queued(v.replies)
+    );
+    if let Some(aside) = aside {
+        say!("the store it replaced is kept in {}", aside.display());
+    }
+    Ok(())
+}
+
+/// Whether a process holds the lock sled takes on its `db` file, tried
+/// without opening sled (which would write to a damaged store).
+fn store_in_use(db_dir: &Path) -> bool {
+    use rustix::fs::{FlockOperation, flock};
+    match std::fs::File::open(db_dir.join("db")) {
+        Ok(f) => flock(&f, FlockOperation::NonBlockingLockExclusive).is_err(),
+        Err(_) => false,
+    }
 }
 
 /// `import FILE`: adds the sessions the hub does not have yet.

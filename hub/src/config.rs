@@ -74,6 +74,23 @@ pub enum Command {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// Back the store up into `<home>/backups/` now (through the running hub, or
+    /// directly when none runs); the newest 7 backups are kept.
+    Backup,
+    /// Check a store or a backup whole: that it opens, holds every session its
+    /// last write recorded, and every record reads. Exits 1 when it does not.
+    Verify {
+        /// The store folder or backup to check (default: the home's store).
+        #[arg(value_name = "PATH")]
+        path: Option<PathBuf>,
+    },
+    /// Put a backup in place of the home's store (no hub may run); the store
+    /// it replaces is kept beside it, renamed.
+    Restore {
+        /// A backup folder, such as `<home>/backups/store-20260101T030000Z`.
+        #[arg(value_name = "BACKUP")]
+        backup: PathBuf,
+    },
     /// Print the effective configuration, secrets masked.
     Config,
     /// Notification channels (`[notify]` in config.toml).

@@ -99,6 +99,7 @@ pub async fn run(
     let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
     hub.resume_waits();
     tokio::spawn(hub.clone().watch_waits());
+    tokio::spawn(hub.clone().look_after_store());
     let notify = notify::Notifier::start(&hub);
     let (sessions, waiting) = hub.counts();
     tracing::info!(%addr, sessions, waiting, "holdline-hub listening");

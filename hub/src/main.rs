@@ -70,6 +70,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             eprintln!("holdline-hub: warning: {w}");
         }
     }
+    // Whatever a command creates (a backup, sled's files when it opens a store
+    // or a backup) is for its owner only, as `serve` makes everything.
+    rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o077));
     match cli.command {
         Command::Serve(_) => serve(config).await,
         Command::PanelUrl { no_qr } => Ok(admin::panel_url(&config, no_qr)?),
@@ -83,6 +86,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         } => Ok(admin::reply(&config, &token, &text, in_reply_to).await?),
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
         Command::Import { file } => Ok(admin::import(&config, &file).await?),
+        Command::Backup => Ok(admin::backup(&config).await?),
+        Command::Verify { path } => Ok(admin::verify(&config, path.as_deref())?),
+        Command::Restore { backup } => Ok(admin::restore(&config, &backup).await?),
         Command::Notify {
             action: NotifyAction::Test,
         } => Ok(admin::notify_test(&config).await?),

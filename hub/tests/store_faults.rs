@@ -133,9 +133,9 @@ async fn overwritten_config_of_the_database_is_reported_as_damaged() {
 }
 
 /// A log cut short looks to sled like the torn tail of a crash: it recovers
-/// the prefix it can read. Where the cut leaves the schema version readable
-/// the hub starts with what was recovered (only a backup brings the rest
-/// back); where it does not, the hub refuses. Either way: no panic.
+/// the prefix it can read. The hub's own completeness check (the manifest
+/// and the confirmed-write witness) then refuses it; only a cut that loses
+/// nothing live may open, and then with every session. Either way: no panic.
 #[tokio::test]
 async fn truncated_database_never_panics() {
     for fraction in [2, 3, 10] {
@@ -178,6 +178,7 @@ async fn truncated_database_never_panics() {
         match outcome {
             Some(h) => {
                 assert!(!stderr.contains("panicked"), "{stderr}");
+                assert_eq!(h["sessions"], 5, "opened in part: {h}");
                 eprintln!(
                     "db cut to 1/{fraction}: sled recovered a prefix, the hub serves {} of 5 sessions",
                     h["sessions"]
@@ -375,7 +376,11 @@ async fn full_disk_fails_requests_clearly_and_stops() {
             .is_some_and(|m| m.contains("could not write")),
         "{refused}"
     );
-    assert!(api.health().await.is_some(), "still answering");
+    // Still answering, and saying the store fails (a supervisor sees 503).
+    let (status, h) = api.get("/healthz").await.expect("still answering");
+    assert_eq!(status, 503, "{h}");
+    assert_eq!(h["ok"], false, "{h}");
+    assert_eq!(h["store"]["state"], "failing", "{h}");
 
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -360,6 +360,7 @@ pub struct Health {
     pub waiting: usize,
     pub uptime_ms: u64,
     pub mongo: Option<serde_json::Value>,
+    pub store: StoreHealth,
     /// Notification channels; only for a caller with the secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notify: Option<Vec<crate::notify::ChannelState>>,
@@ -367,6 +368,28 @@ pub struct Health {
     /// secret (`holdline-hub status` and `stop` read them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::process::HubProcess>,
+}
+
+/// Whether the store takes writes: `state` is `ok` or `failing` (since a
+/// write failed, until the hub reopened the store).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreHealth {
+    pub state: &'static str,
+    /// The failure's text; only for a caller with the secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+}
+
+/// What `POST /api/backup` made.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupAnswer {
+    pub path: String,
+    pub sessions: u64,
+    pub replies: u64,
 }
 
 #[derive(Debug, Serialize)]

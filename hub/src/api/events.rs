@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use tokio_stream::wrappers::BroadcastStream;
 
 use super::AppState;
-use super::dto::{Health, SessionDto};
+use super::dto::{Health, SessionDto, StoreHealth};
+use crate::store::StoreState;
 
 /// `GET /api/events`: a `session` event per change; ends at shutdown.
 pub async fn stream(
@@ -45,10 +46,12 @@ pub async fn stream(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-/// `GET /healthz`: liveness and a few counts, no secret needed. With the
-/// secret (or a panel login; not an agent key): the MongoDB sync's last error (the driver's
-/// text, with the database's address) and each notification channel's state.
-pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Health> {
+/// `GET /healthz`: liveness and a few counts, no secret needed; 503 with
+/// `ok: false` while the store's writes fail. With the secret (or a panel
+/// login; not an agent key): the MongoDB sync's last error (the driver's
+/// text, with the database's address), the store's last error and each
+/// notification channel's state.
+pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let (sessions, waiting) = app.hub.counts();
     // The person's details only: an agent key sees what everyone sees.
     let authorized = matches!(
@@ -61,20 +64,41 @@ pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Json<Hea
     {
         m.remove("lastError");
     }
-    Json(Health {
-        ok: true,
+    let state = app.hub.store().state();
+    let ok = state == StoreState::Ok;
+    let store = match state {
+        StoreState::Ok => StoreHealth {
+            state: "ok",
+            last_error: None,
+            since: None,
+        },
+        StoreState::Failing { last_error, since } => StoreHealth {
+            state: "failing",
+            last_error: authorized.then_some(last_error),
+            since: Some(since),
+        },
+    };
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let health = Health {
+        ok,
         version: env!("CARGO_PKG_VERSION"),
         sessions,
         waiting,
         uptime_ms: app.hub.uptime().as_millis() as u64,
         mongo,
+        store,
         notify: app
             .notify
             .as_ref()
             .filter(|_| authorized)
             .map(|n| n.states()),
         process: authorized.then(crate::process::HubProcess::this),
-    })
+    };
+    (status, Json(health)).into_response()
 }
 
 /// `GET /metrics`: Prometheus text.

@@ -117,6 +117,7 @@ fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
             get(person::templates).put(person::set_templates),
         )
         .route("/api/export", get(person::export))
+        .route("/api/backup", post(person::backup))
         .route(
             "/api/import",
             post(person::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),

@@ -2,7 +2,7 @@
 //! listing and reading sessions, settings, archive, templates, export/import.
 
 use axum::extract::{ConnectInfo, Path, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
@@ -321,6 +321,20 @@ pub async fn set_templates(
 
 pub async fn export(State(app): State<AppState>) -> Answer<ExportFile> {
     Ok(Json(app.hub.export()?))
+}
+
+/// `POST /api/backup`: a backup of the store into `<home>/backups/` now.
+pub async fn backup(State(app): State<AppState>) -> Answer<BackupAnswer> {
+    let hub = app.hub.clone();
+    let made = tokio::task::spawn_blocking(move || hub.backup())
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e.to_string()))?
+        .map_err(HubError::Store)?;
+    Ok(Json(BackupAnswer {
+        path: made.path.display().to_string(),
+        sessions: made.sessions,
+        replies: made.replies,
+    }))
 }
 
 pub async fn import(

@@ -29,6 +29,7 @@ use crate::waits::Waiters;
 mod agent;
 mod liveness;
 mod person;
+mod store_care;
 mod sync;
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,8 @@ pub enum TreeId {
     Summaries = 6,
     /// Chunks of messages (see `history`).
     History = 7,
+    /// The store's manifest (see `manifest`), written with every write.
+    Meta = 8,
 }
 
 impl TreeId {
@@ -38,6 +40,7 @@ impl TreeId {
             5 => TreeId::Replies,
             6 => TreeId::Summaries,
             7 => TreeId::History,
+            8 => TreeId::Meta,
             _ => return None,
         })
     }
@@ -132,7 +135,7 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), ops);
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         let mut bad_tree = bytes.clone();
-        bad_tree[1] = 8;
+        bad_tree[1] = 9;
         assert!(decode(&bad_tree).is_err());
         assert_eq!(decode(&[]).unwrap(), vec![]);
     }

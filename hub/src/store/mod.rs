@@ -11,14 +11,27 @@
 //!   consecutive messages (JSON each, see [`history`]); a session's history is a
 //!   prefix scan, and appending rewrites at most one small chunk
 //! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
-//! - `replies`: token ‖ id (u64 BE, from sled's monotonic ids) → queued reply
-//! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`
+//! - `replies`: token ‖ id (u64 BE: sled's monotonic id, kept above the
+//!   queue's last) → queued reply
+//! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`,
+//!   `manifest` (what the store holds, written with every write; see [`manifest`])
 //! - `synced`: token → (rev, messages) already written to MongoDB
 //! - `journal`: sequence number → a write in progress (see [`journal`])
+//!
+//! Beside sled's files, `holdline-generation` notes the last write a flush
+//! confirmed (see [`manifest`]); after a failed write the store is reopened
+//! (see [`recover`]); backups, `verify` and `restore` are in [`backup`].
 
+mod backup;
 mod history;
 mod journal;
+mod manifest;
 mod open;
+mod recover;
+
+pub use backup::{BackupReport, Verified, backups_dir, restore, verify};
+use manifest::Manifest;
+pub use recover::StoreState;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +70,7 @@ pub enum StoreError {
         expected: u32,
     },
     #[error(
-        "the store at {path} is damaged ({detail}); restore it from a backup or move it aside and import an export (see docs/operations.md)"
+        "the store at {path} is damaged ({detail}); restore it from a backup with `holdline-hub restore <home>/backups/store-…` (the newest that `holdline-hub verify` passes), or move it aside and import an export or let MongoDB bring the sessions back (see docs/operations.md)"
     )]
     Corrupt { path: PathBuf, detail: String },
     #[error(
@@ -77,7 +90,11 @@ pub enum StoreError {
 
 impl From<sled::Error> for StoreError {
     fn from(e: sled::Error) -> Self {
-        StoreError::Io(e.to_string())
+        match e {
+            // Read back wrong: the store is damaged, not the disk full.
+            sled::Error::Corruption { .. } => StoreError::Decode(e.to_string()),
+            other => StoreError::Io(other.to_string()),
+        }
     }
 }
 
@@ -129,9 +146,10 @@ impl Write {
     }
 }
 
-/// The embedded database. Cheap to clone.
-#[derive(Clone)]
-pub struct Store {
+/// sled's handles: the database and its trees. Replaced whole when the store
+/// is reopened after a failed write (sled refuses every write after one IO
+/// error until it is opened again).
+pub(crate) struct Trees {
     db: sled::Db,
     sessions: Tree,
     summaries: Tree,
@@ -143,6 +161,16 @@ pub struct Store {
     meta: Tree,
     synced: Tree,
     journal: Tree,
+}
+
+/// The embedded database. Cheap to clone; clones share one sled database.
+#[derive(Clone)]
+pub struct Store {
+    /// The sled folder and cache size, for reopening.
+    dir: Arc<PathBuf>,
+    cache_bytes: u64,
+    /// The open database; `None` while it is being reopened.
+    open: Arc<std::sync::RwLock<Option<Arc<Trees>>>>,
     /// Key of the next journal record; the journal is empty after open.
     journal_seq: Arc<AtomicU64>,
     /// One flush at a time (see [`Store::flush`]).
@@ -153,8 +181,16 @@ pub struct Store {
     begun: Arc<AtomicU64>,
     applied: Arc<AtomicU64>,
     durable: Arc<AtomicU64>,
-    /// One write at a time: appending a message reads and rewrites its chunk.
-    writing: Arc<std::sync::Mutex<()>>,
+    /// One write at a time: appending a message reads and rewrites its
+    /// chunk, and the manifest counts what each write adds. Holds the
+    /// manifest as the last write left it.
+    writing: Arc<std::sync::Mutex<Manifest>>,
+    /// The last write the disk confirmed, noted beside the store, and the
+    /// generation last noted (see [`manifest`]).
+    witness: Arc<manifest::Witness>,
+    witnessed: Arc<AtomicU64>,
+    /// Whether writes are failing (see [`recover`]).
+    health: Arc<recover::Health>,
 }
 
 /// Counts one [`Store::apply`] as ended when it returns, however it returns.
@@ -188,8 +224,9 @@ fn encode<T: serde::Serialize>(v: &T) -> Vec<u8> {
 impl Store {
     /// Every session's summary, by the token's raw bytes.
     pub fn load_summaries(&self) -> Result<HashMap<[u8; 16], Summary>, StoreError> {
+        let t = self.t()?;
         let mut all = HashMap::new();
-        for record in self.summaries.iter() {
+        for record in t.summaries.iter() {
             let (key, value) = record?;
             let raw = <[u8; 16]>::try_from(key.as_ref())
                 .map_err(|_| StoreError::Decode("a session summary's key is not a token".into()))?;
@@ -200,7 +237,8 @@ impl Store {
 
     /// One session's whole record.
     pub fn session(&self, token: &Token) -> Result<Option<Session>, StoreError> {
-        self.sessions
+        self.t()?
+            .sessions
             .get(token.as_str())?
             .map(|v| decode(&v))
             .transpose()
@@ -212,25 +250,37 @@ impl Store {
     /// disk failed), its journal record stays and the next open finishes the
     /// write, so a write reported as failed may still take effect after a restart.
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
-        let _turn = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         self.begun.fetch_add(1, Ordering::AcqRel);
         // Ended, also when it failed half-way: a flush then makes that half durable.
         let _ended = Ended(&self.applied);
-        let ops = self.ops(w)?;
-        if let [op] = ops.as_slice() {
-            // One key: sled applies it atomically by itself.
-            return self.apply_op(op);
+        let t = self.t()?;
+        let mut ops = self.ops(&t, w)?;
+        if ops.is_empty() {
+            return Ok(());
         }
+        // The manifest goes with every write, in the same journal record.
+        let next = manifest.after(&t, &ops);
+        ops.push(next.op());
         let record = self
             .journal_seq
             .fetch_add(1, Ordering::Relaxed)
             .to_be_bytes();
-        self.journal.insert(record, journal::encode(&ops))?;
-        for op in &ops {
-            self.apply_op(op)?;
+        let written = (|| {
+            t.journal.insert(record, journal::encode(&ops))?;
+            for op in &ops {
+                t.apply_op(op)?;
+            }
+            t.journal.remove(record)?;
+            Ok::<_, sled::Error>(())
+        })();
+        match written {
+            Ok(()) => {
+                *manifest = next;
+                Ok(())
+            }
+            Err(e) => Err(self.write_failed(e)),
         }
-        self.journal.remove(record)?;
-        Ok(())
     }
 
     /// A mark covering every write a read made before this call could have
@@ -240,7 +290,7 @@ impl Store {
     }
 
     /// `w` as puts and deletes of concrete keys, values encoded.
-    fn ops(&self, w: &Write) -> Result<Vec<Op>, StoreError> {
+    fn ops(&self, t: &Trees, w: &Write) -> Result<Vec<Op>, StoreError> {
         let put = |tree, key: Vec<u8>, value: Vec<u8>| Op {
             tree,
             key,
@@ -265,7 +315,7 @@ impl Store {
                 summary_bytes(&Summary::of(s)).to_vec(),
             ));
         }
-        self.append_messages(&w.messages, &mut ops)?;
+        append_messages(t, &w.messages, &mut ops)?;
         for (kind, name, token) in &w.bind {
             let tree = match kind {
                 BindingKind::Chat => TreeId::Bindings,
@@ -278,16 +328,24 @@ impl Store {
                 value: token.as_ref().map(|t| t.as_str().as_bytes().to_vec()),
             });
         }
-        // Queued replies are keyed by a monotonic id so the queue keeps its order.
+        // Queued replies are keyed by an id above the queue's last, so the
+        // queue keeps its order (also in a restored store, whose id counter
+        // starts again).
+        let mut last_ids: Vec<(&Token, u64)> = Vec::new();
         for (token, r) in &w.enqueue {
-            ops.push(put(
-                TreeId::Replies,
-                key(token, self.db.generate_id()?),
-                encode(r),
-            ));
+            let last = match last_ids.iter().position(|(t, _)| *t == token) {
+                Some(i) => last_ids[i].1,
+                None => last_reply_id(t, token)?,
+            };
+            let id = t.db.generate_id()?.max(last + 1);
+            match last_ids.iter_mut().find(|(t, _)| *t == token) {
+                Some(e) => e.1 = id,
+                None => last_ids.push((token, id)),
+            }
+            ops.push(put(TreeId::Replies, key(token, id), encode(r)));
         }
         for (token, id) in &w.dequeue {
-            if let Some(k) = self.reply_key(token, id)? {
+            if let Some(k) = reply_key(t, token, id)? {
                 ops.push(Op {
                     tree: TreeId::Replies,
                     key: k,
@@ -296,98 +354,6 @@ impl Store {
             }
         }
         Ok(ops)
-    }
-
-    /// The chunk writes that append `messages` (in order, per session) to their histories.
-    fn append_messages(
-        &self,
-        messages: &[(Token, u64, Message)],
-        ops: &mut Vec<Op>,
-    ) -> Result<(), StoreError> {
-        // The chunk each session's messages are going into, as this write leaves it.
-        let mut open: Vec<(&Token, history::Chunk)> = Vec::new();
-        let write = |token: &Token, c: history::Chunk, ops: &mut Vec<Op>| {
-            if c.changed {
-                ops.push(Op {
-                    tree: TreeId::History,
-                    key: key(token, c.first),
-                    value: Some(c.value),
-                });
-            }
-        };
-        for (token, seq, m) in messages {
-            let message = encode(m);
-            let i = match open.iter().position(|(t, _)| *t == token) {
-                Some(i) => i,
-                None => {
-                    let last = match self.history.scan_prefix(token.as_str()).next_back() {
-                        Some(kv) => {
-                            let (k, v) = kv?;
-                            history::Chunk::stored(seq_of(&k), v.to_vec())?
-                        }
-                        None => history::Chunk::starting_at(*seq),
-                    };
-                    open.push((token, last));
-                    open.len() - 1
-                }
-            };
-            let chunk = &mut open[i].1;
-            if !chunk.follows(*seq) {
-                return Err(StoreError::Io(format!(
-                    "message {seq} of {} is already stored",
-                    token.as_str()
-                )));
-            }
-            if !chunk.takes(message.len()) {
-                let full = std::mem::replace(chunk, history::Chunk::starting_at(*seq));
-                write(token, full, ops);
-            }
-            open[i].1.push(*seq, &message);
-        }
-        for (token, c) in open {
-            write(token, c, ops);
-        }
-        Ok(())
-    }
-
-    fn apply_op(&self, op: &Op) -> Result<(), StoreError> {
-        let legacy;
-        let tree = match op.tree {
-            TreeId::Sessions => &self.sessions,
-            TreeId::History => &self.history,
-            TreeId::Bindings => &self.bindings,
-            TreeId::Plans => &self.plans,
-            TreeId::Threads => &self.threads,
-            TreeId::Replies => &self.replies,
-            TreeId::Summaries => &self.summaries,
-            // Only in a record a crash left before the upgrade, which follows.
-            TreeId::Messages => {
-                legacy = self.db.open_tree(LEGACY_MESSAGES)?;
-                &legacy
-            }
-        };
-        match &op.value {
-            Some(v) => tree.insert(op.key.as_slice(), v.as_slice())?,
-            None => tree.remove(op.key.as_slice())?,
-        };
-        Ok(())
-    }
-
-    /// Finishes the writes a crash interrupted (their journal records), oldest first.
-    fn replay_journal(&self) -> Result<usize, StoreError> {
-        let mut replayed = 0;
-        for kv in self.journal.iter() {
-            let (record, ops) = kv?;
-            for op in journal::decode(&ops)? {
-                self.apply_op(&op)?;
-            }
-            self.journal.remove(record)?;
-            replayed += 1;
-        }
-        if replayed > 0 {
-            self.db.flush()?;
-        }
-        Ok(replayed)
     }
 
     /// Makes every applied write durable. Called before answering anything a person typed.
@@ -419,36 +385,54 @@ impl Store {
         &self,
         _turn: tokio::sync::MutexGuard<'_, ()>,
     ) -> Result<(), StoreError> {
+        let t = self.t()?;
         let mark = self.applied.load(Ordering::Acquire);
-        let db = self.db.clone();
+        let store = self.clone();
         // After a failed write (a full disk) sled's flush can wait forever;
         // answer with the error instead of hanging the request or shutdown.
-        tokio::time::timeout(FLUSH_LIMIT, tokio::task::spawn_blocking(move || db.flush()))
-            .await
-            .map_err(|_| {
-                StoreError::Io(format!(
-                    "the disk did not confirm a write within {} s",
-                    FLUSH_LIMIT.as_secs()
-                ))
-            })?
-            .map_err(|e| StoreError::Io(e.to_string()))??;
+        let flushed = tokio::time::timeout(
+            FLUSH_LIMIT,
+            tokio::task::spawn_blocking(move || store.flush_trees(&t)),
+        )
+        .await
+        .map_err(|_| {
+            self.write_failed(std::io::Error::other(format!(
+                "the disk did not confirm a write within {} s",
+                FLUSH_LIMIT.as_secs()
+            )))
+        })?
+        .map_err(|e| StoreError::Io(e.to_string()))?;
+        flushed?;
         self.durable.fetch_max(mark, Ordering::AcqRel);
         Ok(())
     }
 
     pub fn flush_blocking(&self) -> Result<(), StoreError> {
+        let t = self.t()?;
         let mark = self.applied.load(Ordering::Acquire);
-        self.db.flush()?;
+        self.flush_trees(&t)?;
         self.durable.fetch_max(mark, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// sled's flush, then the generation it made durable written down beside
+    /// the store (see [`manifest`]).
+    fn flush_trees(&self, t: &Trees) -> Result<(), StoreError> {
+        let generation = self.generation();
+        t.db.flush().map_err(|e| self.write_failed(e))?;
+        if self.witnessed.fetch_max(generation, Ordering::AcqRel) < generation {
+            self.witness.note(generation);
+        }
         Ok(())
     }
 
     /// The token bound to `name`, if any.
     pub fn binding(&self, kind: BindingKind, name: &str) -> Result<Option<Token>, StoreError> {
+        let t = self.t()?;
         let tree = match kind {
-            BindingKind::Chat => &self.bindings,
-            BindingKind::Plan => &self.plans,
-            BindingKind::Thread => &self.threads,
+            BindingKind::Chat => &t.bindings,
+            BindingKind::Plan => &t.plans,
+            BindingKind::Thread => &t.threads,
         };
         Ok(tree
             .get(name.as_bytes())?
@@ -457,10 +441,11 @@ impl Store {
 
     /// Every binding of one kind that points at `token`.
     pub fn bindings_of(&self, kind: BindingKind, token: &Token) -> Result<Vec<String>, StoreError> {
+        let t = self.t()?;
         let tree = match kind {
-            BindingKind::Chat => &self.bindings,
-            BindingKind::Plan => &self.plans,
-            BindingKind::Thread => &self.threads,
+            BindingKind::Chat => &t.bindings,
+            BindingKind::Plan => &t.plans,
+            BindingKind::Thread => &t.threads,
         };
         let mut out = Vec::new();
         for kv in tree.iter() {
@@ -479,10 +464,11 @@ impl Store {
         before: Option<u64>,
         limit: usize,
     ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let t = self.t()?;
         let before = before.unwrap_or(u64::MAX);
         let mut out = Vec::with_capacity(limit.min(256));
         // Chunks that begin before `before`, newest first; the first may run past it.
-        'chunks: for kv in self.history.range(key(token, 0)..key(token, before)).rev() {
+        'chunks: for kv in t.history.range(key(token, 0)..key(token, before)).rev() {
             let (_, v) = kv?;
             for (seq, m) in history::entries(&v)?.into_iter().rev() {
                 if out.len() == limit {
@@ -503,8 +489,9 @@ impl Store {
         token: &Token,
         from: u64,
     ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let t = self.t()?;
         // From the chunk holding `from`: the last one that begins at or before it.
-        let start = match self
+        let start = match t
             .history
             .range(key(token, 0)..=key(token, from))
             .next_back()
@@ -513,7 +500,7 @@ impl Store {
             None => key(token, from),
         };
         let mut out = Vec::new();
-        for kv in self.history.range(start..key(token, u64::MAX)) {
+        for kv in t.history.range(start..key(token, u64::MAX)) {
             let (_, v) = kv?;
             for (seq, m) in history::entries(&v)? {
                 if seq >= from {
@@ -526,7 +513,8 @@ impl Store {
 
     /// Whether any message of the session contains `needle` (already lowercased).
     pub fn messages_contain(&self, token: &Token, needle: &str) -> Result<bool, StoreError> {
-        for kv in self.history.scan_prefix(token.as_str().as_bytes()) {
+        let t = self.t()?;
+        for kv in t.history.scan_prefix(token.as_str().as_bytes()) {
             let (_, v) = kv?;
             for (_, m) in history::entries(&v)? {
                 let m: Message = decode(m)?;
@@ -546,8 +534,9 @@ impl Store {
         needle: &str,
         limit: usize,
     ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let t = self.t()?;
         let mut hits = std::collections::VecDeque::with_capacity(limit.min(64));
-        for kv in self.history.scan_prefix(token.as_str().as_bytes()) {
+        for kv in t.history.scan_prefix(token.as_str().as_bytes()) {
             let (_, v) = kv?;
             for (seq, m) in history::entries(&v)? {
                 let m: Message = decode(m)?;
@@ -564,7 +553,8 @@ impl Store {
 
     /// The replies queued for a session, oldest first.
     pub fn queued_replies(&self, token: &Token) -> Result<Vec<QueuedReply>, StoreError> {
-        self.replies
+        let t = self.t()?;
+        t.replies
             .scan_prefix(token.as_str().as_bytes())
             .values()
             .map(|v| decode(&v?))
@@ -573,7 +563,8 @@ impl Store {
 
     /// How many replies are queued for a session (without decoding them).
     pub fn queued_count(&self, token: &Token) -> usize {
-        self.replies
+        let Ok(t) = self.t() else { return 0 };
+        t.replies
             .scan_prefix(token.as_str().as_bytes())
             .keys()
             .count()
@@ -581,21 +572,11 @@ impl Store {
 
     /// The oldest queued reply, the one a poll answers with.
     pub fn first_reply(&self, token: &Token) -> Result<Option<QueuedReply>, StoreError> {
-        match self.replies.scan_prefix(token.as_str().as_bytes()).next() {
+        let t = self.t()?;
+        match t.replies.scan_prefix(token.as_str().as_bytes()).next() {
             Some(kv) => Ok(Some(decode(&kv?.1)?)),
             None => Ok(None),
         }
-    }
-
-    fn reply_key(&self, token: &Token, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        for kv in self.replies.scan_prefix(token.as_str().as_bytes()) {
-            let (k, v) = kv?;
-            let r: QueuedReply = decode(&v)?;
-            if r.id == id {
-                return Ok(Some(k.to_vec()));
-            }
-        }
-        Ok(None)
     }
 
     /// A meta value (JSON), such as the quick-reply templates.
@@ -603,22 +584,28 @@ impl Store {
         &self,
         name: &str,
     ) -> Result<Option<T>, StoreError> {
-        self.meta.get(name)?.map(|v| decode(&v)).transpose()
+        let t = self.t()?;
+        t.meta.get(name)?.map(|v| decode(&v)).transpose()
     }
 
     pub fn meta_put<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
-        self.meta.insert(name, encode(value))?;
+        let t = self.t()?;
+        t.meta
+            .insert(name, encode(value))
+            .map_err(|e| self.write_failed(e))?;
         Ok(())
     }
 
     pub fn meta_remove(&self, name: &str) -> Result<(), StoreError> {
-        self.meta.remove(name)?;
+        let t = self.t()?;
+        t.meta.remove(name).map_err(|e| self.write_failed(e))?;
         Ok(())
     }
 
     /// The names of the meta values that start with `prefix`.
     pub fn meta_names(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        self.meta
+        let t = self.t()?;
+        t.meta
             .scan_prefix(prefix)
             .keys()
             .map(|k| Ok(String::from_utf8_lossy(&k?).into_owned()))
@@ -627,7 +614,8 @@ impl Store {
 
     /// How far MongoDB has the session: `(rev, message count)`.
     pub fn synced(&self, token: &Token) -> Result<(u64, u64), StoreError> {
-        Ok(match self.synced.get(token.as_str().as_bytes())? {
+        let t = self.t()?;
+        Ok(match t.synced.get(token.as_str().as_bytes())? {
             Some(v) if v.len() == 16 => {
                 let (a, b) = v.split_at(8);
                 (
@@ -640,17 +628,136 @@ impl Store {
     }
 
     pub fn set_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<(), StoreError> {
+        let t = self.t()?;
         let mut v = [0u8; 16];
         v[..8].copy_from_slice(&rev.to_be_bytes());
         v[8..].copy_from_slice(&messages.to_be_bytes());
-        self.synced.insert(token.as_str().as_bytes(), &v)?;
+        t.synced
+            .insert(token.as_str().as_bytes(), &v)
+            .map_err(|e| self.write_failed(e))?;
         Ok(())
     }
 
     /// Size of the database on disk, for `/metrics`.
     pub fn size_on_disk(&self) -> u64 {
-        self.db.size_on_disk().unwrap_or(0)
+        self.t().map_or(0, |t| t.db.size_on_disk().unwrap_or(0))
     }
+}
+
+impl Trees {
+    fn apply_op(&self, op: &Op) -> sled::Result<()> {
+        let legacy;
+        let tree = match op.tree {
+            TreeId::Sessions => &self.sessions,
+            TreeId::History => &self.history,
+            TreeId::Bindings => &self.bindings,
+            TreeId::Plans => &self.plans,
+            TreeId::Threads => &self.threads,
+            TreeId::Replies => &self.replies,
+            TreeId::Summaries => &self.summaries,
+            TreeId::Meta => &self.meta,
+            // Only in a record a crash left before the upgrade, which follows.
+            TreeId::Messages => {
+                legacy = self.db.open_tree(LEGACY_MESSAGES)?;
+                &legacy
+            }
+        };
+        match &op.value {
+            Some(v) => tree.insert(op.key.as_slice(), v.as_slice())?,
+            None => tree.remove(op.key.as_slice())?,
+        };
+        Ok(())
+    }
+
+    /// Finishes the writes a crash interrupted (their journal records), oldest first.
+    pub(crate) fn replay_journal(&self) -> Result<usize, StoreError> {
+        let mut replayed = 0;
+        for kv in self.journal.iter() {
+            let (record, ops) = kv?;
+            for op in journal::decode(&ops)? {
+                self.apply_op(&op)?;
+            }
+            self.journal.remove(record)?;
+            replayed += 1;
+        }
+        if replayed > 0 {
+            self.db.flush()?;
+        }
+        Ok(replayed)
+    }
+}
+
+/// The chunk writes that append `messages` (in order, per session) to their histories.
+fn append_messages(
+    t: &Trees,
+    messages: &[(Token, u64, Message)],
+    ops: &mut Vec<Op>,
+) -> Result<(), StoreError> {
+    // The chunk each session's messages are going into, as this write leaves it.
+    let mut open: Vec<(&Token, history::Chunk)> = Vec::new();
+    let write = |token: &Token, c: history::Chunk, ops: &mut Vec<Op>| {
+        if c.changed {
+            ops.push(Op {
+                tree: TreeId::History,
+                key: key(token, c.first),
+                value: Some(c.value),
+            });
+        }
+    };
+    for (token, seq, m) in messages {
+        let message = encode(m);
+        let i = match open.iter().position(|(t, _)| *t == token) {
+            Some(i) => i,
+            None => {
+                let last = match t.history.scan_prefix(token.as_str()).next_back() {
+                    Some(kv) => {
+                        let (k, v) = kv?;
+                        history::Chunk::stored(seq_of(&k), v.to_vec())?
+                    }
+                    None => history::Chunk::starting_at(*seq),
+                };
+                open.push((token, last));
+                open.len() - 1
+            }
+        };
+        let chunk = &mut open[i].1;
+        if !chunk.follows(*seq) {
+            return Err(StoreError::Io(format!(
+                "message {seq} of {} is already stored",
+                token.as_str()
+            )));
+        }
+        if !chunk.takes(message.len()) {
+            let full = std::mem::replace(chunk, history::Chunk::starting_at(*seq));
+            write(token, full, ops);
+        }
+        open[i].1.push(*seq, &message);
+    }
+    for (token, c) in open {
+        write(token, c, ops);
+    }
+    Ok(())
+}
+
+fn reply_key(t: &Trees, token: &Token, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    for kv in t.replies.scan_prefix(token.as_str().as_bytes()) {
+        let (k, v) = kv?;
+        let r: QueuedReply = decode(&v)?;
+        if r.id == id {
+            return Ok(Some(k.to_vec()));
+        }
+    }
+    Ok(None)
+}
+
+/// The id of the session's newest queued reply (0 when none is queued).
+fn last_reply_id(t: &Trees, token: &Token) -> Result<u64, StoreError> {
+    Ok(
+        match t.replies.scan_prefix(token.as_str().as_bytes()).next_back() {
+            Some(kv) => seq_of(&kv?.0),
+            None => 0,
+        },
+    )
 }
 
 /// A summary as stored: status, flags (1: a mirror, 2: a wait is open), last

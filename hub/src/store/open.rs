@@ -1,59 +1,184 @@
 //! Opening the store: sled's configuration, the checks that refuse a damaged
-//! database, replaying a journal record a crash left, and upgrading older
-//! schema versions (summaries written, messages regrouped into chunks).
+//! database (sled's panics on some damage included), replaying a journal
+//! record a crash left, upgrading older schema versions (summaries written,
+//! messages regrouped into chunks; a backup first) and the completeness check
+//! of [`super::manifest`].
 //!
 //! Invariant: a store that opens is at the current schema version with every
-//! journal record applied; one that cannot be read is refused, never emptied.
+//! journal record applied and holds what its last write recorded; one that
+//! cannot be read, or only in part, is refused, never emptied or opened in part.
 
 use super::*;
 
 impl Store {
-    /// Opens (or creates) the store in `dir`, checking the schema version.
+    /// Opens (or creates) the store in `dir`, checking the schema version
+    /// and that nothing is missing.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
-        // sled reads an unreadable log as the torn tail of a crash and starts
-        // from what it could read, possibly nothing. A store that had data but
-        // comes up without even its schema version (the first thing written)
-        // has lost it: refuse, rather than serve and overwrite an empty hub.
-        let had_data = std::fs::metadata(dir.join("db")).is_ok_and(|m| m.len() > 0);
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(cache_bytes)
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(|e| open_error(dir, e))?;
-        let t = |name: &str| db.open_tree(name).map_err(|e| open_error(dir, e));
-        let store = Store {
-            sessions: t("sessions")?,
-            summaries: t("summaries")?,
-            history: t("history")?,
-            bindings: t("bindings")?,
-            plans: t("plans")?,
-            threads: t("threads")?,
-            replies: t("replies")?,
-            meta: t("meta")?,
-            synced: t("synced")?,
-            journal: t("journal")?,
+        let (trees, manifest) = open_trees(dir, cache_bytes)?;
+        let manifest = manifest.expect("a store opened to serve is at this schema version");
+        Ok(Store {
+            dir: Arc::new(dir.to_owned()),
+            cache_bytes,
+            open: Arc::new(std::sync::RwLock::new(Some(Arc::new(trees)))),
             journal_seq: Default::default(),
             flushing: Default::default(),
             begun: Default::default(),
             applied: Default::default(),
             durable: Default::default(),
-            writing: Default::default(),
-            db,
-        };
-        let mut upgrade_from = None;
-        match store.meta.get("schema_version")? {
-            None if had_data => {
-                return Err(StoreError::Corrupt {
-                    path: dir.to_owned(),
-                    detail: "its data cannot be read, not even the schema version".into(),
-                });
+            writing: Arc::new(std::sync::Mutex::new(manifest)),
+            witness: Arc::new(manifest::Witness::new(dir)),
+            witnessed: Default::default(),
+            health: Default::default(),
+        })
+    }
+}
+
+/// Opens sled in `dir` and checks it (see the module doc), upgrading an
+/// older schema version. sled panics on some damage: that is caught,
+/// silently, and reported as damage.
+pub(super) fn open_trees(
+    dir: &Path,
+    cache_bytes: u64,
+) -> Result<(Trees, Option<Manifest>), StoreError> {
+    open_trees_for(dir, cache_bytes, Purpose::Serve)
+}
+
+/// What a store is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    /// Upgraded if older, then checked: the manifest is always there.
+    Serve,
+    /// Checked only: one of an older schema version (a backup taken before
+    /// an upgrade) is left as it is and answered without a manifest.
+    Verify,
+}
+
+pub(super) fn open_trees_for(
+    dir: &Path,
+    cache_bytes: u64,
+    purpose: Purpose,
+) -> Result<(Trees, Option<Manifest>), StoreError> {
+    quiet_panics(|| open_checked(dir, cache_bytes, purpose))
+        .unwrap_or_else(|panic| Err(StoreError::Decode(format!("sled cannot read it: {panic}"))))
+        .map_err(|e| damaged_at(dir, e))
+}
+
+/// A record read back wrong, while opening `dir`, is damage to the store.
+pub(super) fn damaged_at(dir: &Path, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Decode(detail) => StoreError::Corrupt {
+            path: dir.to_owned(),
+            detail,
+        },
+        other => other,
+    }
+}
+
+fn open_checked(
+    dir: &Path,
+    cache_bytes: u64,
+    purpose: Purpose,
+) -> Result<(Trees, Option<Manifest>), StoreError> {
+    // sled reads an unreadable log as the torn tail of a crash and starts
+    // from what it could read, possibly nothing. A store that had data but
+    // comes up without even its schema version (the first thing written)
+    // has lost it: refuse, rather than serve and overwrite an empty hub.
+    let had_data = std::fs::metadata(dir.join("db")).is_ok_and(|m| m.len() > 0);
+    let db = sled::Config::new()
+        .path(dir)
+        .cache_capacity(cache_bytes)
+        .flush_every_ms(Some(500))
+        .open()
+        .map_err(|e| open_error(dir, e))?;
+    let t = |name: &str| db.open_tree(name).map_err(|e| open_error(dir, e));
+    let trees = Trees {
+        sessions: t("sessions")?,
+        summaries: t("summaries")?,
+        history: t("history")?,
+        bindings: t("bindings")?,
+        plans: t("plans")?,
+        threads: t("threads")?,
+        replies: t("replies")?,
+        meta: t("meta")?,
+        synced: t("synced")?,
+        journal: t("journal")?,
+        db,
+    };
+    let upgrade_from = trees.schema_version(dir, had_data)?;
+    if upgrade_from.is_some() && purpose == Purpose::Verify {
+        return Ok((trees, None));
+    }
+    let replayed = trees.replay_journal()?;
+    if replayed > 0 {
+        tracing::info!(writes = replayed, "finished writes a crash interrupted");
+    }
+    if let Some(from) = upgrade_from {
+        if let Some(home) = super::backup::home_of(dir) {
+            let copy =
+                super::backup::snapshot(&trees, &Manifest::default(), &super::backups_dir(home))?;
+            tracing::info!(backup = %copy.path.display(), "backed up the store before upgrading it");
+        }
+        let started = std::time::Instant::now();
+        let (sessions, messages) = trees.upgrade(from)?;
+        tracing::info!(
+            from,
+            sessions,
+            messages,
+            secs = started.elapsed().as_secs(),
+            "upgraded the store to schema version {SCHEMA_VERSION}"
+        );
+    }
+    // An upgrade stopped after writing the version leaves the old messages.
+    trees.db.drop_tree(LEGACY_MESSAGES)?;
+    let manifest = trees.check_complete(dir)?;
+    Ok((trees, Some(manifest)))
+}
+
+/// Runs `f`, answering a panic inside it as its message, with the panic hook
+/// silent for this thread meanwhile (no message, no backtrace on stderr).
+pub(super) fn quiet_panics<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    thread_local! {
+        static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let loud = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(std::cell::Cell::get) {
+                loud(info);
             }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(false));
+    outcome.map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into())
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    })
+}
+
+impl Trees {
+    /// Checks the schema version (writing it into a new store) and answers
+    /// the version to upgrade from, if any.
+    fn schema_version(&self, dir: &Path, had_data: bool) -> Result<Option<u32>, StoreError> {
+        match self.meta.get("schema_version")? {
+            None if had_data => Err(StoreError::Corrupt {
+                path: dir.to_owned(),
+                detail: "its data cannot be read, not even the schema version".into(),
+            }),
             None => {
-                store
-                    .meta
+                self.meta
                     .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
-                store.db.flush()?;
+                self.db.flush()?;
+                Ok(None)
             }
             Some(v) => {
                 let found = <[u8; 4]>::try_from(v.as_ref())
@@ -63,41 +188,18 @@ impl Store {
                         detail: "unreadable schema version".into(),
                     })?;
                 if found == 1 || found == 2 {
-                    upgrade_from = Some(found);
+                    Ok(Some(found))
                 } else if found != SCHEMA_VERSION {
-                    return Err(StoreError::Schema {
+                    Err(StoreError::Schema {
                         path: dir.to_owned(),
                         found,
                         expected: SCHEMA_VERSION,
-                    });
+                    })
+                } else {
+                    Ok(None)
                 }
             }
         }
-        let corrupt = |e| match e {
-            StoreError::Decode(detail) => StoreError::Corrupt {
-                path: dir.to_owned(),
-                detail,
-            },
-            other => other,
-        };
-        let replayed = store.replay_journal().map_err(corrupt)?;
-        if replayed > 0 {
-            tracing::info!(writes = replayed, "finished writes a crash interrupted");
-        }
-        if let Some(from) = upgrade_from {
-            let started = std::time::Instant::now();
-            let (sessions, messages) = store.upgrade(from).map_err(corrupt)?;
-            tracing::info!(
-                from,
-                sessions,
-                messages,
-                secs = started.elapsed().as_secs(),
-                "upgraded the store to schema version {SCHEMA_VERSION}"
-            );
-        }
-        // An upgrade stopped after writing the version leaves the old messages.
-        store.db.drop_tree(LEGACY_MESSAGES)?;
-        Ok(store)
     }
 
     /// Brings a version-1 or -2 store to this version: summaries for every

@@ -112,7 +112,7 @@ fn histories_are_stored_in_chunks_and_read_back_whole() {
 
     assert_history(&store, &a, &written[&a]);
     assert_history(&store, &b, &written[&b]);
-    let chunks = store.history.scan_prefix(a.as_str()).count();
+    let chunks = store.t().unwrap().history.scan_prefix(a.as_str()).count();
     assert!((5..=7).contains(&chunks), "70 messages in {chunks} chunks");
 
     // Histories only grow: a message already stored is refused, nothing written.
@@ -147,13 +147,19 @@ fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
         .message(&s.token, 0, msg(0))
         .bind(BindingKind::Chat, "/w::t@h", Some(&s.token));
     // What a crash right after the journal record leaves: the record, no keys.
-    let ops = store.ops(&w).unwrap();
+    // As `apply` records it: the write's keys and the manifest after it.
+    let t = store.t().unwrap();
+    let mut ops = store.ops(&t, &w).unwrap();
+    let manifest = *store.writing.lock().unwrap();
+    ops.push(manifest.after(&t, &ops).op());
     store
+        .t()
+        .unwrap()
         .journal
         .insert(7u64.to_be_bytes(), journal::encode(&ops))
         .unwrap();
     store.flush_blocking().unwrap();
-    drop(store);
+    drop((t, store));
 
     let store = reopen(dir.path()).unwrap();
     assert_eq!(
@@ -166,7 +172,10 @@ fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
         store.binding(BindingKind::Chat, "/w::t@h").unwrap(),
         Some(s.token.clone())
     );
-    assert!(store.journal.is_empty(), "the record is gone once replayed");
+    assert!(
+        store.t().unwrap().journal.is_empty(),
+        "the record is gone once replayed"
+    );
 }
 
 #[test]
@@ -174,6 +183,8 @@ fn a_damaged_journal_record_is_reported_not_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     store
+        .t()
+        .unwrap()
         .journal
         .insert(1u64.to_be_bytes(), &[1u8, 0, 0][..])
         .unwrap();
@@ -290,10 +301,18 @@ fn a_version_2_store_gets_its_messages_in_chunks_at_open() {
     let store = reopen(dir.path()).unwrap();
     assert_history(&store, &a.token, &long);
     assert_history(&store, &b.token, &short);
-    let version = store.meta.get("schema_version").unwrap().unwrap();
+    let version = store
+        .t()
+        .unwrap()
+        .meta
+        .get("schema_version")
+        .unwrap()
+        .unwrap();
     assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
     assert!(
         !store
+            .t()
+            .unwrap()
             .db
             .tree_names()
             .iter()
@@ -404,7 +423,13 @@ fn a_version_1_store_gets_its_summaries_at_open() {
     drop(store);
     // Upgraded once: the version says so, and a second open changes nothing.
     let store = reopen(dir.path()).unwrap();
-    let version = store.meta.get("schema_version").unwrap().unwrap();
+    let version = store
+        .t()
+        .unwrap()
+        .meta
+        .get("schema_version")
+        .unwrap()
+        .unwrap();
     assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
     assert_eq!(store.load_summaries().unwrap(), summaries);
     assert_history(&store, &waiting.token, &history);
@@ -437,6 +462,8 @@ fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
         Ok(_) => panic!("second open succeeded"),
     }
     store
+        .t()
+        .unwrap()
         .meta
         .insert("schema_version", &99u32.to_be_bytes())
         .unwrap();
@@ -447,4 +474,184 @@ fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("wrong schema accepted"),
     }
+}
+
+#[test]
+fn a_queued_reply_goes_after_the_queue_whatever_sleds_id_counter_says() {
+    // A restored store's id counter starts again below the ids it holds.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let early = QueuedReply::new("early".into(), vec![], false);
+    store
+        .t()
+        .unwrap()
+        .replies
+        .insert(key(&s.token, 1 << 40), encode(&early))
+        .unwrap();
+    let (a, b) = (
+        QueuedReply::new("a".into(), vec![], false),
+        QueuedReply::new("b".into(), vec![], false),
+    );
+    let mut w = Write::new();
+    w.session(&s)
+        .enqueue(&s.token, a.clone())
+        .enqueue(&s.token, b.clone());
+    store.apply(&w).unwrap();
+    let ids: Vec<String> = store
+        .queued_replies(&s.token)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, vec![early.id, a.id, b.id]);
+}
+
+#[test]
+fn the_manifest_counts_sessions_and_replies_and_a_missing_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let r = QueuedReply::new("r".into(), vec![], false);
+    let mut w = Write::new();
+    // The same session twice in one write counts once.
+    w.session(&s).session(&s).enqueue(&s.token, r.clone());
+    store.apply(&w).unwrap();
+    let mut w = Write::new();
+    w.session(&s).dequeue(&s.token, &r.id);
+    store.apply(&w).unwrap();
+    let m = *store.writing.lock().unwrap();
+    assert_eq!((m.generation, m.sessions, m.replies), (2, 1, 0));
+    store.flush_blocking().unwrap();
+    // A session lost behind the manifest's back: the next open refuses.
+    store
+        .t()
+        .unwrap()
+        .summaries
+        .remove(s.token.to_raw())
+        .unwrap();
+    store.flush_blocking().unwrap();
+    drop(store);
+    match reopen(dir.path()) {
+        Err(StoreError::Corrupt { detail, .. }) => {
+            assert!(detail.contains("holds 0 sessions"), "{detail}")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a store missing a session opened"),
+    }
+}
+
+#[test]
+fn a_store_behind_its_witness_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let mut w = Write::new();
+    w.session(&s);
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    drop(store);
+    // As if the disk had confirmed writes this store no longer has.
+    manifest::witness(dir.path(), 5);
+    match reopen(dir.path()) {
+        Err(StoreError::Corrupt { detail, .. }) => {
+            assert!(
+                detail.contains("lacks 4 of the writes the disk confirmed"),
+                "{detail}"
+            )
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a store behind its witness opened"),
+    }
+}
+
+#[test]
+fn a_panic_while_opening_is_caught_quietly() {
+    let caught = open::quiet_panics(|| -> u32 { panic!("sled read a damaged page\nmore") });
+    assert_eq!(caught, Err("sled read a damaged page".to_owned()));
+    assert_eq!(open::quiet_panics(|| 7), Ok(7));
+}
+
+#[test]
+fn a_reopened_store_has_what_was_flushed_and_takes_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let mut w = Write::new();
+    w.session(&s).message(&s.token, 0, msg(0));
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    let _ = store.write_failed("No space left on device");
+    assert!(matches!(store.state(), StoreState::Failing { .. }));
+    store.reopen().unwrap();
+    assert_eq!(store.state(), StoreState::Ok);
+    assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
+    let mut w = Write::new();
+    w.message(&s.token, 1, msg(1));
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 2);
+}
+
+#[test]
+fn an_upgrade_is_backed_up_first_and_the_backup_verifies() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("db");
+    let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+    write_old_version(
+        &dir,
+        2,
+        std::slice::from_ref(&s),
+        &[],
+        &[(&s.token, vec![msg(0), msg(1)])],
+    );
+    let store = Store::open(&dir, 1 << 20).unwrap();
+    assert_history(&store, &s.token, &[msg(0), msg(1)]);
+    let backups: Vec<_> = std::fs::read_dir(backups_dir(home.path()))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    // The backup holds the store as it was before the upgrade.
+    let old = sled_open(&backups[0]);
+    let version = old
+        .open_tree("meta")
+        .unwrap()
+        .get("schema_version")
+        .unwrap();
+    assert_eq!(version.unwrap().as_ref(), &2u32.to_be_bytes());
+    assert_eq!(old.open_tree(LEGACY_MESSAGES).unwrap().len(), 2);
+    drop(old);
+    let checked = verify(&backups[0]).unwrap();
+    assert_eq!(
+        (checked.sessions, checked.messages, checked.older_schema),
+        (1, 2, Some(2))
+    );
+    // Verifying it left it as it was, not upgraded.
+    let old = sled_open(&backups[0]);
+    assert_eq!(old.open_tree(LEGACY_MESSAGES).unwrap().len(), 2);
+}
+
+#[test]
+fn a_torn_witness_is_not_trusted_and_a_whole_one_is_rewritten_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
+    let mut w = Write::new();
+    w.session(&s);
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    let noted = std::fs::read_to_string(dir.path().join("holdline-generation")).unwrap();
+    assert!(noted.starts_with("00000000000000000002 "), "{noted:?}");
+    drop(store);
+    // A power cut tore it: a number far ahead, its check wrong. Not a refusal.
+    std::fs::write(
+        dir.path().join("holdline-generation"),
+        "00000000000000000999 00000000000000000001\n",
+    )
+    .unwrap();
+    let store = reopen(dir.path()).unwrap();
+    assert_eq!(store.session(&s.token).unwrap().unwrap().token, s.token);
 }

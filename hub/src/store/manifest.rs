@@ -1,0 +1,212 @@
+//! The store's record of what it holds, checked at every open so a damaged
+//! store is refused instead of opened in part.
+//!
+//! sled does not checksum-fail on every damage: a cut or overwritten log can
+//! open with some sessions missing. So every write carries, in its own journal
+//! record, the `manifest` meta key: a generation (one per write) and the number
+//! of sessions and queued replies the store holds after it. After each flush
+//! the generation the disk confirmed is written beside the store (the
+//! *witness*, a small file outside sled). At open the counts must match what
+//! is there, and the generation must not be behind the witness.
+//!
+//! Invariant: a store that opens holds as many sessions and queued replies as
+//! its last write recorded, and no write the disk confirmed is missing.
+
+use std::path::Path;
+
+use super::journal::{Op, TreeId};
+use super::{StoreError, Trees};
+
+/// The meta key every write updates.
+const KEY: &[u8] = b"manifest";
+/// The file beside sled's own, in the store's folder.
+const WITNESS: &str = "holdline-generation";
+
+/// What the store holds as of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// Writes made since the store began (or since it was restored).
+    pub generation: u64,
+    pub sessions: u64,
+    pub replies: u64,
+}
+
+impl Manifest {
+    /// The manifest after `ops` (a write not yet applied) on `t`.
+    pub(super) fn after(&self, t: &Trees, ops: &[Op]) -> Manifest {
+        let mut next = Manifest {
+            generation: self.generation + 1,
+            ..*self
+        };
+        let mut seen: Vec<&[u8]> = Vec::new();
+        for op in ops {
+            let counter = match op.tree {
+                TreeId::Summaries => &mut next.sessions,
+                TreeId::Replies => &mut next.replies,
+                _ => continue,
+            };
+            // A key twice in one write counts once, by its first state.
+            if seen.contains(&op.key.as_slice()) {
+                continue;
+            }
+            seen.push(&op.key);
+            let tree = match op.tree {
+                TreeId::Summaries => &t.summaries,
+                _ => &t.replies,
+            };
+            let there = tree.contains_key(&op.key).unwrap_or(false);
+            match (there, op.value.is_some()) {
+                (false, true) => *counter += 1,
+                (true, false) => *counter = counter.saturating_sub(1),
+                _ => {}
+            }
+        }
+        next
+    }
+
+    /// The put that records this manifest, for a write's journal record.
+    pub(super) fn op(&self) -> Op {
+        Op {
+            tree: TreeId::Meta,
+            key: KEY.to_vec(),
+            value: Some(self.to_bytes().to_vec()),
+        }
+    }
+
+    fn to_bytes(self) -> [u8; 24] {
+        let mut out = [0; 24];
+        out[..8].copy_from_slice(&self.generation.to_be_bytes());
+        out[8..16].copy_from_slice(&self.sessions.to_be_bytes());
+        out[16..].copy_from_slice(&self.replies.to_be_bytes());
+        out
+    }
+
+    fn from_bytes(v: &[u8]) -> Option<Manifest> {
+        let v = <&[u8; 24]>::try_from(v).ok()?;
+        let n = |i: usize| u64::from_be_bytes(v[i..i + 8].try_into().expect("8 bytes"));
+        Some(Manifest {
+            generation: n(0),
+            sessions: n(8),
+            replies: n(16),
+        })
+    }
+}
+
+impl Trees {
+    /// Checks that the store holds what its manifest says (see the module
+    /// doc) and answers the manifest. A store without one (made by an older
+    /// build) gets one from what it holds, unless its witness shows it had one.
+    pub(super) fn check_complete(&self, dir: &Path) -> Result<Manifest, StoreError> {
+        let damaged = |detail: String| StoreError::Corrupt {
+            path: dir.to_owned(),
+            detail,
+        };
+        let counted = Manifest {
+            generation: 0,
+            sessions: self.summaries.len() as u64,
+            replies: self.replies.len() as u64,
+        };
+        let witness = read_witness(dir);
+        let Some(stored) = self.meta.get(KEY)? else {
+            if witness.is_some_and(|g| g > 0) {
+                return Err(damaged("its record of what it holds is missing".into()));
+            }
+            self.meta.insert(KEY, &counted.to_bytes()[..])?;
+            self.db.flush()?;
+            return Ok(counted);
+        };
+        let stored = Manifest::from_bytes(&stored)
+            .ok_or_else(|| damaged("its record of what it holds is unreadable".into()))?;
+        if (stored.sessions, stored.replies) != (counted.sessions, counted.replies) {
+            return Err(damaged(format!(
+                "it holds {} sessions and {} queued replies, its last write recorded {} and {}",
+                counted.sessions, counted.replies, stored.sessions, stored.replies
+            )));
+        }
+        if let Some(confirmed) = witness
+            && confirmed > stored.generation
+        {
+            return Err(damaged(format!(
+                "it lacks {} of the writes the disk confirmed",
+                confirmed - stored.generation
+            )));
+        }
+        Ok(stored)
+    }
+}
+
+/// The witness of one store, kept open: noting a generation is one small
+/// write at the file's start, no rename (a flush answers every reply).
+#[derive(Debug)]
+pub(super) struct Witness {
+    path: std::path::PathBuf,
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl Witness {
+    pub(super) fn new(dir: &Path) -> Witness {
+        Witness {
+            path: dir.join(WITNESS),
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Writes down that the disk confirmed every write up to `generation`.
+    /// Not synced itself: after a power cut it may be older than the store
+    /// (which refuses nothing) or torn (its check then fails: not checked),
+    /// never newer (it is written after sled's flush).
+    pub(super) fn note(&self, generation: u64) {
+        use std::os::unix::fs::FileExt;
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let written = match &*file {
+            Some(f) => f.write_all_at(record(generation).as_bytes(), 0),
+            None => std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.path)
+                .and_then(|f| {
+                    f.write_all_at(record(generation).as_bytes(), 0)?;
+                    *file = Some(f);
+                    Ok(())
+                }),
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "could not note the store's confirmed writes");
+        }
+    }
+}
+
+/// A generation and its check, fixed width, so a rewrite in place covers
+/// the old record whole.
+fn record(generation: u64) -> String {
+    format!("{generation:020} {:020}\n", generation ^ CHECK)
+}
+
+/// What a generation's check is XORed with.
+const CHECK: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Writes the witness of a store copied elsewhere (a backup), whole.
+pub(super) fn witness(dir: &Path, generation: u64) {
+    let tmp = dir.join(format!("{WITNESS}.tmp"));
+    let written = std::fs::write(&tmp, record(generation))
+        .and_then(|()| std::fs::rename(&tmp, dir.join(WITNESS)));
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "could not note the store's confirmed writes");
+    }
+}
+
+/// The generation the witness holds; `None` when there is none (a store of
+/// an older build) or it cannot be read (torn by a power cut).
+fn read_witness(dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join(WITNESS)).ok()?;
+    let mut parts = text.split_whitespace().map(str::parse::<u64>);
+    let generation = match (parts.next(), parts.next()) {
+        (Some(Ok(g)), Some(Ok(check))) if g ^ CHECK == check => Some(g),
+        _ => None,
+    };
+    if generation.is_none() {
+        tracing::warn!("the store's note of its confirmed writes is unreadable; not checked");
+    }
+    generation
+}
