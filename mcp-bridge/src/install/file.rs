@@ -51,13 +51,56 @@ impl TextFile {
     /// did not exist gets mode `0600` when `private` (it holds a key), else the default.
     /// Answers the backup's path, if there was an old file.
     pub fn write(&self, text: &str, private: bool) -> Result<Option<PathBuf>, InstallError> {
+        self.replace(text, private, true)
+    }
+
+    /// Replaces the text as [`TextFile::write`] does but keeps no backup: for an
+    /// uninstall, whose old text held holdline's entry (and maybe an agent key).
+    pub fn write_unsaved(&self, text: &str) -> Result<(), InstallError> {
+        self.replace(text, false, false).map(drop)
+    }
+
+    /// Deletes every backup the installer made of this file (`NAME.holdline-backup-*`
+    /// beside it): each holds holdline's entry, and maybe an agent key. Answers them.
+    pub fn delete_backups(&self) -> Result<Vec<PathBuf>, InstallError> {
+        let prefix = format!("{}.holdline-backup-", name(&self.target));
+        let Some(dir) = self.target.parent() else {
+            return Ok(vec![]);
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(vec![]);
+        };
+        let mut deleted = vec![];
+        for entry in entries.flatten() {
+            let made_by_us = entry.file_name().to_str().is_some_and(|n| {
+                n.strip_prefix(&prefix).is_some_and(|secs| {
+                    !secs.is_empty() && secs.bytes().all(|b| b.is_ascii_digit())
+                })
+            });
+            if made_by_us {
+                let path = entry.path();
+                std::fs::remove_file(&path)
+                    .map_err(|e| InstallError::io("cannot delete", &path, e))?;
+                deleted.push(path);
+            }
+        }
+        deleted.sort();
+        Ok(deleted)
+    }
+
+    fn replace(
+        &self,
+        text: &str,
+        private: bool,
+        keep_backup: bool,
+    ) -> Result<Option<PathBuf>, InstallError> {
         let target = &self.target;
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| InstallError::io("cannot create", parent, e))?;
         }
         let old = std::fs::metadata(target).ok();
-        let backup = if old.is_some() {
+        let backup = if old.is_some() && keep_backup {
             let secs = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());

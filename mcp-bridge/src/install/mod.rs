@@ -379,6 +379,15 @@ fn text_without_entry(target: &ConfigTarget, text: &str) -> Result<Option<String
     }
 }
 
+/// An uninstall deletes the installer's backups of a file it changed: they hold
+/// holdline's entry, and maybe an agent key.
+fn report_deleted_backups(file: &TextFile) -> Result<(), InstallError> {
+    for b in file.delete_backups()? {
+        eprintln!("  (deleted the installer's backup {})", b.display());
+    }
+    Ok(())
+}
+
 fn report_backup(backup: Option<PathBuf>) {
     if let Some(b) = backup {
         eprintln!("  (the old file is saved as {})", b.display());
@@ -440,9 +449,9 @@ fn uninstall_config(target: &ConfigTarget) -> Result<bool, InstallError> {
     let Some(new_text) = text_without_entry(target, text)? else {
         return Ok(false);
     };
-    let backup = file.write(&new_text, false)?;
+    file.write_unsaved(&new_text)?;
     eprintln!("{}: removed holdline's entry", file.describe());
-    report_backup(backup);
+    report_deleted_backups(&file)?;
     Ok(true)
 }
 

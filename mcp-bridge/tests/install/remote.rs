@@ -350,3 +350,47 @@ fn seed_with_other_server(
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(mode)).unwrap();
     (config, original)
 }
+
+#[test]
+fn uninstall_leaves_no_backup_holding_the_key() {
+    for case in CLIENTS {
+        let sb = Sandbox::new();
+        let (config, original) = seed_with_other_server(&sb, &case, 0o600);
+        // Installed twice (a new key): each write backs the old file up.
+        remote(&sb, case.name, KEY);
+        remote(&sb, case.name, &KEY.replace("AAAA", "ZZZZ"));
+        let backups = || -> Vec<std::path::PathBuf> {
+            let prefix = format!(
+                "{}.holdline-backup-",
+                config.file_name().unwrap().to_string_lossy()
+            );
+            std::fs::read_dir(config.parent().unwrap())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        };
+        assert!(!backups().is_empty(), "{}: no backup was made", case.name);
+        let said = sb.ok(&["uninstall", "--client", case.name]);
+        assert_eq!(read(&config), original, "{}", case.name);
+        assert_eq!(backups(), Vec::<std::path::PathBuf>::new(), "{}", case.name);
+        assert!(
+            said.contains("deleted the installer's backup"),
+            "{}: {said}",
+            case.name
+        );
+        for entry in std::fs::read_dir(config.parent().unwrap())
+            .unwrap()
+            .flatten()
+        {
+            let text = std::fs::read(entry.path()).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&text).contains("hlk_"),
+                "{}: {} still holds a key",
+                case.name,
+                entry.path().display()
+            );
+        }
+    }
+}
