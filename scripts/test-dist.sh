@@ -156,6 +156,16 @@ npx_runs() {
   [ "$out" = "holdline-mcp $VERSION" ] || { echo "npx printed: $out"; return 1; }
 }
 check "npm: npx holdline-mcp --version runs the installed launcher" npx_runs
+# The launcher passes the MCP stdio stream through: initialize gets holdline-mcp's answer.
+mcp_through_launcher() {
+  local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test-dist","version":"1"}}}'
+  local out
+  mkdir -p "$TMP/mcp-home"
+  out="$(printf '%s\n' "$init" | env HOME="$TMP/mcp-home" HOLDLINE_HUB=http://127.0.0.1:9 \
+    timeout 20 "$P/bin/holdline-mcp" 2>/dev/null)"
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["id"]==1 and r["result"]["serverInfo"]["name"]=="holdline-mcp", r' "$out"
+}
+check "npm: an MCP initialize through the launcher gets holdline-mcp's answer" mcp_through_launcher
 launcher_passes_exit_code() {
   local rc
   "$P/bin/holdline-hub" --no-such-flag >/dev/null 2>&1
