@@ -41,6 +41,8 @@ const platform = {
   description: `holdline-hub and holdline-mcp for ${os}-${cpu} (installed by holdline-mcp)`,
   os: [os],
   cpu: [cpu],
+  // The Linux binaries need glibc (2.28 or newer): npm skips the package on musl.
+  ...(os === 'linux' ? { libc: ['glibc'] } : {}),
   files: ['bin'],
 };
 const write = (dir, json) => fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(json, null, 2) + '\n');
