@@ -607,6 +607,66 @@ fn env_flags_set_the_entry_s_environment() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("KEY=VALUE"));
 }
 
+/// The command `install --print` writes for Claude Code when `--command` is not given.
+fn default_entry_command(mut cmd: Command) -> String {
+    let out = cmd
+        .args(["install", "--client", "claude-code", "--print"])
+        .env_remove("HOLDLINE_MCP_LAUNCHER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    entry_command(&holdline(Fmt::Json("mcpServers"), &stdout).unwrap())
+}
+
+#[test]
+fn the_default_command_is_the_path_that_survives_upgrades() {
+    let sb = Sandbox::new();
+    let own = Path::new(env!("CARGO_BIN_EXE_holdline-mcp"))
+        .canonicalize()
+        .unwrap();
+    // Run by its own path: that path.
+    assert_eq!(
+        default_entry_command(sb.command(&[])),
+        own.display().to_string()
+    );
+    // Run by name through a link on PATH (pipx's ~/.local/bin): the link, not the venv.
+    let shims = sb.elsewhere.join("bin");
+    std::fs::create_dir(&shims).unwrap();
+    std::os::unix::fs::symlink(&own, shims.join("holdline-mcp")).unwrap();
+    let mut by_name = Command::new("holdline-mcp");
+    by_name
+        .env("PATH", &shims)
+        .env("HOME", &sb.home)
+        .current_dir(&sb.project);
+    assert_eq!(
+        default_entry_command(by_name),
+        shims.join("holdline-mcp").display().to_string()
+    );
+    // Run by the npm launcher: the launcher's path (npm's bin shim), when it exists.
+    let launcher = sb.elsewhere.join("npm-bin-holdline-mcp");
+    std::fs::write(&launcher, "#!/usr/bin/env node\n").unwrap();
+    let mut via_npm = sb.command(&[]);
+    via_npm.env("HOLDLINE_MCP_LAUNCHER", &launcher);
+    let out = via_npm
+        .args(["install", "--client", "claude-code", "--print"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let entry = holdline(Fmt::Json("mcpServers"), &stdout).unwrap();
+    assert_eq!(entry_command(&entry), launcher.display().to_string());
+    // A launcher path that is gone is not written.
+    let mut stale = sb.command(&["install", "--client", "claude-code", "--print"]);
+    stale.env("HOLDLINE_MCP_LAUNCHER", sb.elsewhere.join("gone"));
+    let stdout = String::from_utf8(stale.output().unwrap().stdout).unwrap();
+    let entry = holdline(Fmt::Json("mcpServers"), &stdout).unwrap();
+    assert_eq!(entry_command(&entry), own.display().to_string());
+}
+
 #[test]
 fn jsonc_in_holdline_s_entry_is_refused_cleanly() {
     let sb = Sandbox::new();

@@ -5,6 +5,7 @@
 //! exactly those.
 //!
 //! - `clients`: where each client keeps what, and holdline's entries for it.
+//! - `command`: the command an entry runs by default (a path that survives upgrades).
 //! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
 //! - `json_doc`, `codex_toml`, `continue_yaml`: in-place edits of each file format.
@@ -13,6 +14,7 @@
 
 mod clients;
 mod codex_toml;
+mod command;
 mod continue_yaml;
 mod entry;
 mod file;
@@ -85,7 +87,8 @@ pub struct InstallArgs {
     /// Project folder for clients whose rule file lives in the project (default: current folder).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
-    /// The command the entry runs (default: this holdline-mcp's absolute path).
+    /// The command the entry runs (default: the path this holdline-mcp was started by: the
+    /// npm launcher, the PATH entry, or its own absolute path).
     #[arg(long, value_name = "PATH")]
     pub command: Option<String>,
     /// Write into this config file instead of the client's default one (e.g. the
@@ -183,7 +186,7 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
             let exe = std::env::current_exe().map_err(|e| {
                 InstallError::io("cannot find", Path::new("holdline-mcp's own path"), e)
             })?;
-            exe.canonicalize().unwrap_or(exe).display().to_string()
+            command::default_command(&exe)
         }
     };
     let project = project_dir(args.project.as_deref())?;
