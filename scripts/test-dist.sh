@@ -90,11 +90,11 @@ AD="$A/holdline-$VERSION-$TRIPLE"
 archive_holds_all() {
   local f
   for f in holdline-hub holdline-mcp systemd/holdline-hub.service launchd/dev.holdline.hub.plist \
-    scripts/install.sh scripts/uninstall.sh README.md; do
+    scripts/install.sh scripts/uninstall.sh README.md LICENSE; do
     [ -e "$AD/$f" ] || { echo "no $f in the archive"; return 1; }
   done
 }
-check "the archive holds both binaries, the units, the install scripts and the README" archive_holds_all
+check "the archive holds both binaries, the units, the install scripts, the README and the licence" archive_holds_all
 check "archive: holdline-hub --version" prints_version holdline-hub "$AD/holdline-hub"
 check "archive: holdline-mcp --version" prints_version holdline-mcp "$AD/holdline-mcp"
 
