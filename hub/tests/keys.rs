@@ -8,53 +8,9 @@ mod realhub;
 use std::path::Path;
 use std::time::Duration;
 
-use realhub::{RealHub, free_addr, run_cli};
+use realhub::{RealHub, call, create_key, free_addr, run_cli};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-/// One request with `bearer` as its credential: the status and the JSON body.
-async fn call(
-    hub: &RealHub,
-    method: Method,
-    path: &str,
-    bearer: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    let mut req = http
-        .request(method, format!("http://{}{path}", hub.addr))
-        .bearer_auth(bearer);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.expect("the hub answers");
-    let status = res.status().as_u16();
-    let bytes = res.bytes().await.unwrap_or_default();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-/// `holdline-hub key create --name NAME`: the key, from stdout's first line.
-fn create_key(home: &Path, name: &str) -> String {
-    let out = run_cli(home, &["key", "create", "--name", name]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "key create failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = stdout.lines().next().unwrap_or("").to_owned();
-    assert!(
-        key.starts_with("hlk_") && key.len() == 47,
-        "not a key: {key:?}"
-    );
-    key
-}
 
 fn fingerprint(title: &str) -> Value {
     json!({"cursorTitle": title, "workspace": "/w", "hostIp": "10.0.0.9"})

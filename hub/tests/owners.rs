@@ -9,53 +9,12 @@ mod realhub;
 
 use std::time::Duration;
 
-use realhub::{RealHub, free_addr, run_cli};
+use realhub::{RealHub, call, create_key, free_addr, run_cli};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-/// One request with `bearer` as its credential: the status and the JSON body.
-async fn call(
-    hub: &RealHub,
-    method: Method,
-    path: &str,
-    bearer: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    let mut req = http
-        .request(method, format!("http://{}{path}", hub.addr))
-        .bearer_auth(bearer);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.expect("the hub answers");
-    let status = res.status().as_u16();
-    let bytes = res.bytes().await.unwrap_or_default();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
 async fn post(hub: &RealHub, path: &str, bearer: &str, body: Value) -> (u16, Value) {
     call(hub, Method::POST, path, bearer, Some(body)).await
-}
-
-fn create_key(hub: &RealHub, name: &str) -> String {
-    let out = run_cli(&hub.home, &["key", "create", "--name", name]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .to_owned()
 }
 
 /// The fingerprint: the same body from both keys.
@@ -93,8 +52,8 @@ async fn register(hub: &RealHub, bearer: &str, token: &str, fp: &Value, message:
 async fn start() -> (tempfile::TempDir, RealHub, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let hub = RealHub::start(&dir.path().join("home"), free_addr()).await;
-    let a = create_key(&hub, "alpha");
-    let b = create_key(&hub, "beta");
+    let a = create_key(&hub.home, "alpha");
+    let b = create_key(&hub.home, "beta");
     (dir, hub, a, b)
 }
 
