@@ -298,9 +298,15 @@ fn serve_without_a_terminal_names_its_own_path_for_the_login_link() {
         .unwrap();
     let _ = child.kill();
     let _ = child.wait();
+    // Quoted as a shell needs it when the checkout's path has a space.
     let bin = env!("CARGO_BIN_EXE_holdline-hub");
+    let typed = if bin.contains(' ') {
+        format!("'{bin}'")
+    } else {
+        bin.to_owned()
+    };
     assert!(
-        line.contains(&format!("(run `{bin} panel-url` for the login link)")),
+        line.contains(&format!("(run `{typed} panel-url` for the login link)")),
         "{line}"
     );
     assert!(!line.contains("#key="), "the key went to a pipe: {line}");

@@ -59,6 +59,38 @@ use tasks::Tasks;
 /// JSON limit, and the JSON-RPC envelope around it gets room of its own.
 pub const MCP_BODY_LIMIT: usize = crate::api::JSON_LIMIT + 64 * 1024;
 
+/// A body over [`MCP_BODY_LIMIT`] but at most this long is read to its end, and
+/// dropped, before the 413: a client still sending it would otherwise see its
+/// connection reset instead of the answer. A longer one is refused at once.
+const DRAIN_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// The request's body, at most [`MCP_BODY_LIMIT`]; past it, the rest is read
+/// and dropped (up to [`DRAIN_LIMIT`]) and the answer is `TOO_LARGE`.
+async fn read_body(mut body: axum::body::Body) -> Result<axum::body::Bytes, Refusal> {
+    use http_body_util::BodyExt as _;
+    let mut kept = Vec::new();
+    let mut seen: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return Err(Refusal::too_large());
+        };
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        seen += data.len() as u64;
+        if seen > DRAIN_LIMIT {
+            break;
+        }
+        if seen <= MCP_BODY_LIMIT as u64 {
+            kept.extend_from_slice(data);
+        }
+    }
+    if seen > MCP_BODY_LIMIT as u64 {
+        return Err(Refusal::too_large());
+    }
+    Ok(kept.into())
+}
+
 /// The workspace of a binding whose agent named none (no argument, no roots): the
 /// hub's own directory is not the agent's.
 pub const FALLBACK_WORKSPACE: &str = "remote agent";
@@ -148,12 +180,13 @@ impl McpEndpoint {
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > MCP_BODY_LIMIT as u64) {
+        if declared.is_some_and(|n| n > DRAIN_LIMIT) {
             return Refusal::too_large().into_response();
         }
         let (mut parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, MCP_BODY_LIMIT).await else {
-            return Refusal::too_large().into_response();
+        let bytes = match read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal.into_response(),
         };
         let message = match (parts.method == axum::http::Method::POST).then(|| parse(&bytes)) {
             Some(Err(refusal)) => return refusal.into_response(),
