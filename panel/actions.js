@@ -50,7 +50,7 @@ async function editSettings() {
   $('#set-mode').value = d.continueMode || '';
   $('#set-streak').value = d.maxAutoStreak ?? 20;
   $('#settings-info').textContent = `${t('token')}: ${d.token} · ${t('workspace')}: ${d.workspace || ''} · ${t('host')}: ${d.hostIp || ''}`;
-  const owner = await fillOwners(d);
+  const owner = fillOwners(d);
   if ((await runDialog(dialog)) !== 'ok') return;
   const chosenOwner = $('#set-owner').value;
   const chosen = dialog.querySelector('input[name=mode]:checked')?.value || 'hold';
@@ -82,22 +82,29 @@ function ownerLabel(owner) {
 }
 
 /**
- * Fills the owner choice with the secret, every live key and the session's
- * own (revoked) key; answers the current choice's value ('' = the secret).
+ * Fills the owner choice with the secret and the session's own key at once
+ * (the dialog opens without waiting), then with every live key as the hub
+ * lists them, keeping what the person chose meanwhile; answers the current
+ * choice's value ('' = the secret).
  */
-async function fillOwners(d) {
+function fillOwners(d) {
   const current = d.owner?.key || '';
-  let names = [];
-  try {
-    names = (await api.keys()).keys.map((k) => k.name);
-  } catch { /* the list is best effort: the current owner is still shown */ }
-  if (current && !names.includes(current)) names.unshift(current);
   const select = $('#set-owner');
-  select.replaceChildren(
-    h('option', { value: '' }, t('ownerSecret')),
-    ...names.map((name) => h('option', { value: name }, ownerLabel(name === current ? d.owner : { key: name }))),
-  );
+  const draw = (names) => {
+    const chosen = select.value;
+    select.replaceChildren(
+      h('option', { value: '' }, t('ownerSecret')),
+      ...names.map((name) => h('option', { value: name }, ownerLabel(name === current ? d.owner : { key: name }))),
+    );
+    select.value = chosen;
+  };
+  draw(current ? [current] : []);
   select.value = current;
+  api.keys().then(({ keys }) => {
+    const names = keys.map((k) => k.name);
+    if (current && !names.includes(current)) names.unshift(current);
+    draw(names);
+  }).catch(() => { /* the list is best effort: the current owner is still shown */ });
   return current;
 }
 

@@ -119,6 +119,8 @@ test('the status line says delivered when the agent takes the reply and waits ag
     assert.equal((await a.reply()).text, text);
     await a.wait(`after ${text}`);
     await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]')?.dataset.state === 'delivered', null, { timeout: 5000 });
+    // A reply names the question on screen: the next one goes once the new question is shown.
+    await page.getByTestId('message').filter({ hasText: `after ${text}` }).waitFor();
   }
   // A reply queued behind this one does not make it look undelivered: the mark is per reply.
   const mark = page.locator('[data-testid="message"][data-role="user"]').filter({ hasText: 'three' }).getByTestId('delivery');
