@@ -191,22 +191,6 @@ async fn tasks_client_with(hub: &TestHub, bearer: &str) -> Client {
     start_remote_as(hub, bearer, client).await.unwrap()
 }
 
-/// A new agent key named `name`, made with the hub's secret.
-async fn make_key(hub: &TestHub, name: &str) -> String {
-    let made: Value = hub
-        .http
-        .post(format!("{}/api/keys", hub.url()))
-        .bearer_auth(&hub.secret)
-        .json(&json!({"name": name}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    made["key"].as_str().expect("a key").to_owned()
-}
-
 /// Starts `wait_for_user_input` as a task; answers its id.
 async fn start_task(client: &Client, token: &str, message: &str) -> String {
     let answer = client

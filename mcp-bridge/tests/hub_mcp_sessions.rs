@@ -18,22 +18,6 @@ async fn hub_with(home: &tempfile::TempDir, config: &str) -> TestHub {
     TestHub::start(home.path()).await.unwrap()
 }
 
-/// A new agent key named `name`, made with the hub's secret.
-async fn make_key(hub: &TestHub, name: &str) -> String {
-    let made: Value = hub
-        .http
-        .post(format!("{}/api/keys", hub.url()))
-        .bearer_auth(&hub.secret)
-        .json(&json!({"name": name}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    made["key"].as_str().expect("a key").to_owned()
-}
-
 async fn revoke_key(hub: &TestHub, name: &str) {
     let r = hub
         .http

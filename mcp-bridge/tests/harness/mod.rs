@@ -337,6 +337,22 @@ pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
     Ok(client.serve(transport).await?)
 }
 
+/// A new agent key named `name`, made with the hub's secret.
+pub async fn make_key(hub: &TestHub, name: &str) -> String {
+    let made: Value = hub
+        .http
+        .post(format!("{}/api/keys", hub.url()))
+        .bearer_auth(&hub.secret)
+        .json(&json!({"name": name}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    made["key"].as_str().expect("a key").to_owned()
+}
+
 /// A client named `client_name` of the hub's own `/mcp` (Streamable HTTP) sending `bearer`.
 pub async fn start_remote(
     hub: &TestHub,
