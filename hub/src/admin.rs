@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use holdline_contract::{clients, local_hub, routes};
 use serde_json::Value;
 
 use crate::config::Config;
@@ -60,12 +61,7 @@ pub async fn notify_test(config: &Config) -> Result<()> {
     let link = match &n.panel_url {
         Some(u) => u.clone(),
         None => {
-            let home = Home::new(config.home.clone());
-            let addr = std::fs::read_to_string(home.addr_file())
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(config.listen);
-            format!("http://{}/", crate::net::advertised(addr))
+            format!("http://{}/", crate::net::advertised(listening(config)))
         }
     };
     let mut failed = 0;
@@ -116,31 +112,21 @@ fn not_running(base: &str) -> AdminError {
 /// The hub's `/mcp` URL as another machine reaches it (the address it listens on, or
 /// this machine's primary address when it listens on all).
 fn mcp_url(config: &Config) -> String {
-    let home = Home::new(config.home.clone());
-    let addr = std::fs::read_to_string(home.addr_file())
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(config.listen);
     format!(
         "http://{}{}",
-        crate::net::advertised(addr),
-        holdline_mcp::install::MCP_PATH
+        crate::net::advertised(listening(config)),
+        routes::MCP
     )
+}
+
+/// Where this hub listens: the address it wrote when it started, else its setting.
+fn listening(config: &Config) -> std::net::SocketAddr {
+    local_hub::running_addr(&config.home).unwrap_or(config.listen)
 }
 
 /// Where the running hub answers, as a base URL.
 pub fn hub_url(config: &Config) -> String {
-    let home = Home::new(config.home.clone());
-    let addr = std::fs::read_to_string(home.addr_file())
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(config.listen);
-    let addr = if addr.ip().is_unspecified() {
-        std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
-    } else {
-        addr
-    };
-    format!("http://{addr}")
+    format!("http://{}", local_hub::reachable(listening(config)))
 }
 
 struct Client {
@@ -232,10 +218,7 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
             home.root.display()
         ))
     })?;
-    let addr = std::fs::read_to_string(home.addr_file())
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(config.listen);
+    let addr = listening(config);
     let url = format!("http://{}/#key={secret}", crate::net::advertised(addr));
     say!("{url}");
     if addr.ip().is_unspecified() && crate::net::primary_ip().is_none() {
@@ -597,13 +580,10 @@ async fn running(config: &Config) -> Option<Client> {
 }
 
 /// `key create --name NAME [--print-config CLIENT]`: the key alone on stdout's first
-/// line, so `KEY=$(holdline-hub key create --name x | head -1)` works, then the client's
-/// remote entry when asked; how to use it on stderr.
-pub async fn key_create(
-    config: &Config,
-    name: &str,
-    print_config: Option<holdline_mcp::install::Client>,
-) -> Result<()> {
+/// line, so `KEY=$(holdline-hub key create --name x | head -1)` works, then, when asked,
+/// the `holdline-mcp install` command that writes the client's remote entry on the
+/// agent's machine; how to use it on stderr.
+pub async fn key_create(config: &Config, name: &str, print_config: Option<&str>) -> Result<()> {
     let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
     let key = match running(config).await {
         Some(c) => {
@@ -624,32 +604,21 @@ pub async fn key_create(
                 .1
         }
     };
-    // Worked out before the key is shown, so a failure cannot leave it half printed.
-    let entry = match print_config {
-        Some(client) => {
-            let url = mcp_url(config);
-            let text = holdline_mcp::install::remote_entry_text(client, &url, &key)
-                .map_err(|e| AdminError::Message(e.to_string()))?;
-            Some((client, url, text))
-        }
-        None => None,
-    };
     {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{key}");
-        if let Some((_, _, text)) = &entry {
-            let _ = writeln!(stdout, "{}", text.trim_end());
+        if let Some(client) = print_config {
+            let url = mcp_url(config);
+            let command = clients::remote_install_command(client, &url, &key);
+            let _ = writeln!(stdout, "{command}");
         }
         let _ = stdout.flush();
     }
-    if let Some((client, url, _)) = &entry {
-        let client = clap::ValueEnum::to_possible_value(client)
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default();
+    if let Some(client) = print_config {
+        let url = mcp_url(config);
         eprintln!(
-            "Above, after the key: the {client} entry for {url}. On the agent's machine, \
-             `holdline-mcp install --client {client} --url {url} --key <key>` merges it into \
-             the client's config for you."
+            "Above, after the key: on the agent's machine, that command writes the {client} \
+             entry for {url} (the hub's /mcp with this key) into the client's config."
         );
         if url.contains("://127.") || url.contains("://[::1]") || url.contains("://localhost") {
             eprintln!(

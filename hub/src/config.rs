@@ -114,10 +114,15 @@ pub enum KeyAction {
         /// The key's name, e.g. the machine it is for: 1 to 64 letters, digits, `.`, `_`, `-`.
         #[arg(long, value_name = "NAME")]
         name: String,
-        /// Also print, after the key, the remote entry for this client (the hub's `/mcp`
-        /// URL and the key), as `holdline-mcp install --url … --key …` would write it.
-        #[arg(long, value_name = "CLIENT")]
-        print_config: Option<holdline_mcp::install::Client>,
+        /// Also print, after the key, the `holdline-mcp install --client CLIENT --url …
+        /// --key …` command that writes this client's remote entry (the hub's `/mcp` URL
+        /// and the key) on the agent's machine.
+        #[arg(
+            long,
+            value_name = "CLIENT",
+            value_parser = clap::builder::PossibleValuesParser::new(holdline_contract::clients::CLIENT_NAMES)
+        )]
+        print_config: Option<String>,
     },
     /// List the keys: name, when made, when last used.
     List,

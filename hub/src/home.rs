@@ -102,7 +102,7 @@ impl Home {
     }
     /// Where a running hub writes the address it listens on (for the admin CLI and tests).
     pub fn addr_file(&self) -> PathBuf {
-        self.root.join("hub.addr")
+        holdline_contract::local_hub::addr_file(&self.root)
     }
 
     /// Makes the folders (0700) and the secret (0600) if they are missing,

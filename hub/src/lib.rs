@@ -120,6 +120,7 @@ pub async fn run(
             other => RunError::Serve(std::io::Error::other(other.to_string())),
         })?;
     }
+    let mcp_sessions = Arc::new(mcp::Sessions::for_hub(&hub.config().mcp));
     let state = api::AppState {
         sync,
         hub: hub.clone(),
@@ -131,14 +132,18 @@ pub async fn run(
         logins: Arc::default(),
         refusals: Arc::default(),
         notify,
-        mcp_sessions: Arc::new(mcp::Sessions::for_hub(&hub.config().mcp)),
+        key_holder: mcp_sessions.clone(),
     };
+    // `/mcp` is composed here: its tools call the API's agent routes in process, and the
+    // API serves it without knowing what it is.
+    let mcp = mcp::McpEndpoint::new(state.clone(), mcp_sessions, stop.clone());
     let signal = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
         signal.cancel();
     });
-    server::serve(listener, api::Api::new(state, stop.clone()), stop.clone()).await;
+    let api = api::Api::new(state, Some(mcp.route()));
+    server::serve(listener, api, stop.clone()).await;
     stop.cancel();
     let flushed = hub.flush().await;
     let _ = std::fs::remove_file(home.addr_file());

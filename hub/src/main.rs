@@ -94,7 +94,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         } => Ok(admin::notify_test(&config).await?),
         Command::Key { action } => Ok(match action {
             KeyAction::Create { name, print_config } => {
-                admin::key_create(&config, &name, print_config).await
+                admin::key_create(&config, &name, print_config.as_deref()).await
             }
             KeyAction::List => admin::key_list(&config).await,
             KeyAction::Revoke { name } => admin::key_revoke(&config, &name).await,

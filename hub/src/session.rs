@@ -95,54 +95,7 @@ impl From<Token> for String {
     }
 }
 
-/// Where a session is in its life (SPEC §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Init,
-    /// The agent is working after a real reply (or has not waited yet).
-    Holding,
-    /// An agent is blocked in `wait_for_user_input`.
-    Waiting,
-    /// A reply is ready for the waiting agent but not yet acknowledged.
-    Replied,
-    /// The agent is working after an automatic reply.
-    Running,
-    Merged,
-    Archived,
-}
-
-impl Status {
-    /// Merged and archived sessions take no waits and no replies.
-    pub fn is_closed(self) -> bool {
-        matches!(self, Status::Merged | Status::Archived)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Init => "init",
-            Status::Holding => "holding",
-            Status::Waiting => "waiting",
-            Status::Replied => "replied",
-            Status::Running => "running",
-            Status::Merged => "merged",
-            Status::Archived => "archived",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Status> {
-        Some(match s {
-            "init" => Status::Init,
-            "holding" => Status::Holding,
-            "waiting" => Status::Waiting,
-            "replied" => Status::Replied,
-            "running" => Status::Running,
-            "merged" => Status::Merged,
-            "archived" => Status::Archived,
-            _ => return None,
-        })
-    }
-}
+pub use holdline_contract::{Status, WaitEnd};
 
 /// Who wrote a message.
 /// What the hub keeps in memory of every session, stored or not: what lists
@@ -318,40 +271,6 @@ pub struct OpenWait {
     /// that key closes the wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<KeyName>,
-}
-
-/// Why a wait ended, as its late polls are told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitEnd {
-    Superseded,
-    Finished,
-    Cancelled,
-    Merged,
-    Archived,
-    /// Nobody polled it for the hub's grace period: the agent behind it is gone.
-    Expired,
-    /// The agent key it was registered with was revoked.
-    #[serde(rename = "key_revoked")]
-    KeyRevoked,
-    /// The person handed the session to another owner.
-    #[serde(rename = "handed_over")]
-    HandedOver,
-}
-
-impl WaitEnd {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WaitEnd::Superseded => "superseded",
-            WaitEnd::Finished => "finished",
-            WaitEnd::Cancelled => "cancelled",
-            WaitEnd::Merged => "merged",
-            WaitEnd::Archived => "archived",
-            WaitEnd::Expired => "expired",
-            WaitEnd::KeyRevoked => "key_revoked",
-            WaitEnd::HandedOver => "handed_over",
-        }
-    }
 }
 
 /// A recently closed wait, remembered so a late poll learns why it ended.

@@ -2,16 +2,15 @@
 //! really listens), the credential (an agent key, else the secret), host id, wait limits.
 
 use std::{
-    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket},
-    path::{Path, PathBuf},
+    net::{IpAddr, Ipv4Addr, UdpSocket},
+    path::PathBuf,
     time::Duration,
 };
 
-/// The hub's own default address, used when nothing says where the local hub listens.
-pub const DEFAULT_HUB: &str = "http://127.0.0.1:13458";
-
-/// One long poll at the hub, and the progress interval: the hub's default renewal.
-pub const DEFAULT_POLL_HOLD: Duration = Duration::from_secs(10);
+use holdline_contract::local_hub;
+use holdline_tools::{
+    Settings, Transport, WorkspaceFallback, limits::MaxWait, server::DEFAULT_POLL_HOLD,
+};
 
 /// Everything the bridge reads from its environment, resolved once at start.
 #[derive(Debug, Clone)]
@@ -24,8 +23,8 @@ pub struct Config {
     pub home: PathBuf,
     /// This machine's identity in binding keys.
     pub host_ip: String,
-    /// `HOLDLINE_MAX_WAIT_SEC`: overrides the per-client wait limit; `Some(None)` means no limit.
-    pub max_wait: Option<Option<Duration>>,
+    /// `HOLDLINE_MAX_WAIT_SEC`: overrides the per-client wait limit (0: no limit).
+    pub max_wait: MaxWait,
     /// `MCP_TOOL_TIMEOUT` (milliseconds; Claude Code's hard limit per tool call), when the
     /// client's environment reaches the bridge.
     pub tool_timeout: Option<Duration>,
@@ -80,6 +79,18 @@ impl SecretSource {
 }
 
 impl Config {
+    /// How the tools wait and whom they name: from this environment, over stdio.
+    pub fn tool_settings(&self) -> Settings {
+        Settings {
+            host_ip: self.host_ip.clone(),
+            max_wait: self.max_wait,
+            tool_timeout: self.tool_timeout,
+            poll_hold: self.poll_hold,
+            workspace_fallback: WorkspaceFallback::WorkingDirectory,
+            transport: Transport::Stdio,
+        }
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Config {
         Config::from_lookup(|k| std::env::var(k).ok())
@@ -97,7 +108,10 @@ impl Config {
             .unwrap_or_else(|| user_home(&get).join(".holdline"));
         let hubs = match nonempty("HOLDLINE_HUB") {
             Some(list) => parse_hub_list(&list),
-            None => vec![local_hub(&home, nonempty("HOLDLINE_LISTEN").as_deref())],
+            None => vec![local_hub::local_url(
+                &home,
+                nonempty("HOLDLINE_LISTEN").as_deref(),
+            )],
         };
         let secret = match (nonempty("HOLDLINE_KEY"), nonempty("HOLDLINE_SECRET")) {
             (Some(k), _) => SecretSource::Key(k),
@@ -105,8 +119,9 @@ impl Config {
             (None, None) => SecretSource::File(home.join("secret")),
         };
         let host_ip = nonempty("HOLDLINE_HOST_ID").unwrap_or_else(primary_ipv4);
-        let max_wait =
-            nonempty("HOLDLINE_MAX_WAIT_SEC").and_then(|v| crate::limits::parse_max_wait(&v));
+        let max_wait = nonempty("HOLDLINE_MAX_WAIT_SEC")
+            .and_then(|v| MaxWait::parse(&v))
+            .unwrap_or_default();
         let tool_timeout = nonempty("MCP_TOOL_TIMEOUT")
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|ms| *ms > 0)
@@ -151,48 +166,9 @@ pub fn parse_hub_list(raw: &str) -> Vec<String> {
         })
         .collect();
     if hubs.is_empty() {
-        vec![DEFAULT_HUB.to_owned()]
+        vec![format!("http://{}", local_hub::DEFAULT_LISTEN)]
     } else {
         hubs
-    }
-}
-
-/// The URL of the hub on this machine, found the way the hub itself decides where to
-/// listen: the address a running hub wrote to `<home>/hub.addr`, else `HOLDLINE_LISTEN`,
-/// else `listen` in `<home>/config.toml`, else the default. A hub listening on every
-/// interface (`0.0.0.0`, `::`) is reached on loopback. Auto-start uses this address too.
-pub fn local_hub(home: &Path, listen_env: Option<&str>) -> String {
-    let running = std::fs::read_to_string(home.join("hub.addr"))
-        .ok()
-        .and_then(|s| s.trim().parse::<SocketAddr>().ok());
-    let configured = || {
-        listen_env
-            .and_then(|v| v.trim().parse::<SocketAddr>().ok())
-            .or_else(|| config_listen(&home.join("config.toml")))
-    };
-    match running.or_else(configured) {
-        Some(addr) => format!("http://{}", reachable(addr)),
-        None => DEFAULT_HUB.to_owned(),
-    }
-}
-
-/// `listen` in the hub's `config.toml`, when the file has a valid one.
-fn config_listen(path: &Path) -> Option<SocketAddr> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let doc: toml_edit::DocumentMut = text.parse().ok()?;
-    doc.get("listen")?.as_str()?.trim().parse().ok()
-}
-
-/// Where to connect to reach a hub bound to `addr`.
-fn reachable(addr: SocketAddr) -> SocketAddr {
-    match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
-        }
-        IpAddr::V6(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
-        }
-        _ => addr,
     }
 }
 
@@ -225,6 +201,8 @@ pub fn primary_ipv4() -> String {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    const DEFAULT_HUB: &str = "http://127.0.0.1:13458";
 
     fn config(vars: &[(&str, &str)]) -> Config {
         let map: HashMap<String, String> = vars
@@ -271,11 +249,11 @@ mod tests {
             ("HOLDLINE_MAX_WAIT_SEC", "42"),
         ]);
         assert_eq!(c.host_ip, "desk-1");
-        assert_eq!(c.max_wait, Some(Some(Duration::from_secs(42))));
+        assert_eq!(c.max_wait, MaxWait::AtMost(Duration::from_secs(42)));
         let c = config(&[("HOLDLINE_MAX_WAIT_SEC", "0")]);
-        assert_eq!(c.max_wait, Some(None));
+        assert_eq!(c.max_wait, MaxWait::Unlimited);
         let c = config(&[]);
-        assert_eq!(c.max_wait, None);
+        assert_eq!(c.max_wait, MaxWait::ClientDefault);
         assert!(c.autostart);
     }
 

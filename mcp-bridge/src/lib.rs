@@ -1,28 +1,24 @@
-//! holdline-mcp: the stdio MCP server each IDE runs, forwarding four tools to the hub.
+//! holdline-mcp: the stdio MCP server each IDE runs — the shared tools of
+//! `holdline-tools` over stdin/stdout, calling hubs over HTTP — and the installer that puts
+//! it (or a remote entry for the hub's `/mcp`) into each client.
 //!
 //! Code map:
 //! - `config`: environment → [`config::Config`] (hub list, secret, host id, wait limits).
-//! - `hub_client`: the only code that calls hubs: over HTTP (failover, retry, auto-start
-//!   of a local hub) or in process (the hub's `/mcp`).
+//! - `hub_client`: the hubs over HTTP (failover, retry, auto-start of a local hub): the
+//!   bridge's `HubApi`.
 //! - `line_cap`: a client line over the limit is answered with an error, not dropped.
-//! - `delivery`: open waits, reply ids never returned twice, acks after the result is written.
-//! - `limits`: how long one wait may block in each client, from measurement.
-//! - `tools`: the rmcp tool router and binding fingerprint (`tools/mod.rs`), the wait loop
-//!   (`tools/wait.rs`), the sentences the agent reads (`tools/sentences.rs`), the schemas
-//!   (`tools/params.rs`).
+//! - `stdio`: stdin and stdout as non-blocking streams.
 //! - `install`: writes or prints each IDE's MCP entry and rule file.
 
 pub mod config;
-pub mod delivery;
 pub mod hub_client;
 pub mod install;
-pub mod limits;
 mod line_cap;
 mod stdio;
-pub mod tools;
 
 use std::time::Duration;
 
+use holdline_tools::{Hub, Tools, delivery};
 use rmcp::{RoleServer, ServiceExt, transport::async_rw::AsyncRwTransport};
 use tokio_util::sync::CancellationToken;
 
@@ -33,12 +29,12 @@ const CANCEL_ON_EXIT: Duration = Duration::from_secs(3);
 /// (SIGINT, SIGTERM, SIGHUP), then cancels every open wait at the hub, so no session is
 /// left showing an agent that is gone.
 pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
-    let hub = hub_client::HubClient::new(&config);
+    let hub = Hub::new(std::sync::Arc::new(hub_client::HubClient::new(&config)));
     let delivery = delivery::Delivery::new(hub.clone());
     let shutdown = CancellationToken::new();
     let stop_signal = stop_signals()?;
-    let bridge = tools::Bridge::new(
-        &(&config).into(),
+    let tools = Tools::new(
+        &config.tool_settings(),
         hub.clone(),
         delivery.clone(),
         shutdown.clone(),
@@ -53,7 +49,7 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
     );
     tracing::info!(hubs = ?config.hubs, host = %config.host_ip, "holdline-mcp serving on stdio");
     let serving = async {
-        let service = bridge.serve(transport).await?;
+        let service = tools.serve(transport).await?;
         let reason = service.waiting().await;
         tracing::info!(?reason, "client closed the connection");
         anyhow::Ok(())

@@ -14,11 +14,7 @@ use std::{
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-/// The longest line passed on: below rmcp's own 16 MiB limit, so its limit never fires.
-pub const MAX_LINE: usize = 16 * 1024 * 1024 - 4096;
-
-/// The method of the request that stands in for an over-long line.
-pub const OVERSIZED_METHOD: &str = "holdline/oversized";
+pub use holdline_tools::server::{MAX_LINE, OVERSIZED_METHOD};
 
 /// Wraps the client's stream; see the module docs.
 pub struct LineCap<R> {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use holdline_contract::{HubApi, HubError, InitRequest, RegisterRequest};
 use holdline_mcp::config::{Config, SecretSource};
-use holdline_mcp::hub_client::{HubClient, HubError, MAX_ANSWER};
-use serde_json::{Value, json};
+use holdline_mcp::hub_client::{HubClient, MAX_ANSWER};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -130,7 +130,7 @@ fn client(hubs: &[SocketAddr], home: &std::path::Path) -> HubClient {
         secret: SecretSource::Given("0123456789abcdef0123456789abcdef".into()),
         home: home.to_owned(),
         host_ip: "127.0.0.1".into(),
-        max_wait: None,
+        max_wait: Default::default(),
         tool_timeout: None,
         hub_bin: None,
         autostart: false,
@@ -138,8 +138,15 @@ fn client(hubs: &[SocketAddr], home: &std::path::Path) -> HubClient {
     })
 }
 
-fn who() -> Value {
-    json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "127.0.0.1"})
+fn who() -> InitRequest {
+    InitRequest {
+        cursor_title: "t".into(),
+        workspace: "/w".into(),
+        host_ip: "127.0.0.1".into(),
+        new_plan: false,
+        plan_label: None,
+        thread_id: None,
+    }
 }
 
 #[tokio::test]
@@ -188,8 +195,18 @@ async fn a_call_ends_within_its_time_limit_across_every_hub() {
     let (b, _) = fake_hub("127.0.0.1", Behaviour::Stall).await;
     let limit = Duration::from_secs(3);
     let started = Instant::now();
+    let request = RegisterRequest {
+        token: "ct_0123456789abcdef0123456789abcdef".into(),
+        message: "done".into(),
+        cursor_title: "t".into(),
+        workspace: "/w".into(),
+        host_ip: "127.0.0.1".into(),
+        request_id: "rq_1".into(),
+        completion_pct: None,
+        next_step: None,
+    };
     let answer = client(&[a, b], dir.path())
-        .post::<Value>("/api/init", &who(), limit)
+        .register(request, Some(limit))
         .await;
     let took = started.elapsed();
     assert!(

@@ -431,7 +431,7 @@ async fn a_reply_whose_ack_a_restart_lost_is_not_returned_to_an_agent_whose_resu
     assert_eq!(polled["reply"]["id"], reply_id.as_str(), "{polled}");
 
     // The result that carried the reply gave this resume value; the agent passes it on.
-    let resume = holdline_mcp::delivery::resume_naming(&reply_id);
+    let resume = holdline_tools::delivery::resume_naming(&reply_id);
     let r = call(
         &client,
         "wait_for_user_input",

@@ -1,109 +1,176 @@
-//! Routes the bridge calls on behalf of an agent: init, select, the wait
-//! lifecycle (register, poll, ack, cancel) and merge.
+//! The agent routes: init, select, the wait lifecycle (register, poll, ack, cancel) and
+//! merge. Each is one function of (state, caller, typed request) — [`init`], [`select`],
+//! … — that the HTTP handlers ([`http`]) and `/mcp`'s in-process calls both run, so both
+//! transports apply the same rules.
+//!
+//! Invariant: every answer that follows a write is given only after the store flushed.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, FromRequest, Request, State};
+use axum::Json;
+use axum::extract::{FromRequest, Request};
 use axum::http::Method;
 use axum::response::IntoResponse;
-use axum::{Extension, Json};
+use holdline_contract::{Status, routes};
 use http_body_util::Limited;
 
 use super::dto::*;
 use super::error::{ApiError, Body, token};
 use super::{AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
-use crate::hub::{InitRequest, MAX_POLL_MS, PollOutcome, RegisterRequest};
+use crate::hub::{InitRequest as HubInit, PollOutcome, RegisterRequest as HubRegister};
 use crate::keys::KeyName;
 use crate::server::Answering;
 use crate::session::Token;
 
-type Answer<T> = Result<Json<T>, ApiError>;
+/// Who calls an agent route: the credential, and the address the hub saw.
+#[derive(Debug, Clone)]
+pub struct AgentCaller {
+    pub who: guard::Caller,
+    pub peer: SocketAddr,
+}
 
-/// The address the request came from (the connection's peer).
-type Peer = ConnectInfo<SocketAddr>;
+impl AgentCaller {
+    /// The host a binding records: what the secret's bridges report, but for an agent
+    /// key the address the hub saw — a key cannot claim another machine.
+    fn binding_host(&self, reported: String) -> String {
+        match self.who {
+            guard::Caller::Person => reported,
+            guard::Caller::Agent { .. } => self.peer.ip().to_canonical().to_string(),
+        }
+    }
 
-/// The host a binding records: what the secret's bridges report, but for an
-/// agent key the address the hub saw — a key cannot claim another machine.
-fn binding_host(who: &guard::Caller, reported: String, ConnectInfo(peer): Peer) -> String {
-    match who {
-        guard::Caller::Person => reported,
-        guard::Caller::Agent { .. } => peer.ip().to_canonical().to_string(),
+    fn agent_key(&self) -> Option<&KeyName> {
+        self.who.agent_key()
     }
 }
 
 pub async fn init(
-    State(app): State<AppState>,
-    Extension(who): Extension<guard::Caller>,
-    peer: Peer,
-    Body(b): Body<InitBody>,
-) -> Answer<InitAnswer> {
-    let out = app.hub.init(InitRequest {
-        host_ip: binding_host(&who, b.host_ip, peer),
+    app: &AppState,
+    caller: &AgentCaller,
+    b: InitRequest,
+) -> Result<InitAnswer, ApiError> {
+    let out = app.hub.init(HubInit {
+        host_ip: caller.binding_host(b.host_ip),
         cursor_title: b.cursor_title,
         workspace: b.workspace,
         new_plan: b.new_plan,
         plan_label: b.plan_label,
         thread_id: b.thread_id,
-        agent_key: who.agent_key().cloned(),
+        agent_key: caller.agent_key().cloned(),
     })?;
     app.hub.flush().await?;
-    Ok(Json(InitAnswer {
+    Ok(InitAnswer {
         token: out.token.to_string(),
-        status: out.status.as_str(),
+        status: out.status,
         created: out.created,
         binding_key: out.binding_key,
-    }))
+    })
 }
 
 pub async fn select(
-    State(app): State<AppState>,
-    Extension(who): Extension<guard::Caller>,
-    peer: Peer,
-    Body(b): Body<SelectBody>,
-) -> Answer<TokenStatus> {
+    app: &AppState,
+    caller: &AgentCaller,
+    b: SelectRequest,
+) -> Result<SelectAnswer, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    let host_ip = binding_host(&who, b.host_ip, peer);
-    let caller = Caller {
+    let host_ip = caller.binding_host(b.host_ip);
+    let binding = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
         host_ip: &host_ip,
-        agent_key: who.agent_key(),
+        agent_key: caller.agent_key(),
     };
-    let status = app.hub.select(&t, &caller)?;
+    let status = app.hub.select(&t, &binding)?;
     app.hub.flush().await?;
-    Ok(Json(TokenStatus {
+    Ok(SelectAnswer {
         token: t.to_string(),
-        status: status.as_str(),
-    }))
+        status,
+    })
 }
 
 pub async fn register(
-    State(app): State<AppState>,
-    Extension(who): Extension<guard::Caller>,
-    peer: Peer,
-    Body(b): Body<RegisterBody>,
-) -> Answer<RegisterAnswer> {
+    app: &AppState,
+    caller: &AgentCaller,
+    b: RegisterRequest,
+) -> Result<RegisterAnswer, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    let wait_id = app.hub.register(RegisterRequest {
+    let wait_id = app.hub.register(HubRegister {
         token: t,
         message: b.message,
-        host_ip: binding_host(&who, b.host_ip, peer),
+        host_ip: caller.binding_host(b.host_ip),
         cursor_title: b.cursor_title,
         workspace: b.workspace,
         request_id: b.request_id,
         completion_pct: b.completion_pct,
         next_step: b.next_step,
-        agent_key: who.agent_key().cloned(),
+        agent_key: caller.agent_key().cloned(),
     })?;
     app.hub.flush().await?;
-    Ok(Json(RegisterAnswer {
+    Ok(RegisterAnswer {
         wait_id,
-        status: "waiting",
-    }))
+        status: Status::Waiting,
+    })
+}
+
+/// A poll that passed every check, ready to wait.
+struct Admitted {
+    token: Token,
+    wait_id: String,
+    timeout: Duration,
+    /// The agent key it came with (`None`: the secret): only its own session answers.
+    owner: Option<KeyName>,
+}
+
+/// The poll's token and time limit checked; a session another hub owned is adopted
+/// first.
+async fn admit_poll(
+    app: &AppState,
+    owner: Option<KeyName>,
+    b: PollRequest,
+) -> Result<Admitted, ApiError> {
+    let token = token(&b.token)?;
+    let ms = b.timeout_ms.unwrap_or(app.hub.config().poll_timeout_ms);
+    if ms > routes::MAX_POLL_MS {
+        return Err(ApiError::bad_request(format!(
+            "timeoutMs must be 0 to {}",
+            routes::MAX_POLL_MS
+        )));
+    }
+    app.adopt_if_remote(&token).await;
+    Ok(Admitted {
+        token,
+        wait_id: b.wait_id,
+        timeout: Duration::from_millis(ms),
+        owner,
+    })
+}
+
+/// Holds an admitted poll until a reply, its time limit or the wait's end.
+async fn hold_poll(app: &AppState, poll: Admitted) -> Result<PollAnswer, ApiError> {
+    let outcome = app
+        .hub
+        .poll(
+            &poll.token,
+            &poll.wait_id,
+            poll.timeout,
+            poll.owner.as_ref(),
+        )
+        .await?;
+    Ok(PollAnswer::from(outcome))
+}
+
+/// The long poll, for an in-process caller (the HTTP one is [`held_poll`]).
+pub async fn poll(
+    app: &AppState,
+    caller: &AgentCaller,
+    b: PollRequest,
+) -> Result<PollAnswer, ApiError> {
+    let admitted = admit_poll(app, caller.agent_key().cloned(), b).await?;
+    hold_poll(app, admitted).await
 }
 
 /// `POST /api/wait/poll`, the one request that waits for minutes: answered
@@ -128,21 +195,12 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
     drop(parts);
     // Boxed apart and done before the hold: what it needs (the body, the
     // checks' outcome, JSON decoding, adoption) is gone while the poll waits.
-    let admit = Box::pin(admit_poll(app.clone(), admitted, body));
+    let admit = Box::pin(admit_http_poll(app.clone(), admitted, body));
     Box::pin(async move {
         let answer = match admit.await {
-            Ok(poll) => match app
-                .hub
-                .poll(
-                    &poll.token,
-                    &poll.wait_id,
-                    poll.timeout,
-                    poll.owner.as_ref(),
-                )
-                .await
-            {
-                Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
-                Err(e) => ApiError::from(e).into_response(),
+            Ok(poll) => match hold_poll(&app, poll).await {
+                Ok(answer) => Json(answer).into_response(),
+                Err(e) => e.into_response(),
             },
             Err(e) => e.into_response(),
         };
@@ -150,39 +208,17 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
     })
 }
 
-/// A poll that passed every check, ready to wait.
-struct Admitted {
-    token: Token,
-    wait_id: String,
-    timeout: Duration,
-    /// The agent key it came with (`None`: the secret): only its own session answers.
-    owner: Option<KeyName>,
-}
-
-/// The poll's body (under the JSON limit, with the errors every route gives),
-/// its token and time limit; a session another hub owned is adopted first.
-async fn admit_poll(
+/// The HTTP poll's body (under the JSON limit, with the errors every route gives), then
+/// [`admit_poll`].
+async fn admit_http_poll(
     app: AppState,
     admitted: Result<guard::Caller, ApiError>,
     body: axum::body::Body,
 ) -> Result<Admitted, ApiError> {
     let owner = admitted?.agent_key().cloned();
     let limited = Request::new(axum::body::Body::new(Limited::new(body, JSON_LIMIT)));
-    let Body(b) = Body::<PollBody>::from_request(limited, &()).await?;
-    let token = token(&b.token)?;
-    let ms = b.timeout_ms.unwrap_or(app.hub.config().poll_timeout_ms);
-    if ms > MAX_POLL_MS {
-        return Err(ApiError::bad_request(format!(
-            "timeoutMs must be 0 to {MAX_POLL_MS}"
-        )));
-    }
-    app.adopt_if_remote(&token).await;
-    Ok(Admitted {
-        token,
-        wait_id: b.wait_id,
-        timeout: Duration::from_millis(ms),
-        owner,
-    })
+    let Body(b) = Body::<PollRequest>::from_request(limited, &()).await?;
+    admit_poll(&app, owner, b).await
 }
 
 impl From<PollOutcome> for PollAnswer {
@@ -201,50 +237,133 @@ impl From<PollOutcome> for PollAnswer {
     }
 }
 
-pub async fn ack(
-    State(app): State<AppState>,
-    Extension(who): Extension<guard::Caller>,
-    Body(b): Body<AckBody>,
-) -> Answer<Ok> {
+pub async fn ack(app: &AppState, caller: &AgentCaller, b: AckRequest) -> Result<Done, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    app.hub.ack(&t, &b.wait_id, &b.reply_id, who.agent_key())?;
+    app.hub
+        .ack(&t, &b.wait_id, &b.reply_id, caller.agent_key())?;
     app.hub.flush().await?;
-    Ok(Json(OK))
+    Ok(Done::OK)
 }
 
 pub async fn cancel(
-    State(app): State<AppState>,
-    Extension(who): Extension<guard::Caller>,
-    Body(b): Body<CancelBody>,
-) -> Answer<Ok> {
+    app: &AppState,
+    caller: &AgentCaller,
+    b: CancelRequest,
+) -> Result<Done, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    app.hub.cancel(&t, &b.wait_id, who.agent_key())?;
+    app.hub.cancel(&t, &b.wait_id, caller.agent_key())?;
     app.hub.flush().await?;
-    Ok(Json(OK))
+    Ok(Done::OK)
 }
 
 pub async fn merge(
-    State(app): State<AppState>,
-    Extension(who): Extension<guard::Caller>,
-    peer: Peer,
-    Body(b): Body<MergeBody>,
-) -> Answer<TokenOnly> {
+    app: &AppState,
+    caller: &AgentCaller,
+    b: MergeRequest,
+) -> Result<MergeAnswer, ApiError> {
     let from = token(&b.from_token)?;
     let to = token(&b.to_token)?;
     app.adopt_if_remote(&from).await;
     app.adopt_if_remote(&to).await;
-    let host_ip = binding_host(&who, b.host_ip, peer);
-    let caller = Caller {
+    let host_ip = caller.binding_host(b.host_ip);
+    let binding = Caller {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
         host_ip: &host_ip,
-        agent_key: who.agent_key(),
+        agent_key: caller.agent_key(),
     };
-    app.hub.merge(&from, &to, Some(&caller))?;
+    app.hub.merge(&from, &to, Some(&binding))?;
     app.hub.flush().await?;
-    Ok(Json(TokenOnly {
+    Ok(MergeAnswer {
         token: to.to_string(),
-    }))
+    })
+}
+
+/// A session's head, for its owner only (another owner's token is as unknown as one
+/// that never was).
+pub fn session_head(
+    app: &AppState,
+    who: &guard::Caller,
+    raw: &str,
+) -> Result<crate::hub::SessionInfo, ApiError> {
+    let t = token(raw)?;
+    let info = app.hub.info(&t)?;
+    if let Some(key) = who.agent_key()
+        && info.session.owner.as_ref() != Some(key)
+    {
+        return Err(crate::hub::HubError::NotFound(t).into());
+    }
+    Ok(info)
+}
+
+/// The agent routes as axum handlers: each reads its caller and body and runs the
+/// route's function.
+pub mod http {
+    use axum::extract::{ConnectInfo, State};
+    use axum::{Extension, Json};
+
+    use super::*;
+
+    type Answer<T> = Result<Json<T>, ApiError>;
+    type Peer = ConnectInfo<SocketAddr>;
+
+    fn caller(who: guard::Caller, ConnectInfo(peer): Peer) -> AgentCaller {
+        AgentCaller { who, peer }
+    }
+
+    pub async fn init(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        peer: Peer,
+        Body(b): Body<InitRequest>,
+    ) -> Answer<InitAnswer> {
+        super::init(&app, &caller(who, peer), b).await.map(Json)
+    }
+
+    pub async fn select(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        peer: Peer,
+        Body(b): Body<SelectRequest>,
+    ) -> Answer<SelectAnswer> {
+        super::select(&app, &caller(who, peer), b).await.map(Json)
+    }
+
+    pub async fn register(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        peer: Peer,
+        Body(b): Body<RegisterRequest>,
+    ) -> Answer<RegisterAnswer> {
+        super::register(&app, &caller(who, peer), b).await.map(Json)
+    }
+
+    pub async fn ack(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        peer: Peer,
+        Body(b): Body<AckRequest>,
+    ) -> Answer<Done> {
+        super::ack(&app, &caller(who, peer), b).await.map(Json)
+    }
+
+    pub async fn cancel(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        peer: Peer,
+        Body(b): Body<CancelRequest>,
+    ) -> Answer<Done> {
+        super::cancel(&app, &caller(who, peer), b).await.map(Json)
+    }
+
+    pub async fn merge(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        peer: Peer,
+        Body(b): Body<MergeRequest>,
+    ) -> Answer<MergeAnswer> {
+        super::merge(&app, &caller(who, peer), b).await.map(Json)
+    }
 }

@@ -7,136 +7,31 @@ use crate::hub::SessionInfo;
 use crate::keys::Keys;
 use crate::session::{Image, Message, Millis, QueuedReply, Review};
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InitBody {
-    pub cursor_title: String,
-    pub workspace: String,
-    pub host_ip: String,
-    #[serde(default)]
-    pub new_plan: bool,
-    pub plan_label: Option<String>,
-    pub thread_id: Option<String>,
-}
+/// The agent routes' bodies and answers are the contract's: written once for the bridge
+/// and the hub.
+pub use holdline_contract::{
+    AckRequest, CancelRequest, Done, InitAnswer, InitRequest, MergeAnswer, MergeRequest,
+    PollAnswer, PollRequest, RegisterAnswer, RegisterRequest, Reply, SelectAnswer, SelectRequest,
+    SessionHead,
+};
 
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InitAnswer {
-    pub token: String,
-    pub status: &'static str,
-    pub created: bool,
-    pub binding_key: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SelectBody {
-    pub token: String,
-    pub cursor_title: String,
-    pub workspace: String,
-    pub host_ip: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct TokenStatus {
-    pub token: String,
-    pub status: &'static str,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RegisterBody {
-    pub token: String,
-    pub message: String,
-    pub cursor_title: String,
-    pub workspace: String,
-    pub host_ip: String,
-    pub request_id: String,
-    pub completion_pct: Option<u8>,
-    pub next_step: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RegisterAnswer {
-    pub wait_id: String,
-    pub status: &'static str,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PollBody {
-    pub token: String,
-    pub wait_id: String,
-    pub timeout_ms: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplyDto {
-    pub id: String,
-    pub text: String,
-    pub images: Vec<Image>,
-    pub auto: bool,
-    pub at: Millis,
-}
-
-impl From<QueuedReply> for ReplyDto {
+impl From<QueuedReply> for Reply {
     fn from(r: QueuedReply) -> Self {
-        ReplyDto {
+        Reply {
             id: r.id,
             text: r.text,
-            images: r.images,
+            images: r
+                .images
+                .into_iter()
+                .map(|i| holdline_contract::Image {
+                    mime_type: i.mime_type,
+                    data: i.data,
+                })
+                .collect(),
             auto: r.auto,
             at: r.at,
         }
     }
-}
-
-#[derive(Debug, Serialize)]
-#[serde(tag = "status", rename_all = "camelCase")]
-pub enum PollAnswer {
-    Replied {
-        reply: ReplyDto,
-    },
-    Renewal,
-    Gone {
-        reason: &'static str,
-        #[serde(rename = "mergedInto", skip_serializing_if = "Option::is_none")]
-        merged_into: Option<String>,
-    },
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AckBody {
-    pub token: String,
-    pub wait_id: String,
-    pub reply_id: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CancelBody {
-    pub token: String,
-    pub wait_id: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Ok {
-    pub ok: bool,
-}
-
-pub const OK: Ok = Ok { ok: true };
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MergeBody {
-    pub from_token: String,
-    pub to_token: String,
-    pub cursor_title: String,
-    pub workspace: String,
-    pub host_ip: String,
 }
 
 /// `POST /api/sessions/{token}/owner`: the agent key to hand the session to,
@@ -152,11 +47,6 @@ pub struct OwnerBody {
 #[serde(rename_all = "camelCase")]
 pub struct PersonMergeBody {
     pub to_token: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct TokenOnly {
-    pub token: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -247,12 +137,10 @@ pub struct Templates {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDto {
-    pub token: String,
-    pub title: String,
+    /// Token, title, workspace, host and status: what an agent's tools read back.
+    #[serde(flatten)]
+    pub head: SessionHead,
     pub display_title: String,
-    pub status: &'static str,
-    pub workspace: String,
-    pub host_ip: String,
     pub binding_key: String,
     pub hub: String,
     pub created_at: Millis,
@@ -303,13 +191,15 @@ impl SessionDto {
         let s = info.session;
         SessionDto {
             owner,
-            token: s.token.to_string(),
-            status: s.status.as_str(),
+            head: SessionHead {
+                token: s.token.to_string(),
+                status: s.status,
+                title: s.title,
+                workspace: s.workspace,
+                host_ip: s.host_ip,
+            },
             waiting_since: s.wait.as_ref().map(|w| w.since),
-            title: s.title,
             display_title: s.display_title,
-            workspace: s.workspace,
-            host_ip: s.host_ip,
             binding_key: s.binding_key,
             hub: s.hub,
             created_at: s.created_at,
@@ -452,27 +342,4 @@ pub struct KeyList {
 pub struct KeyRevoked {
     pub ok: bool,
     pub closed_waits: usize,
-}
-
-/// Every error answer: `{"error":{"code","message",…}}`.
-#[derive(Debug, Serialize)]
-pub struct ErrorBody {
-    pub error: ErrorDto,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ErrorDto {
-    pub code: &'static str,
-    pub message: String,
-    /// With `STALE_QUESTION`: the question the agent asks now.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_question: Option<CurrentQuestionDto>,
-}
-
-/// The agent's newest message: its `seq` and its first characters.
-#[derive(Debug, Serialize)]
-pub struct CurrentQuestionDto {
-    pub seq: u64,
-    pub preview: String,
 }

@@ -1,5 +1,5 @@
 //! `ApiError`: every failure the HTTP API answers, as `{"error":{"code","message"}}`
-//! with the status of SPEC §5; and the body/query extractors that produce it.
+//! with its status (docs/api.md); and the body/query extractors that produce it.
 
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -8,21 +8,22 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use super::dto::{CurrentQuestionDto, ErrorBody, ErrorDto};
+use holdline_contract::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail};
+
 use crate::hub::HubError;
 use crate::session::Token;
 
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     /// `STALE_QUESTION`'s: the question the agent asks now, for the panel to show.
-    pub current_question: Option<CurrentQuestionDto>,
+    pub current_question: Option<CurrentQuestion>,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
@@ -31,26 +32,38 @@ impl ApiError {
         }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
+        Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+    }
+    /// An agent key the hub does not know, or one that was revoked.
+    pub fn key_refused() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::KeyRefused,
+            "the hub refused this agent key: it is wrong or was revoked (`holdline-hub key list` shows the live keys)",
+        )
     }
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", message)
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
     }
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            "METHOD_NOT_ALLOWED",
+            ErrorCode::MethodNotAllowed,
             message,
         )
     }
     pub fn too_large(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "TOO_LARGE", message)
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::TooLarge, message)
     }
     pub fn rate_limited(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message)
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            message,
+        )
     }
 }
 
@@ -60,25 +73,27 @@ impl From<HubError> for ApiError {
         match e {
             HubError::BadRequest(_) => ApiError::bad_request(message),
             HubError::NotFound(_) => {
-                ApiError::new(StatusCode::NOT_FOUND, "SESSION_NOT_FOUND", message)
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::SessionNotFound, message)
             }
             HubError::BindingRejected(_) => {
-                ApiError::new(StatusCode::FORBIDDEN, "BINDING_REJECTED", message)
+                ApiError::new(StatusCode::FORBIDDEN, ErrorCode::BindingRejected, message)
             }
             HubError::Forbidden(_) => ApiError::forbidden(message),
-            HubError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "SESSION_CLOSED", message),
+            HubError::Closed(_) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::SessionClosed, message)
+            }
             HubError::StaleQuestion(q) => ApiError {
-                current_question: Some(CurrentQuestionDto {
+                current_question: Some(CurrentQuestion {
                     seq: q.seq,
                     preview: q.preview,
                 }),
-                ..ApiError::new(StatusCode::CONFLICT, "STALE_QUESTION", message)
+                ..ApiError::new(StatusCode::CONFLICT, ErrorCode::StaleQuestion, message)
             },
             HubError::Store(e) => {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    "INTERNAL",
+                    ErrorCode::Internal,
                     "the hub could not write to its store (check free disk space); the change may not have been recorded",
                 )
             }
@@ -89,7 +104,7 @@ impl From<HubError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
-            error: ErrorDto {
+            error: ErrorDetail {
                 code: self.code,
                 message: self.message,
                 current_question: self.current_question,

@@ -65,11 +65,6 @@ impl Secret {
         constant_time_eq(self.value.as_bytes(), candidate.as_bytes())
     }
 
-    /// The secret itself, for the hub's own in-process calls (`crate::mcp`).
-    pub(crate) fn value(&self) -> &str {
-        &self.value
-    }
-
     pub fn logins(&self) -> &Logins {
         &self.logins
     }
@@ -371,9 +366,7 @@ pub fn authenticate(secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiE
         if crate::keys::looks_like_key(b) {
             return match secret.keys.verify(b) {
                 Some(key) => Ok(Caller::Agent { key }),
-                None => Err(ApiError::unauthorized(
-                    "the hub refused this agent key: it is wrong or was revoked (`holdline-hub key list` shows the live keys)",
-                )),
+                None => Err(ApiError::key_refused()),
             };
         }
         if secret.matches(b) {

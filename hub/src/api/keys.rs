@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use holdline_contract::ErrorCode;
 
 use super::AppState;
 use super::dto::*;
@@ -18,8 +19,12 @@ impl From<KeyError> for ApiError {
         let message = e.to_string();
         match e {
             KeyError::BadName(_) | KeyError::Full => ApiError::bad_request(message),
-            KeyError::Duplicate(_) => ApiError::new(StatusCode::CONFLICT, "KEY_EXISTS", message),
-            KeyError::Unknown(_) => ApiError::new(StatusCode::NOT_FOUND, "KEY_NOT_FOUND", message),
+            KeyError::Duplicate(_) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::KeyExists, message)
+            }
+            KeyError::Unknown(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::KeyNotFound, message)
+            }
             KeyError::Store(e) => HubError::Store(e).into(),
         }
     }
@@ -57,7 +62,7 @@ pub async fn revoke(State(app): State<AppState>, Path(name): Path<String>) -> An
     let name = app.secret.keys().revoke(&name).await?;
     let closed_waits = app.hub.close_waits_of_keys(|k| *k == name);
     app.hub.flush().await?;
-    let closed_mcp_sessions = app.mcp_sessions.close_of_key(&name).await;
+    let closed_mcp_sessions = app.key_holder.clone().end_key(name.clone()).await;
     tracing::info!(key = %name, closed_waits, closed_mcp_sessions, "agent key revoked");
     Ok(Json(KeyRevoked {
         ok: true,

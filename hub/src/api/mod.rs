@@ -2,7 +2,7 @@
 //! and body limits (connections and framing are `server`'s). Handlers
 //! translate to [`crate::hub::Hub`] calls.
 
-mod agent;
+pub mod agent;
 pub mod dto;
 pub mod error;
 mod events;
@@ -13,17 +13,18 @@ mod person;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use tower::ServiceExt;
 
+use holdline_contract::routes;
+
 use crate::hub::Hub;
 use crate::server::Answering;
 
-/// JSON bodies are capped at 1 MiB; replies with images at 10 MiB (SPEC §8).
-pub const JSON_LIMIT: usize = 1024 * 1024;
-pub const REPLY_LIMIT: usize = 10 * 1024 * 1024;
+/// JSON bodies are capped at 1 MiB; replies with images at 10 MiB.
+pub use routes::{JSON_LIMIT, REPLY_LIMIT};
 /// `import` over HTTP takes whole exports.
 pub const IMPORT_LIMIT: usize = 256 * 1024 * 1024;
 /// `login` is unauthenticated: its body (`{"key":"…"}`) gets only a few KiB.
@@ -41,8 +42,18 @@ pub struct AppState {
     pub sync: Option<crate::sync::Sync>,
     /// Notification channels, when `[notify]` has any.
     pub notify: Option<crate::notify::Notifier>,
-    /// `/mcp`'s open sessions (a revoked key's end with it).
-    pub mcp_sessions: Arc<crate::mcp::Sessions>,
+    /// What an agent key holds besides its waits (`/mcp`'s sessions), ended with the key.
+    pub key_holder: Arc<dyn KeyHolder>,
+}
+
+/// Something an agent key holds besides its waits (the `/mcp` sessions it opened), ended
+/// when the key is revoked.
+pub trait KeyHolder: Send + Sync {
+    /// Ends what `key` holds; answers how many things ended.
+    fn end_key(
+        self: Arc<Self>,
+        key: crate::keys::KeyName,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send>>;
 }
 
 /// The whole HTTP surface: API, health, metrics, panel. The connections
@@ -54,17 +65,11 @@ pub struct Api {
 }
 
 impl Api {
-    /// The hub's whole surface; `stop` ends `/mcp`'s sessions when the hub stops.
-    pub fn new(state: AppState, stop: tokio_util::sync::CancellationToken) -> Api {
-        // `/mcp`'s tools call the agent routes in process, through a router without
-        // `/mcp` itself.
-        let agent_routes = Api {
-            router: router(state.clone(), None),
-            state: state.clone(),
-        };
-        let endpoint = crate::mcp::McpEndpoint::new(agent_routes, stop);
+    /// The hub's whole surface, with `mcp` as the MCP endpoint when given (composed by
+    /// the caller: the API does not know what serves MCP).
+    pub fn new(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -> Api {
         Api {
-            router: router(state.clone(), Some(endpoint)),
+            router: router(state.clone(), mcp),
             state,
         }
     }
@@ -78,7 +83,7 @@ impl crate::server::Answer for Api {
     /// Answers one request: the long poll beside the router (see
     /// [`agent::held_poll`]), everything else through it.
     fn answer(&self, request: Request) -> Answering {
-        if request.uri().path() == "/api/wait/poll" {
+        if request.uri().path() == routes::POLL {
             agent::held_poll(self.state.clone(), request)
         } else {
             let routed = self.router.clone().oneshot(request);
@@ -92,14 +97,14 @@ impl crate::server::Answer for Api {
 }
 
 /// Every route but the long poll's; `/mcp` when `mcp` is given.
-fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
+fn router(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -> Router {
     let authed = Router::new()
-        .route("/api/init", post(agent::init))
-        .route("/api/select", post(agent::select))
-        .route("/api/wait/register", post(agent::register))
-        .route("/api/wait/ack", post(agent::ack))
-        .route("/api/wait/cancel", post(agent::cancel))
-        .route("/api/merge", post(agent::merge))
+        .route(routes::INIT, post(agent::http::init))
+        .route(routes::SELECT, post(agent::http::select))
+        .route(routes::REGISTER, post(agent::http::register))
+        .route(routes::ACK, post(agent::http::ack))
+        .route(routes::CANCEL, post(agent::http::cancel))
+        .route(routes::MERGE, post(agent::http::merge))
         .route("/api/session/config", post(person::configure))
         .route(
             "/api/reply",
@@ -132,15 +137,8 @@ fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
         .route_layer(from_fn_with_state(state.clone(), guard::require_caller));
 
     let mut routes = Router::new().merge(authed);
-    if let Some(endpoint) = mcp {
-        let answer = move |State(app): State<AppState>, request: Request| {
-            let endpoint = endpoint.clone();
-            async move {
-                let caller = crate::mcp::check_caller(&app, &request);
-                endpoint.answer(caller, request).await
-            }
-        };
-        routes = routes.route("/mcp", axum::routing::any(answer));
+    if let Some(mcp) = mcp {
+        routes = routes.route(holdline_contract::routes::MCP, mcp);
     }
     routes
         .route(

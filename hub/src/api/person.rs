@@ -58,7 +58,11 @@ pub async fn login(
             .map_err(crate::hub::HubError::from)?;
     }
     tracing::info!(%ip, "panel login");
-    Ok(([(header::SET_COOKIE, guard::login_cookie(&id))], Json(OK)).into_response())
+    Ok((
+        [(header::SET_COOKIE, guard::login_cookie(&id))],
+        Json(Done::OK),
+    )
+        .into_response())
 }
 
 /// Ends this panel login (its cookie stops working at once, everywhere).
@@ -71,7 +75,11 @@ pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Result<R
             .await
             .map_err(crate::hub::HubError::from)?;
     }
-    Ok(([(header::SET_COOKIE, guard::logout_cookie())], Json(OK)).into_response())
+    Ok((
+        [(header::SET_COOKIE, guard::logout_cookie())],
+        Json(Done::OK),
+    )
+        .into_response())
 }
 
 /// Ends every panel login, on every browser (also across restarts).
@@ -83,7 +91,11 @@ pub async fn logout_everywhere(State(app): State<AppState>) -> Result<Response, 
         .await
         .map_err(crate::hub::HubError::from)?;
     tracing::info!(ended, "logged out everywhere");
-    Ok(([(header::SET_COOKIE, guard::logout_cookie())], Json(OK)).into_response())
+    Ok((
+        [(header::SET_COOKIE, guard::logout_cookie())],
+        Json(Done::OK),
+    )
+        .into_response())
 }
 
 pub async fn whoami(State(app): State<AppState>) -> Json<WhoAmI> {
@@ -97,7 +109,7 @@ pub async fn whoami(State(app): State<AppState>) -> Json<WhoAmI> {
 pub async fn no_such_route() -> ApiError {
     ApiError::new(
         axum::http::StatusCode::NOT_FOUND,
-        "NOT_FOUND",
+        holdline_contract::ErrorCode::NotFound,
         "no such API route; see docs/api.md",
     )
 }
@@ -328,7 +340,13 @@ pub async fn backup(State(app): State<AppState>) -> Answer<BackupAnswer> {
     let hub = app.hub.clone();
     let made = tokio::task::spawn_blocking(move || hub.backup())
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e.to_string()))?
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                holdline_contract::ErrorCode::Internal,
+                e.to_string(),
+            )
+        })?
         .map_err(HubError::Store)?;
     Ok(Json(BackupAnswer {
         path: made.path.display().to_string(),

@@ -372,7 +372,7 @@ impl Hub {
         }
         if let Some(reason) = s.closed_reason(wait_id) {
             return Ok(Some(PollOutcome::Gone {
-                reason: reason.as_str(),
+                reason,
                 merged_into: s.merged_into.clone(),
             }));
         }
@@ -385,7 +385,7 @@ impl Hub {
             ));
         }
         Ok(Some(PollOutcome::Gone {
-            reason: "unknown",
+            reason: WaitEnd::Unknown,
             merged_into: None,
         }))
     }

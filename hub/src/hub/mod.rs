@@ -76,7 +76,7 @@ pub const MAX_TITLE: usize = 256;
 pub const MAX_PATH: usize = 4096;
 pub const MAX_HOST: usize = 255;
 pub const MAX_NAME: usize = 256;
-pub const MAX_POLL_MS: u64 = 60_000;
+pub use holdline_contract::routes::MAX_POLL_MS;
 pub const MAX_PAGE: usize = 500;
 
 /// What `init_conversation` asks for.
@@ -121,7 +121,7 @@ pub enum PollOutcome {
     Replied(QueuedReply),
     Renewal,
     Gone {
-        reason: &'static str,
+        reason: WaitEnd,
         merged_into: Option<Token>,
     },
 }

@@ -1,14 +1,14 @@
-//! The hub's MCP endpoint `/mcp` (Streamable HTTP): the stdio bridge's own tools
-//! ([`holdline_mcp::tools::Bridge`]), whose hub calls go in process through this hub's
-//! agent routes with the caller's credentials — one implementation of the tools and their
-//! wait rules, one of the agent rules, for both transports.
+//! The hub's MCP endpoint `/mcp` (Streamable HTTP): the same tools the stdio bridge runs
+//! ([`holdline_tools::Tools`]), whose hub calls go in process to this hub's agent routes
+//! with the caller's credentials ([`in_process`]) — one implementation of the tools and
+//! their wait rules, one of the agent rules, for both transports.
 //!
 //! Invariants: a `/mcp` call can do exactly what its credentials can do on the agent
 //! routes; the host in a binding made here is the address the hub saw, never one the
 //! caller reports.
 
-mod agent_routes;
 mod dropped_stream;
+mod in_process;
 mod sessions;
 mod tasks;
 
@@ -28,11 +28,10 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use holdline_mcp::{
-    delivery::Delivery,
-    hub_client::HubClient,
-    limits,
-    tools::{Bridge, Settings},
+use holdline_contract::routes;
+use holdline_tools::{
+    Hub, Settings, Tools, Transport, WorkspaceFallback, delivery::Delivery, limits::MaxWait,
+    server::DEFAULT_POLL_HOLD,
 };
 use rmcp::{
     ServerHandler,
@@ -50,14 +49,14 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::api::{Api, guard::Caller};
-use agent_routes::AgentRoutes;
+use crate::api::{AppState, guard::Caller};
 use dropped_stream::{SessionCall, StreamEnded};
+use in_process::InProcess;
 use tasks::Tasks;
 
 /// The largest `/mcp` request body: a `wait_for_user_input` message fits the hub's 1 MiB
 /// JSON limit, and the JSON-RPC envelope around it gets room of its own.
-pub const MCP_BODY_LIMIT: usize = crate::api::JSON_LIMIT + 64 * 1024;
+pub const MCP_BODY_LIMIT: usize = routes::JSON_LIMIT + 64 * 1024;
 
 /// A body over [`MCP_BODY_LIMIT`] but at most this long is read to its end, and
 /// dropped, before the 413: a client still sending it would otherwise see its
@@ -96,7 +95,7 @@ async fn read_body(mut body: axum::body::Body) -> Result<axum::body::Bytes, Refu
 pub const FALLBACK_WORKSPACE: &str = "remote agent";
 
 /// The header that names an MCP session.
-const SESSION_HEADER: &str = "mcp-session-id";
+const SESSION_HEADER: &str = routes::MCP_SESSION_ID;
 
 /// rmcp's Streamable HTTP service as `/mcp` runs it.
 type Service = StreamableHttpService<RemoteAgent, Sessions>;
@@ -110,26 +109,24 @@ pub struct McpEndpoint {
 }
 
 impl McpEndpoint {
-    /// An endpoint whose tools call `agent_routes` (an [`Api`] without `/mcp`); `stop`
-    /// ends every session and wait when the hub stops.
-    pub fn new(agent_routes: Api, stop: CancellationToken) -> McpEndpoint {
+    /// An endpoint whose tools call the agent routes of `app` in process, with `sessions`
+    /// as its MCP sessions; `stop` ends every session and wait when the hub stops.
+    pub fn new(app: AppState, sessions: Arc<Sessions>, stop: CancellationToken) -> McpEndpoint {
         let settings = Settings {
             // Set per call from the connection; never the hub's own.
             host_ip: String::new(),
-            max_wait: None,
+            max_wait: MaxWait::ClientDefault,
             tool_timeout: None,
-            poll_hold: holdline_mcp::config::DEFAULT_POLL_HOLD,
-            fallback_workspace: Some(FALLBACK_WORKSPACE.to_owned()),
-            over_http: true,
+            poll_hold: DEFAULT_POLL_HOLD,
+            workspace_fallback: WorkspaceFallback::Named(FALLBACK_WORKSPACE.to_owned()),
+            transport: Transport::Http,
         };
-        // The bookkeeping all remote agents share acks in process with the hub's own
-        // secret: an ack only says a reply reached its agent.
-        let hub_itself =
-            HubClient::in_process(Arc::new(AgentRoutes::for_hub(agent_routes.clone())));
+        // The bookkeeping all remote agents share acks in process as the hub itself: an
+        // ack only says a reply reached its agent.
+        let hub_itself = Hub::new(Arc::new(InProcess::for_hub(app.clone())));
         let delivery = Delivery::new(hub_itself.clone());
         let calls = Arc::new(AtomicI64::new(1));
-        let sessions = agent_routes.state().mcp_sessions.clone();
-        let hub = &agent_routes.state().hub;
+        let hub = &app.hub;
         let tasks = Tasks::open(
             hub.store().clone(),
             calls.clone(),
@@ -138,8 +135,8 @@ impl McpEndpoint {
         );
         tasks.ack_delivered(hub);
         let template = RemoteAgent {
-            bridge: Bridge::new(&settings, hub_itself, delivery, stop.child_token()),
-            agent_routes,
+            tools: Tools::new(&settings, hub_itself, delivery, stop.child_token()),
+            app,
             calls,
             tasks,
         };
@@ -167,6 +164,19 @@ impl McpEndpoint {
         McpEndpoint { service, sessions }
     }
 
+    /// The `/mcp` route: every method, the caller's credential checked first.
+    pub fn route(self) -> axum::routing::MethodRouter<AppState> {
+        axum::routing::any(
+            move |axum::extract::State(app): axum::extract::State<AppState>, request: Request| {
+                let endpoint = self.clone();
+                async move {
+                    let caller = check_caller(&app, &request);
+                    endpoint.answer(caller, request).await
+                }
+            },
+        )
+    }
+
     /// Answers one `/mcp` request: the caller's credentials, the body's size and JSON, the
     /// session's owner and room for a new one first, each refusal a JSON-RPC error with one
     /// sentence, then rmcp.
@@ -175,6 +185,9 @@ impl McpEndpoint {
             Ok(caller) => caller,
             Err(refusal) => return refusal.into_response(),
         };
+        // The tools' calls go to the agent routes as this caller.
+        let mut request = request;
+        request.extensions_mut().insert(caller.clone());
         let declared = request
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -370,11 +383,11 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// One MCP session's server: the bridge, re-aimed per call at the caller.
+/// One MCP session's server: the tools, re-aimed per call at the caller.
 #[derive(Clone)]
 struct RemoteAgent {
-    bridge: Bridge,
-    agent_routes: Api,
+    tools: Tools,
+    app: AppState,
     /// Request ids unique in this hub: the shared delivery bookkeeping is keyed by them,
     /// and every client numbers its own requests from 0.
     calls: Arc<AtomicI64>,
@@ -384,14 +397,14 @@ struct RemoteAgent {
 impl RemoteAgent {
     fn for_session(&self) -> RemoteAgent {
         RemoteAgent {
-            bridge: self.bridge.for_session(),
+            tools: self.tools.for_session(),
             ..self.clone()
         }
     }
 
-    /// The bridge answering the caller of `ctx`'s HTTP request: its hub calls carry the
-    /// request's credentials and its bindings the address the hub saw.
-    fn bridge_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Bridge, ErrorData> {
+    /// The tools answering the caller of `ctx`'s HTTP request: their hub calls carry the
+    /// request's credential and their bindings the address the hub saw.
+    fn tools_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Tools, ErrorData> {
         let parts = ctx
             .extensions
             .get::<axum::http::request::Parts>()
@@ -401,25 +414,28 @@ impl RemoteAgent {
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0)
             .ok_or_else(|| ErrorData::internal_error("the caller's address is missing", None))?;
-        let routes = AgentRoutes::for_caller(self.agent_routes.clone(), &parts.headers, peer);
+        let who = parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ErrorData::internal_error("the caller is missing", None))?;
+        let hub = Hub::new(Arc::new(InProcess::for_caller(self.app.clone(), who, peer)));
         let host_ip = peer.ip().to_canonical().to_string();
         // What `HOLDLINE_MAX_WAIT_SEC` is to a stdio bridge, sent by the entry `install`
         // writes where it raised the client's timeout.
         let max_wait = parts
             .headers
-            .get(limits::MAX_WAIT_HEADER)
+            .get(routes::MAX_WAIT_HEADER)
             .and_then(|v| v.to_str().ok())
-            .and_then(limits::parse_max_wait);
-        Ok(self
-            .bridge
-            .for_caller(HubClient::in_process(Arc::new(routes)), host_ip)
-            .with_max_wait(max_wait))
+            .and_then(MaxWait::parse)
+            .unwrap_or_default();
+        Ok(self.tools.for_caller(hub, host_ip).with_max_wait(max_wait))
     }
 }
 
 impl ServerHandler for RemoteAgent {
     fn get_info(&self) -> ServerConfig {
-        let mut info = self.bridge.get_info();
+        let mut info = self.tools.get_info();
         info.capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tasks()
@@ -433,9 +449,9 @@ impl ServerHandler for RemoteAgent {
         request: CallToolRequestParams,
         mut ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let bridge = self.bridge_for(&ctx)?;
+        let tools = self.tools_for(&ctx)?;
         if request.name == "wait_for_user_input" && tasks::client_does_tasks(&ctx) {
-            return self.tasks.start(bridge, request, ctx).await;
+            return self.tasks.start(tools, request, ctx).await;
         }
         let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
         ctx.id = id.clone();
@@ -444,7 +460,7 @@ impl ServerHandler for RemoteAgent {
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.extensions.get::<StreamEnded>())
             .cloned();
-        let answer = bridge.call_tool(request, ctx).await;
+        let answer = tools.call_tool(request, ctx).await;
         // rmcp writes the answer to the caller's stream from here. On a session the reply
         // is acked once the stream ended, so a hub killed before the answer left keeps
         // the reply queued; an ack lost after it is made up by the agent's next call,
@@ -454,11 +470,11 @@ impl ServerHandler for RemoteAgent {
             Some(ended) => {
                 tokio::spawn(async move {
                     if ended.within(ANSWER_WRITE_LIMIT).await {
-                        bridge.result_written(&id);
+                        tools.result_written(&id);
                     }
                 });
             }
-            None => bridge.result_written(&id),
+            None => tools.result_written(&id),
         }
         answer
     }
@@ -468,8 +484,8 @@ impl ServerHandler for RemoteAgent {
         request: GetTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let bridge = self.bridge_for(&ctx)?;
-        self.tasks.get(&request.task_id, bridge, ctx)
+        let tools = self.tools_for(&ctx)?;
+        self.tasks.get(&request.task_id, tools, ctx)
     }
 
     async fn cancel_task(
@@ -485,15 +501,15 @@ impl ServerHandler for RemoteAgent {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.bridge.list_tools(request, ctx).await
+        self.tools.list_tools(request, ctx).await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.bridge.get_tool(name)
+        self.tools.get_tool(name)
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
-        self.bridge.on_roots_list_changed(ctx).await
+        self.tools.on_roots_list_changed(ctx).await
     }
 
     async fn on_custom_request(
@@ -501,7 +517,7 @@ impl ServerHandler for RemoteAgent {
         request: CustomRequest,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        self.bridge.on_custom_request(request, ctx).await
+        self.tools.on_custom_request(request, ctx).await
     }
 }
 

@@ -368,3 +368,12 @@ impl SessionManager for Sessions {
         self.local.resume(id, last_event_id).await
     }
 }
+
+impl crate::api::KeyHolder for Sessions {
+    fn end_key(
+        self: Arc<Self>,
+        key: KeyName,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send>> {
+        Box::pin(async move { self.close_of_key(&key).await })
+    }
+}

@@ -22,7 +22,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use holdline_mcp::{delivery::ClaimedReply, tools::Bridge};
+use holdline_tools::{Tools, delivery::ClaimedReply, limits::MaxWait};
 use rmcp::{
     ServerHandler,
     model::{
@@ -182,7 +182,7 @@ impl Tasks {
     /// Starts a task for a `wait_for_user_input` call and answers with it.
     pub async fn start(
         &self,
-        bridge: Bridge,
+        tools: Tools,
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -201,13 +201,13 @@ impl Tasks {
             owner,
             created_ms: now,
             updated_ms: now,
-            last_reply: bridge.last_reply(token),
+            last_reply: tools.last_reply(token),
             arguments,
             state: State::Working,
             delivered: None,
         };
         self.save(&record).await.map_err(store_failed)?;
-        self.run(bridge, &record, ctx);
+        self.run(tools, &record, ctx);
         Ok(CallToolResponse::Task(CreateTaskResult::new(
             self.view(&record),
         )))
@@ -218,7 +218,7 @@ impl Tasks {
     pub fn get(
         &self,
         id: &str,
-        bridge: Bridge,
+        tools: Tools,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let record = self.owned(id, &owner_of(&ctx))?;
@@ -238,7 +238,7 @@ impl Tasks {
             };
             if resumed {
                 tracing::info!(task = id, "task's wait opened again");
-                self.run(bridge, &record, ctx);
+                self.run(tools, &record, ctx);
             }
         }
         Ok(GetTaskResult::new(self.detailed(&record)))
@@ -268,7 +268,7 @@ impl Tasks {
 
     /// Runs the task's wait in the background until a result, a cancel, or its client
     /// stops polling.
-    fn run(&self, bridge: Bridge, record: &Record, ctx: RequestContext<RoleServer>) {
+    fn run(&self, tools: Tools, record: &Record, ctx: RequestContext<RoleServer>) {
         let stop = CancellationToken::new();
         {
             let mut running = self.lock();
@@ -288,7 +288,7 @@ impl Tasks {
             .get("token")
             .and_then(|t| t.as_str())
             .unwrap_or_default();
-        bridge.restore_last_reply(token, &record.last_reply);
+        tools.restore_last_reply(token, &record.last_reply);
         let call_id = NumberOrString::Number(
             self.next_id
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -307,15 +307,15 @@ impl Tasks {
             .unpolled
             .map(|limit| self.watch_polls(id.clone(), stop.clone(), limit));
         tokio::spawn(async move {
-            let answer = bridge
-                .with_max_wait(Some(None))
+            let answer = tools
+                .with_max_wait(MaxWait::Unlimited)
                 .call_tool(request, call_ctx)
                 .await;
             if let Some(watch) = watch {
                 watch.abort();
             }
             tasks.lock().remove(&id);
-            let delivered = bridge.claimed_reply(&call_id);
+            let delivered = tools.claimed_reply(&call_id);
             let state = match answer {
                 Ok(CallToolResponse::Complete(result)) if is_final(&result) => State::Completed {
                     result: to_object(&result),
@@ -337,14 +337,14 @@ impl Tasks {
             match tasks.finish(&id, state, delivered).await {
                 Ok(true) => {
                     CrashPoint::TaskResultStored.reached();
-                    bridge.result_written(&call_id);
+                    tools.result_written(&call_id);
                 }
                 // Cancelled meanwhile: nobody reads this result, so its reply is not
                 // acked and goes to the next wait.
-                Ok(false) => bridge.result_dropped(&call_id),
+                Ok(false) => tools.result_dropped(&call_id),
                 Err(e) => {
                     tracing::error!(task = %id, error = %e, "could not store the task's result");
-                    bridge.result_dropped(&call_id);
+                    tools.result_dropped(&call_id);
                 }
             }
         });
@@ -627,7 +627,7 @@ impl Tasks {
             let waited = Duration::from_millis((now_ms() - record.created_ms).max(0) as u64);
             task = task.with_status_message(format!(
                 "waiting for the person's reply for {}",
-                holdline_mcp::tools::sentences::human_duration(waited)
+                holdline_tools::server::sentences::human_duration(waited)
             ));
         }
         task

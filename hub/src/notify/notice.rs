@@ -52,9 +52,9 @@ impl Outcome {
         match end {
             None | Some(WaitEnd::Finished) => Outcome::Answered,
             Some(WaitEnd::Cancelled) => Outcome::AgentStopped,
-            Some(WaitEnd::Expired | WaitEnd::KeyRevoked | WaitEnd::HandedOver) => {
-                Outcome::AgentGone
-            }
+            Some(
+                WaitEnd::Expired | WaitEnd::KeyRevoked | WaitEnd::HandedOver | WaitEnd::Unknown,
+            ) => Outcome::AgentGone,
             Some(WaitEnd::Superseded) => Outcome::AskedAgain,
             Some(WaitEnd::Merged | WaitEnd::Archived) => Outcome::Closed,
         }

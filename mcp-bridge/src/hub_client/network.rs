@@ -14,10 +14,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use holdline_contract::{HubError, routes};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
-use super::{HubError, MAX_ANSWER, api_error, read_answer};
+use super::{MAX_ANSWER, read_answer};
 use crate::config::{Config, SecretSource};
 
 /// How long an auto-started hub has to answer `/healthz`.
@@ -77,15 +77,15 @@ impl Network {
         &self,
         method: reqwest::Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<Vec<u8>>,
         timeout: Duration,
     ) -> Result<T, HubError> {
         let deadline = Instant::now() + timeout;
-        match self.try_all(&method, path, body, deadline).await {
+        match self.try_all(&method, path, body.as_deref(), deadline).await {
             // No secret yet is what a first run looks like: the hub makes it on first start.
             Err(e @ (HubError::Unreachable { .. } | HubError::NoSecret(_))) => {
                 if self.autostart_local_hub(deadline).await {
-                    self.try_all(&method, path, body, deadline).await
+                    self.try_all(&method, path, body.as_deref(), deadline).await
                 } else {
                     Err(e)
                 }
@@ -98,7 +98,7 @@ impl Network {
         &self,
         method: &reqwest::Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<&[u8]>,
         deadline: Instant,
     ) -> Result<T, HubError> {
         let secret = self
@@ -125,7 +125,9 @@ impl Network {
                 .bearer_auth(&secret)
                 .timeout(left);
             if let Some(body) = body {
-                request = request.json(body);
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.to_vec());
             }
             let response = match request.send().await {
                 Ok(r) => r,
@@ -153,7 +155,12 @@ impl Network {
             };
             if status >= 500 {
                 tracing::warn!(hub = %hub, path, status, "hub failed");
-                last_server_error = Some(api_error(hub, status, &bytes));
+                last_server_error = Some(HubError::from_answer(
+                    hub,
+                    status,
+                    &bytes,
+                    self.secret.is_key(),
+                ));
                 tried.push(hub.clone());
                 continue;
             }
@@ -161,11 +168,7 @@ impl Network {
                 tracing::info!(hub = %hub, "switched to hub");
             }
             self.active.store(i, Ordering::Relaxed);
-            // Any 401 to a key (a wrong secret says otherwise): the key is wrong or revoked.
-            if status == 401 && self.secret.is_key() {
-                return Err(HubError::KeyRefused);
-            }
-            return read_answer(hub, status, &bytes);
+            return read_answer(hub, status, &bytes, self.secret.is_key());
         }
         Err(last_server_error.unwrap_or(HubError::Unreachable { tried }))
     }
@@ -243,7 +246,7 @@ impl Network {
 
     async fn healthy(&self, hub: &str) -> bool {
         self.http
-            .get(format!("{hub}/healthz"))
+            .get(format!("{hub}{}", routes::HEALTHZ))
             .timeout(Duration::from_secs(2))
             .send()
             .await

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::rule::{RULE, RuleKind};
-use crate::limits::MAX_WAIT_HEADER;
+use holdline_contract::routes::MAX_WAIT_HEADER;
 
 /// The clients `install` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

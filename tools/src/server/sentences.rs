@@ -10,7 +10,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
-use crate::hub_client::{HubError, Reply};
+use holdline_contract::{ErrorCode, HubError, Reply};
 
 /// The longest piece of a hub's error text the agent is shown.
 const HUB_TEXT_MAX: usize = 160;
@@ -220,16 +220,16 @@ pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
             message,
         } => {
             let said = quote_hub(message);
-            let sentence = match (*status, code.as_str()) {
+            let sentence = match (*status, code) {
                 (401, _) => format!(
                     "The hub at {hub} rejected the secret (401): ask the person to set HOLDLINE_SECRET for this MCP server to the hub's ~/.holdline/secret and restart the MCP server."
                 ),
-                (403, "BINDING_REJECTED") => format!(
+                (403, ErrorCode::BindingRejected) => format!(
                     "Session {token_desc} belongs to another IDE chat (BINDING_REJECTED): call init_conversation with this chat's title to get this chat's own token."
                 ),
                 (403, _) => format!(
                     "The hub at {hub} refused the request ({}, the hub said {said}): point HOLDLINE_HUB at the hub that owns this session (and check the hub's allowed_hosts), then call again.",
-                    quote_hub(code)
+                    quote_hub(code.as_str())
                 ),
                 (404, _) => format!(
                     "The hub does not know session {token_desc} (SESSION_NOT_FOUND): call init_conversation to start or find this chat's session."
@@ -246,12 +246,10 @@ pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
                     "The hub at {hub} failed ({status}, the hub said {said}): call again in a moment."
                 ),
             };
-            let code =
-                if code.chars().all(|c| c.is_ascii_uppercase() || c == '_') && code.len() <= 32 {
-                    code.as_str()
-                } else {
-                    "HUB_ERROR"
-                };
+            let code = match code {
+                ErrorCode::Other => "HUB_ERROR",
+                known => known.as_str(),
+            };
             tool_error(&sentence, code)
         }
     }
@@ -311,7 +309,7 @@ mod tests {
         let e = HubError::Api {
             hub: "http://127.0.0.1:1".into(),
             status: 403,
-            code: "BINDING_REJECTED".into(),
+            code: ErrorCode::BindingRejected,
             message: "another chat".into(),
         };
         let r = hub_error_for_schema(&e, Some("ct_x"));

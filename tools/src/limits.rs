@@ -1,5 +1,6 @@
-//! How long one `wait_for_user_input` call may block in each MCP client, from what was
-//! measured running the clients (docs/clients.md has the table and how it was taken).
+//! How long one `wait_for_user_input` call may block in each MCP client, and what each
+//! client does with a result, from what was measured running the clients
+//! (docs/clients-compatibility.md has the tables and how they were taken).
 //!
 //! Invariant: a wait answers "no reply yet" a margin before the client's own timer would
 //! end the call; it blocks without limit only where that client's timer is reset by the
@@ -17,6 +18,16 @@ pub struct ClientLimit {
     /// Whether progress notifications reset the client's timer (then, with a progress
     /// token, the bridge waits without limit).
     pub progress_resets: bool,
+    /// Whether the model still sees a result's images when it also has
+    /// `structuredContent` (Codex hands the model only `structuredContent` when there is
+    /// one, and drops the images).
+    pub images_beside_structure: bool,
+    /// Over HTTP, an idle watchdog that only progress resets: a wait without progress
+    /// ends this many seconds in (Claude Code: 300 s, less a margin).
+    pub http_idle_wait: Option<u64>,
+    /// Whether the client's hard tool timeout is `MCP_TOOL_TIMEOUT` in its servers'
+    /// environment (Claude Code's setting), which progress does not extend.
+    pub reads_tool_timeout: bool,
 }
 
 const fn client(
@@ -28,7 +39,23 @@ const fn client(
         needle,
         wait_secs,
         progress_resets,
+        images_beside_structure: true,
+        http_idle_wait: None,
+        reads_tool_timeout: false,
     }
+}
+
+/// The table entry for a client by its `clientInfo.name`, if it is known.
+pub fn known_client(name: &str) -> Option<&'static ClientLimit> {
+    let name = name.to_lowercase();
+    CLIENT_LIMITS.iter().find(|c| name.contains(c.needle))
+}
+
+/// Whether a result with images may also carry `structuredContent` for this client.
+pub fn images_beside_structure(client_name: Option<&str>) -> bool {
+    client_name
+        .and_then(known_client)
+        .is_none_or(|c| c.images_beside_structure)
 }
 
 /// Known clients, most specific first. The measured ones are described in docs/clients.md
@@ -36,9 +63,17 @@ const fn client(
 pub const CLIENT_LIMITS: &[ClientLimit] = &[
     // Claude Code: per-server `timeout` / MCP_TOOL_TIMEOUT, else 1e8 ms; an idle watchdog
     // (1,800 s on stdio) that progress resets.
-    client("claude", Some(1740), true),
-    // Codex CLI: 300 s (`tool_timeout_sec`), progress ignored.
-    client("codex", Some(290), false),
+    ClientLimit {
+        http_idle_wait: Some(270),
+        reads_tool_timeout: true,
+        ..client("claude", Some(1740), true)
+    },
+    // Codex CLI: 300 s (`tool_timeout_sec`), progress ignored; shows the model only
+    // `structuredContent` when a result has one.
+    ClientLimit {
+        images_beside_structure: false,
+        ..client("codex", Some(290), false)
+    },
     // Gemini CLI: 600 s (`timeout` ms), progress not honoured.
     client("gemini", Some(570), false),
     // Qwen Code: 600 s; its name is `qwen-cli-mcp-client-<server>`.
@@ -59,16 +94,39 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
     client("trae", Some(50), false),
 ];
 
-/// The header a remote entry (`install --url`) sends beside a client timeout `install`
-/// raised: to the hub's `/mcp` what `HOLDLINE_MAX_WAIT_SEC` is to the stdio bridge (the
-/// longest single wait, in seconds), since the hub cannot read the client's environment.
-pub const MAX_WAIT_HEADER: &str = "Holdline-Max-Wait-Sec";
+/// The longest single wait the person set (`HOLDLINE_MAX_WAIT_SEC` for the stdio bridge,
+/// the [`holdline_contract::routes::MAX_WAIT_HEADER`] of a remote entry for `/mcp`, since
+/// the hub cannot read the client's environment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MaxWait {
+    /// Not set: the client's measured limit decides.
+    #[default]
+    ClientDefault,
+    /// Set to 0: no limit of holdline's own (a task, where no client timer runs, too).
+    Unlimited,
+    /// At most this long.
+    AtMost(Duration),
+}
 
-/// A longest-wait setting (`HOLDLINE_MAX_WAIT_SEC` or [`MAX_WAIT_HEADER`]) in seconds:
-/// `Some(None)` for 0 (no limit), `None` when it is not a number.
-pub fn parse_max_wait(value: &str) -> Option<Option<Duration>> {
-    let secs = value.trim().parse::<u64>().ok()?;
-    Some((secs > 0).then(|| Duration::from_secs(secs)))
+impl MaxWait {
+    /// A setting in seconds (0: no limit); `None` when it is not a number.
+    pub fn parse(value: &str) -> Option<MaxWait> {
+        let secs = value.trim().parse::<u64>().ok()?;
+        Some(match secs {
+            0 => MaxWait::Unlimited,
+            s => MaxWait::AtMost(Duration::from_secs(s)),
+        })
+    }
+}
+
+/// How the client reaches the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// A `holdline-mcp` process the client started.
+    #[default]
+    Stdio,
+    /// The hub's `/mcp` over HTTP: some clients time HTTP calls differently.
+    Http,
 }
 
 /// Clients not in the table: the MCP TypeScript SDK's 60 s default, minus a margin.
@@ -100,17 +158,12 @@ pub struct LimitInputs<'a> {
     pub client_name: Option<&'a str>,
     pub has_progress_token: bool,
     pub argument_secs: Option<u64>,
-    /// `HOLDLINE_MAX_WAIT_SEC`: `Some(None)` means no limit.
-    pub env_max: Option<Option<Duration>>,
+    /// The person's longest wait.
+    pub max_wait: MaxWait,
     /// `MCP_TOOL_TIMEOUT`, in the bridge's environment.
     pub tool_timeout: Option<Duration>,
-    /// The client reaches the tools over HTTP (the hub's `/mcp`), not stdio.
-    pub over_http: bool,
+    pub transport: Transport,
 }
-
-/// Claude Code's idle watchdog for an HTTP server: 300 s (1,800 s on stdio), reset by
-/// progress; a wait without progress ends a margin under it.
-const CLAUDE_HTTP_IDLE_WAIT: Duration = Duration::from_secs(270);
 
 /// How long one call may block before answering "no reply yet" (`None`: until a reply),
 /// and why.
@@ -118,8 +171,10 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
     if let Some(secs) = inputs.argument_secs.filter(|s| *s > 0) {
         return (Some(Duration::from_secs(secs)), LimitSource::Argument);
     }
-    if let Some(limit) = inputs.env_max {
-        return (limit, LimitSource::Environment);
+    match inputs.max_wait {
+        MaxWait::ClientDefault => {}
+        MaxWait::Unlimited => return (None, LimitSource::Environment),
+        MaxWait::AtMost(limit) => return (Some(limit), LimitSource::Environment),
     }
     let Some(name) = inputs.client_name.map(str::to_lowercase) else {
         return (
@@ -130,7 +185,7 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
     if name == "mcp" {
         return (None, LimitSource::PythonSdk);
     }
-    let Some(entry) = CLIENT_LIMITS.iter().find(|c| name.contains(c.needle)) else {
+    let Some(entry) = known_client(&name) else {
         return (
             Some(Duration::from_secs(UNKNOWN_CLIENT_WAIT)),
             LimitSource::Unknown,
@@ -146,10 +201,13 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
         needle: entry.needle,
         progress,
     };
-    if entry.needle == "claude" && inputs.over_http && !progress {
-        limit = limit.map(|l| l.min(CLAUDE_HTTP_IDLE_WAIT));
+    if let Some(idle) = entry.http_idle_wait
+        && inputs.transport == Transport::Http
+        && !progress
+    {
+        limit = limit.map(|l| l.min(Duration::from_secs(idle)));
     }
-    if entry.needle == "claude"
+    if entry.reads_tool_timeout
         && let Some(hard) = inputs.tool_timeout
     {
         // A hard limit that progress does not extend: end a margin before it.
@@ -177,7 +235,11 @@ mod tests {
             choose(&LimitInputs {
                 client_name: Some("claude-code"),
                 has_progress_token: progress,
-                over_http: http,
+                transport: if http {
+                    Transport::Http
+                } else {
+                    Transport::Stdio
+                },
                 ..LimitInputs::default()
             })
             .0
@@ -233,9 +295,9 @@ mod tests {
             client_name: Some("claude-code"),
             has_progress_token: true,
             argument_secs: Some(7),
-            env_max: Some(Some(Duration::from_secs(9))),
+            max_wait: MaxWait::AtMost(Duration::from_secs(9)),
             tool_timeout: Some(Duration::from_secs(120)),
-            over_http: false,
+            transport: Transport::Stdio,
         };
         assert_eq!(
             choose(&inputs),
@@ -243,12 +305,36 @@ mod tests {
         );
         inputs.argument_secs = None;
         assert_eq!(choose(&inputs).1, LimitSource::Environment);
-        inputs.env_max = None;
+        inputs.max_wait = MaxWait::ClientDefault;
         assert_eq!(
             choose(&inputs),
             (Some(Duration::from_secs(108)), LimitSource::ToolTimeout)
         );
         inputs.client_name = Some("codex-mcp-client");
         assert_eq!(choose(&inputs).0, Some(Duration::from_secs(290)));
+    }
+
+    #[test]
+    fn a_max_wait_of_zero_is_no_limit_and_text_is_no_setting() {
+        assert_eq!(MaxWait::parse("0"), Some(MaxWait::Unlimited));
+        assert_eq!(
+            MaxWait::parse(" 30 "),
+            Some(MaxWait::AtMost(Duration::from_secs(30)))
+        );
+        assert_eq!(MaxWait::parse("soon"), None);
+        let inputs = LimitInputs {
+            client_name: Some("codex-mcp-client"),
+            max_wait: MaxWait::Unlimited,
+            ..LimitInputs::default()
+        };
+        assert_eq!(choose(&inputs), (None, LimitSource::Environment));
+    }
+
+    #[test]
+    fn only_codex_loses_images_beside_structured_content() {
+        assert!(!images_beside_structure(Some("codex-mcp-client")));
+        assert!(!images_beside_structure(Some("Codex")));
+        assert!(images_beside_structure(Some("claude-code")));
+        assert!(images_beside_structure(None));
     }
 }

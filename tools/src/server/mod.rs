@@ -16,6 +16,7 @@ use std::{
     time::Duration,
 };
 
+use holdline_contract::{HubError, InitRequest, MergeRequest, SelectRequest};
 use rmcp::{
     ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
@@ -29,11 +30,15 @@ use rmcp::{
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::{config::Config, delivery::Delivery, hub_client::HubClient};
+pub use crate::limits::{MaxWait, Transport};
+use crate::{delivery::Delivery, hub::Hub};
 use params::{InitOutput, MergeOutput, SelectOutput, output_schema};
 pub use params::{InitParams, MergeParams, SelectParams, WaitParams};
 use sentences::{hub_error_for_schema, keep_going, success};
 pub use wait::register_request_id;
+
+/// One long poll at the hub, and the progress interval: the hub's default renewal.
+pub const DEFAULT_POLL_HOLD: Duration = Duration::from_secs(10);
 
 /// How long the client has to answer `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(3);
@@ -45,76 +50,76 @@ struct KnownBinding {
     title: String,
 }
 
-/// How a bridge waits and whom it names as the caller: from the environment for the stdio
-/// bridge, from the connection for the hub's `/mcp`.
+/// The name of the request a transport puts in place of a client line over its limit
+/// (`params.bytes` says how long it was): the tools answer it with a clear error.
+pub const OVERSIZED_METHOD: &str = "holdline/oversized";
+/// The longest client line a stdio transport passes on: below rmcp's own 16 MiB limit,
+/// so its limit never fires.
+pub const MAX_LINE: usize = 16 * 1024 * 1024 - 4096;
+
+/// Where a binding's workspace comes from when neither the argument nor the client's
+/// roots name one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum WorkspaceFallback {
+    /// The working directory: a bridge the IDE started in its project.
+    #[default]
+    WorkingDirectory,
+    /// This name: the hub's own directory is not a remote agent's.
+    Named(String),
+}
+
+/// How the tools wait and whom they name as the caller: from the environment for the
+/// stdio bridge, from the connection for the hub's `/mcp`.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The caller's host in every binding.
     pub host_ip: String,
-    /// `HOLDLINE_MAX_WAIT_SEC`: `Some(None)` = no limit of the bridge's own.
-    pub max_wait: Option<Option<Duration>>,
+    /// The person's longest wait.
+    pub max_wait: MaxWait,
     /// The client's own tool timeout when it tells its servers (`MCP_TOOL_TIMEOUT`).
     pub tool_timeout: Option<Duration>,
     /// How long one long poll at the hub is held.
     pub poll_hold: Duration,
-    /// The workspace when neither the argument nor the client's roots name one; `None`:
-    /// the working directory (a bridge the IDE started in its project). The hub's is not
-    /// the agent's, so it names one.
-    pub fallback_workspace: Option<String>,
-    /// The client reaches these tools over HTTP (the hub's `/mcp`): some clients time
-    /// HTTP calls differently (see `limits`).
-    pub over_http: bool,
+    pub workspace_fallback: WorkspaceFallback,
+    pub transport: Transport,
 }
 
-impl From<&Config> for Settings {
-    fn from(config: &Config) -> Settings {
-        Settings {
-            host_ip: config.host_ip.clone(),
-            max_wait: config.max_wait,
-            tool_timeout: config.tool_timeout,
-            poll_hold: config.poll_hold,
-            fallback_workspace: None,
-            over_http: false,
-        }
-    }
-}
-
-/// The MCP server: one per stdio connection, or one per `/mcp` session of the hub.
+/// The MCP server of the four tools: one per stdio connection, or one per `/mcp` session.
 #[derive(Clone)]
-pub struct Bridge {
-    hub: HubClient,
+pub struct Tools {
+    hub: Hub,
     delivery: Delivery,
     host_ip: String,
-    max_wait: Option<Option<Duration>>,
+    max_wait: MaxWait,
     tool_timeout: Option<Duration>,
     poll_hold: Duration,
-    fallback_workspace: Option<String>,
-    over_http: bool,
+    workspace_fallback: WorkspaceFallback,
+    transport: Transport,
     /// Token → binding; a std mutex, held only for a map operation.
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
     roots: Arc<Mutex<Option<Option<String>>>>,
     shutdown: CancellationToken,
-    tool_router: ToolRouter<Bridge>,
+    tool_router: ToolRouter<Tools>,
 }
 
-impl Bridge {
-    /// A bridge forwarding to `hub`; `shutdown` ends every wait (stdin closed, a signal).
+impl Tools {
+    /// Tools calling `hub`; `shutdown` ends every wait (stdin closed, a signal).
     pub fn new(
         settings: &Settings,
-        hub: HubClient,
+        hub: Hub,
         delivery: Delivery,
         shutdown: CancellationToken,
-    ) -> Bridge {
-        Bridge {
+    ) -> Tools {
+        Tools {
             hub,
             delivery,
             host_ip: settings.host_ip.clone(),
             max_wait: settings.max_wait,
             tool_timeout: settings.tool_timeout,
             poll_hold: settings.poll_hold,
-            fallback_workspace: settings.fallback_workspace.clone(),
-            over_http: settings.over_http,
+            workspace_fallback: settings.workspace_fallback.clone(),
+            transport: settings.transport,
             known: Arc::default(),
             roots: Arc::default(),
             shutdown,
@@ -122,11 +127,11 @@ impl Bridge {
         }
     }
 
-    /// This bridge answering one caller: its calls go to `hub` (carrying the caller's
-    /// credentials) and its bindings name `host_ip`; what it knows (bindings, deliveries,
-    /// roots) is shared with `self`.
-    pub fn for_caller(&self, hub: HubClient, host_ip: String) -> Bridge {
-        Bridge {
+    /// These tools answering one caller: their calls go to `hub` (carrying the caller's
+    /// credentials) and their bindings name `host_ip`; what they know (bindings,
+    /// deliveries, roots) is shared with `self`.
+    pub fn for_caller(&self, hub: Hub, host_ip: String) -> Tools {
+        Tools {
             hub: hub.clone(),
             delivery: self.delivery.with_hub(hub),
             host_ip,
@@ -134,10 +139,10 @@ impl Bridge {
         }
     }
 
-    /// This bridge with the longest wait set as `HOLDLINE_MAX_WAIT_SEC` would set it
-    /// (`Some(None)`: no limit of its own, as for a task, where no client timer runs).
-    pub fn with_max_wait(&self, max_wait: Option<Option<Duration>>) -> Bridge {
-        Bridge {
+    /// These tools with the person's longest wait set to `max_wait` (a remote entry's
+    /// header; [`MaxWait::Unlimited`] for a task, where no client timer runs).
+    pub fn with_max_wait(&self, max_wait: MaxWait) -> Tools {
+        Tools {
             max_wait,
             ..self.clone()
         }
@@ -173,9 +178,9 @@ impl Bridge {
         self.delivery.written(request);
     }
 
-    /// The same bridge with its own roots: a new MCP session's client has its own.
-    pub fn for_session(&self) -> Bridge {
-        Bridge {
+    /// The same tools with their own roots: a new MCP session's client has its own.
+    pub fn for_session(&self) -> Tools {
+        Tools {
             roots: Arc::default(),
             ..self.clone()
         }
@@ -203,12 +208,12 @@ impl Bridge {
         if let Some(ws) = self.roots_workspace(ctx).await {
             return ws;
         }
-        if let Some(ws) = &self.fallback_workspace {
-            return ws.clone();
+        match &self.workspace_fallback {
+            WorkspaceFallback::Named(ws) => ws.clone(),
+            WorkspaceFallback::WorkingDirectory => std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
         }
-        std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default()
     }
 
     // Roots are deprecated for protocols after 2025-11-25 but are what IDEs send today.
@@ -240,7 +245,7 @@ impl Bridge {
 }
 
 #[tool_router]
-impl Bridge {
+impl Tools {
     #[tool(
         description = "Start or resume the holdline conversation for this IDE chat. Call it once at the start of every task (before any other work), with the chat's title as cursorTitle. It returns a token. From then on, never end your turn: at the end of every step call wait_for_user_input with that token and a short report, and continue with whatever the person replies.",
         output_schema = output_schema::<InitOutput>(),
@@ -258,19 +263,15 @@ impl Bridge {
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let workspace = self.workspace(p.workspace.as_deref(), &ctx).await;
-        let mut body = json!({
-            "cursorTitle": p.cursor_title, "workspace": workspace, "hostIp": self.host_ip,
-        });
-        if let Some(v) = p.new_plan {
-            body["newPlan"] = json!(v);
-        }
-        if let Some(v) = p.plan_label.filter(|s| !s.is_empty()) {
-            body["planLabel"] = json!(v);
-        }
-        if let Some(v) = p.thread_id.filter(|s| !s.is_empty()) {
-            body["threadId"] = json!(v);
-        }
-        match self.hub.init(body).await {
+        let request = InitRequest {
+            cursor_title: p.cursor_title.clone(),
+            workspace: workspace.clone(),
+            host_ip: self.host_ip.clone(),
+            new_plan: p.new_plan.unwrap_or(false),
+            plan_label: p.plan_label.filter(|s| !s.is_empty()),
+            thread_id: p.thread_id.filter(|s| !s.is_empty()),
+        };
+        match self.hub.api().init(request).await {
             Ok(a) => {
                 self.remember(&a.token, &workspace, &p.cursor_title);
                 let resume = self.delivery.issue_resume(&a.token);
@@ -279,12 +280,12 @@ impl Bridge {
                     "Conversation {} ({}, status {}). Your token is {}. {instruction}",
                     if a.created { "created" } else { "resumed" },
                     a.binding_key,
-                    a.status,
+                    a.status.as_str(),
                     a.token,
                 );
                 let out = InitOutput {
                     token: a.token,
-                    status: a.status,
+                    status: a.status.as_str().to_owned(),
                     created: a.created,
                     binding_key: a.binding_key,
                     resume,
@@ -313,22 +314,25 @@ impl Bridge {
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let workspace = self.workspace(p.workspace.as_deref(), &ctx).await;
-        let body = json!({
-            "token": p.token, "cursorTitle": p.cursor_title,
-            "workspace": workspace, "hostIp": self.host_ip,
-        });
-        match self.hub.select(body).await {
+        let request = SelectRequest {
+            token: p.token.clone(),
+            cursor_title: p.cursor_title.clone(),
+            workspace: workspace.clone(),
+            host_ip: self.host_ip.clone(),
+        };
+        match self.hub.api().select(request).await {
             Ok(a) => {
                 self.remember(&a.token, &workspace, &p.cursor_title);
                 let resume = self.delivery.issue_resume(&a.token);
                 let instruction = keep_going(&a.token, Some(&resume));
                 let text = format!(
                     "Selected session {} (status {}). {instruction}",
-                    a.token, a.status,
+                    a.token,
+                    a.status.as_str(),
                 );
                 let out = SelectOutput {
                     token: a.token,
-                    status: a.status,
+                    status: a.status.as_str().to_owned(),
                     resume,
                     instruction: instruction.clone(),
                 };
@@ -379,11 +383,14 @@ impl Bridge {
             Some(k) => k.workspace,
             None => self.workspace(None, &ctx).await,
         };
-        let body = json!({
-            "fromToken": p.from_token, "toToken": p.to_token, "cursorTitle": p.cursor_title,
-            "workspace": workspace, "hostIp": self.host_ip,
-        });
-        match self.hub.merge(body).await {
+        let request = MergeRequest {
+            from_token: p.from_token.clone(),
+            to_token: p.to_token.clone(),
+            cursor_title: p.cursor_title.clone(),
+            workspace: workspace.clone(),
+            host_ip: self.host_ip.clone(),
+        };
+        match self.hub.api().merge(request).await {
             Ok(a) => {
                 self.remember(&a.token, &workspace, &p.cursor_title);
                 let resume = self.delivery.issue_resume(&a.token);
@@ -411,8 +418,8 @@ impl Bridge {
 
 /// Which of a merge's two sessions a failure is about: the one the hub's message names
 /// first, else the target.
-fn merge_subject(e: &crate::hub_client::HubError, from: &str, to: &str) -> String {
-    if let crate::hub_client::HubError::Api { message, .. } = e {
+fn merge_subject(e: &HubError, from: &str, to: &str) -> String {
+    if let HubError::Api { message, .. } = e {
         let at = |t: &str| message.find(t);
         match (at(from), at(to)) {
             (Some(f), Some(t)) if f < t => return from.to_owned(),
@@ -424,7 +431,7 @@ fn merge_subject(e: &crate::hub_client::HubError, from: &str, to: &str) -> Strin
 }
 
 #[tool_handler(router = self.tool_router)]
-impl ServerHandler for Bridge {
+impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
         info.server_info = Implementation::new("holdline-mcp", env!("CARGO_PKG_VERSION"));
@@ -444,7 +451,7 @@ impl ServerHandler for Bridge {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        if request.method == crate::line_cap::OVERSIZED_METHOD {
+        if request.method == OVERSIZED_METHOD {
             let bytes = request
                 .params
                 .as_ref()
@@ -454,7 +461,7 @@ impl ServerHandler for Bridge {
                 format!(
                     "The message was {} MiB, over the {} MiB holdline-mcp takes in one line: send a shorter one (a wait_for_user_input message must fit the hub's 1 MiB).",
                     bytes / (1024 * 1024),
-                    crate::line_cap::MAX_LINE / (1024 * 1024) + 1
+                    MAX_LINE / (1024 * 1024) + 1
                 ),
                 None,
             ));
@@ -513,10 +520,10 @@ mod tests {
 
     #[test]
     fn a_merge_failure_names_the_session_the_hub_names() {
-        let closed = |message: &str| crate::hub_client::HubError::Api {
+        let closed = |message: &str| HubError::Api {
             hub: "h".into(),
             status: 409,
-            code: "SESSION_CLOSED".into(),
+            code: holdline_contract::ErrorCode::SessionClosed,
             message: message.into(),
         };
         let e = closed("session ct_a was merged into ct_b");

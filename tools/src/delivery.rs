@@ -1,4 +1,4 @@
-//! Exactly-once delivery on the bridge side: open waits, reply ids already returned, acks
+//! Exactly-once delivery on the tools' side: open waits, reply ids already returned, acks
 //! that fire only after the tool result was written to the client, and the last reply
 //! written per session until the agent shows it saw it.
 //!
@@ -22,7 +22,9 @@ use rmcp::{
     transport::Transport,
 };
 
-use crate::hub_client::{HubClient, Reply};
+use holdline_contract::Reply;
+
+use crate::hub::Hub;
 
 /// How long a reply stays claimed by a call whose result was never written (the client
 /// cancelled); after that the reply may be delivered to a later call.
@@ -58,7 +60,7 @@ struct PendingAck {
 #[derive(Clone)]
 pub struct Delivery {
     inner: Arc<Mutex<State>>,
-    hub: HubClient,
+    hub: Hub,
     /// How many wait calls are running: shutdown waits for them to cancel their waits
     /// (one whose register is still on its way has no wait id to cancel from outside).
     calls: Arc<tokio::sync::watch::Sender<usize>>,
@@ -164,7 +166,7 @@ const ISSUED_KEPT: usize = 32;
 const RETURN_AGAIN_MAX: u32 = 3;
 
 impl Delivery {
-    pub fn new(hub: HubClient) -> Delivery {
+    pub fn new(hub: Hub) -> Delivery {
         Delivery {
             inner: Arc::new(Mutex::new(State::default())),
             hub,
@@ -174,7 +176,7 @@ impl Delivery {
 
     /// The same bookkeeping, acking through `hub` (the hub's `/mcp` acks with the
     /// caller's own credentials).
-    pub fn with_hub(&self, hub: HubClient) -> Delivery {
+    pub fn with_hub(&self, hub: Hub) -> Delivery {
         Delivery {
             hub,
             ..self.clone()
@@ -265,7 +267,7 @@ impl Delivery {
     }
 
     /// Sets the last reply id of `token` when this bridge has none (see
-    /// [`crate::tools::Bridge::restore_last_reply`]).
+    /// [`crate::Tools::restore_last_reply`]).
     pub fn restore_last_reply(&self, token: &str, reply_id: &str) {
         if !reply_id.is_empty() {
             let mut state = self.state();

@@ -1,0 +1,25 @@
+//! holdline-contract: the wire between an agent's tools and the hub, written once. Both
+//! transports (the stdio bridge over HTTP, the hub's own `/mcp` in process) and the hub's
+//! agent routes read every shape, status, reason and error code from here.
+//!
+//! Invariant: nothing here does I/O but reading the hub's home ([`local_hub`]); a field
+//! the bridge and the hub both know is declared in this crate and nowhere else.
+//!
+//! Code map:
+//! - [`wire`]: the agent routes' request bodies and answers, [`Status`], [`WaitEnd`].
+//! - [`error`]: [`ErrorCode`], the error body every route answers, [`HubError`].
+//! - [`routes`]: paths, headers and body limits.
+//! - [`hub_api`]: [`HubApi`], the hub as the tools call it, whatever the transport.
+//! - [`local_hub`]: where the hub on this machine listens.
+//! - [`clients`]: the MCP clients holdline installs into, by name.
+
+pub mod clients;
+pub mod error;
+pub mod hub_api;
+pub mod local_hub;
+pub mod routes;
+pub mod wire;
+
+pub use error::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail, HubError};
+pub use hub_api::{HubAnswer, HubApi};
+pub use wire::*;

@@ -1,0 +1,139 @@
+//! `/mcp`'s hub: the agent routes' own functions ([`crate::api::agent`]) called in process
+//! with the caller's credential and address — typed requests in, typed answers out, no
+//! bytes in between.
+//!
+//! Invariant: a call can do exactly what its credential can do on the agent routes over
+//! HTTP (the same functions, the same owner checks), and a key revoked since the `/mcp`
+//! request began is refused at its next call, as HTTP would refuse it.
+
+use std::{future::Future, net::SocketAddr, time::Duration};
+
+use holdline_contract::{
+    AckRequest, CancelRequest, ErrorCode, HubAnswer, HubApi, HubError, InitAnswer, InitRequest,
+    MergeAnswer, MergeRequest, PollAnswer, PollRequest, RegisterAnswer, RegisterRequest,
+    SelectAnswer, SelectRequest, SessionHead,
+};
+
+use crate::api::{
+    AppState,
+    agent::{self, AgentCaller},
+    error::ApiError,
+    guard::Caller,
+};
+
+/// The name this hub has in the tools' errors and logs.
+const THIS_HUB: &str = "this hub";
+
+/// How long a plain call may take; a poll adds its hold.
+const CALL_LIMIT: Duration = Duration::from_secs(15);
+
+/// One caller's way into the agent routes.
+pub struct InProcess {
+    app: AppState,
+    caller: AgentCaller,
+}
+
+impl InProcess {
+    /// As `who`, calling from `peer`.
+    pub fn for_caller(app: AppState, who: Caller, peer: SocketAddr) -> InProcess {
+        InProcess {
+            app,
+            caller: AgentCaller { who, peer },
+        }
+    }
+
+    /// As the hub itself (the person's credential), for the acks of the shared delivery
+    /// bookkeeping: an ack only says a reply reached its agent.
+    pub fn for_hub(app: AppState) -> InProcess {
+        InProcess::for_caller(app, Caller::Person, SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Runs one agent-route call within `limit`, if the credential still lives.
+    fn call<'a, T: Send + 'a>(
+        &'a self,
+        limit: Duration,
+        run: impl Future<Output = Result<T, ApiError>> + Send + 'a,
+    ) -> HubAnswer<'a, T> {
+        Box::pin(async move {
+            if let Caller::Agent { key } = &self.caller.who
+                && !self.app.secret.keys().is_live(key)
+            {
+                return Err(HubError::KeyRefused);
+            }
+            match tokio::time::timeout(limit, run).await {
+                Ok(answer) => answer.map_err(hub_error),
+                Err(_) => Err(HubError::Unreachable {
+                    tried: vec![THIS_HUB.to_owned()],
+                }),
+            }
+        })
+    }
+}
+
+/// An agent route's refusal as the tools read it over HTTP.
+fn hub_error(e: ApiError) -> HubError {
+    match e.code {
+        ErrorCode::KeyRefused => HubError::KeyRefused,
+        code => HubError::Api {
+            hub: THIS_HUB.to_owned(),
+            status: e.status.as_u16(),
+            code,
+            message: e.message,
+        },
+    }
+}
+
+impl HubApi for InProcess {
+    fn name(&self) -> &str {
+        THIS_HUB
+    }
+
+    fn init(&self, request: InitRequest) -> HubAnswer<'_, InitAnswer> {
+        self.call(CALL_LIMIT, agent::init(&self.app, &self.caller, request))
+    }
+
+    fn select(&self, request: SelectRequest) -> HubAnswer<'_, SelectAnswer> {
+        self.call(CALL_LIMIT, agent::select(&self.app, &self.caller, request))
+    }
+
+    fn register(
+        &self,
+        request: RegisterRequest,
+        within: Option<Duration>,
+    ) -> HubAnswer<'_, RegisterAnswer> {
+        let limit = within.map_or(CALL_LIMIT, |w| w.min(CALL_LIMIT));
+        self.call(limit, agent::register(&self.app, &self.caller, request))
+    }
+
+    fn poll(&self, request: PollRequest, within: Option<Duration>) -> HubAnswer<'_, PollAnswer> {
+        let hold = Duration::from_millis(request.timeout_ms.unwrap_or_default());
+        let limit = within.map_or(hold + CALL_LIMIT, |w| w.min(hold + CALL_LIMIT));
+        self.call(limit, agent::poll(&self.app, &self.caller, request))
+    }
+
+    fn ack(&self, request: AckRequest) -> HubAnswer<'_, ()> {
+        self.call(CALL_LIMIT, async move {
+            agent::ack(&self.app, &self.caller, request).await.map(drop)
+        })
+    }
+
+    fn cancel(&self, request: CancelRequest) -> HubAnswer<'_, ()> {
+        self.call(CALL_LIMIT, async move {
+            agent::cancel(&self.app, &self.caller, request)
+                .await
+                .map(drop)
+        })
+    }
+
+    fn merge(&self, request: MergeRequest) -> HubAnswer<'_, MergeAnswer> {
+        self.call(CALL_LIMIT, agent::merge(&self.app, &self.caller, request))
+    }
+
+    fn session(&self, token: &str) -> HubAnswer<'_, SessionHead> {
+        let token = token.to_owned();
+        self.call(CALL_LIMIT, async move {
+            agent::session_head(&self.app, &self.caller.who, &token)
+                .map(|info| self.app.session_dto(info).head)
+        })
+    }
+}
