@@ -210,7 +210,7 @@ async fn an_agent_key_works_on_the_agent_routes_and_reads_only_its_sessions() {
 }
 
 #[tokio::test]
-async fn a_wrong_key_is_refused_with_one_sentence() {
+async fn a_wrong_key_is_refused_with_its_own_code_and_one_sentence() {
     let (_dir, hub) = start().await;
     let key = create_key(&hub.home, "laptop");
     let forged = format!("hlk_{}", "A".repeat(43));
@@ -219,9 +219,11 @@ async fn a_wrong_key_is_refused_with_one_sentence() {
         let (s, v) = call(&hub, Method::POST, "/api/init", bad, Some(fingerprint("c"))).await;
         assert_eq!(
             (s, v["error"]["code"].as_str()),
-            (401, Some("UNAUTHORIZED")),
+            (401, Some("KEY_REFUSED")),
             "{v}"
         );
+        // Bridges before the `KEY_REFUSED` code know a refused key by its 401 (and, over
+        // `/mcp`, by these words): the message keeps its beginning.
         assert_eq!(
             v["error"]["message"],
             "the hub refused this agent key: it is wrong or was revoked (`holdline-hub key list` shows the live keys)"
@@ -483,7 +485,7 @@ async fn the_key_commands_round_trip_with_the_hub_stopped_and_running() {
 }
 
 #[tokio::test]
-async fn key_create_prints_a_clients_remote_entry_that_reaches_mcp_with_that_key() {
+async fn key_create_prints_the_install_command_of_a_remote_entry_that_reaches_mcp() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let hub = RealHub::start(&home, free_addr()).await;
@@ -504,13 +506,14 @@ async fn key_create_prints_a_clients_remote_entry_that_reaches_mcp_with_that_key
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let (key, entry) = stdout.split_once('\n').expect("the key, then the entry");
+    let (key, command) = stdout.split_once('\n').expect("the key, then the command");
     assert!(key.starts_with("hlk_"), "{key}");
-    let entry: Value = serde_json::from_str(entry).expect("the entry is the client's JSON");
-    let server = &entry["mcpServers"]["holdline"];
-    assert_eq!(server["url"], format!("http://{}/mcp", hub.addr));
-    assert_eq!(server["headers"]["Authorization"], format!("Bearer {key}"));
-    // What the entry says works: /mcp takes that key.
+    let url = format!("http://{}/mcp", hub.addr);
+    assert_eq!(
+        command.trim_end(),
+        format!("holdline-mcp install --client claude-code --url {url} --key {key}")
+    );
+    // What the command names works: /mcp takes that key.
     let (status, body) = mcp_initialize(&hub, key).await;
     assert_eq!(status, 200, "{body}");
 

@@ -31,7 +31,7 @@ pub use clients::{
     Setup, plan, remote_entry,
 };
 pub use entry::{Change, Overwrite};
-pub use remote::{MCP_PATH, remote_entry_text};
+pub use remote::MCP_PATH;
 pub use rule::{BEGIN, END, RULE, RuleKind};
 
 use file::TextFile;

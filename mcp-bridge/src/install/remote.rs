@@ -1,14 +1,14 @@
 //! The remote entry's inputs, `--url` and `--key`, checked before anything is written: the
 //! URL is the hub's `/mcp` over http(s) with a host, the key is one header-safe word, and no
 //! flag of the local entry comes with them. Also the warning about the key in the file,
-//! and the entry as a client's file holds it, for `holdline-hub key create --print-config`.
+//! (`holdline-hub key create --print-config CLIENT` prints the install command that runs these).
 
 use reqwest::Url;
 
-use super::{Client, InstallArgs, InstallError, clients::Remote, file::TextFile};
+use super::{InstallArgs, InstallError, clients::Remote, file::TextFile};
 
 /// The path the hub serves MCP on; a URL given with no path gets it.
-pub const MCP_PATH: &str = "/mcp";
+pub use holdline_contract::routes::MCP as MCP_PATH;
 
 /// What the person gave and what install made of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,15 +193,6 @@ pub(super) fn warn_key_in_file(file: &TextFile) {
             file.target.display()
         );
     }
-}
-
-/// The remote entry for `client` as its config file holds it (JSON, Codex's TOML, or
-/// Continue's YAML), ready to paste: what `install --client CLIENT --url URL --key KEY
-/// --print` prints.
-pub fn remote_entry_text(client: Client, url: &str, key: &str) -> Result<String, InstallError> {
-    let checked = check(url, key)?;
-    let entry = super::clients::remote_entry(client, &checked.remote);
-    Ok(super::entry_text(client.format(), &entry))
 }
 
 #[cfg(test)]
