@@ -1,5 +1,5 @@
 //! How long one `wait_for_user_input` call may block in each MCP client, from what was
-//! measured running the clients (docs/clients.md has the table and how it was taken).
+//! measured running the clients (docs/clients-compatibility.md: what, and how).
 //!
 //! Invariant: a wait answers "no reply yet" a margin before the client's own timer would
 //! end the call; it blocks without limit only where that client's timer is reset by the
@@ -31,7 +31,7 @@ const fn client(
     }
 }
 
-/// Known clients, most specific first. The measured ones are described in docs/clients.md
+/// Known clients, most specific first. The measured ones are in docs/clients-compatibility.md
 /// with the version measured; Cursor, VS Code, Windsurf and Trae come from public reports.
 pub const CLIENT_LIMITS: &[ClientLimit] = &[
     // Claude Code: per-server `timeout` / MCP_TOOL_TIMEOUT, else 1e8 ms; an idle watchdog
