@@ -1,5 +1,5 @@
 //! `ApiError`: every failure the HTTP API answers, as `{"error":{"code","message"}}`
-//! with the status of SPEC §5; and the body/query extractors that produce it.
+//! with the status docs/api.md gives each code; and the body/query extractors that produce it.
 
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -99,7 +99,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Parses a token from a request, with the error SPEC §5 wants.
+/// Parses a token from a request; a malformed one is a 400 that shows what was sent.
 pub fn token(s: &str) -> Result<Token, ApiError> {
     Token::parse(s).ok_or_else(|| {
         let shown: String = s.chars().take(48).collect();

@@ -1,4 +1,4 @@
-//! The only code that knows routes and JSON: the router of SPEC §5, its guards
+//! The only code that knows routes and JSON: the router of docs/api.md, its guards
 //! and body limits (connections and framing are `server`'s). Handlers
 //! translate to [`crate::hub::Hub`] calls.
 
@@ -21,7 +21,7 @@ use tower::ServiceExt;
 use crate::hub::Hub;
 use crate::server::Answering;
 
-/// JSON bodies are capped at 1 MiB; replies with images at 10 MiB (SPEC §8).
+/// JSON bodies are capped at 1 MiB; replies with images at 10 MiB (docs/security.md).
 pub const JSON_LIMIT: usize = 1024 * 1024;
 pub const REPLY_LIMIT: usize = 10 * 1024 * 1024;
 /// `import` over HTTP takes whole exports.
