@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The durability suite (issue 5) against the real hub binary:
+# The durability suite against the real hub binary:
 #   - crash: several clients drive hundreds of sessions while the hub is
 #     killed with SIGKILL again and again — agents on the agent routes (as the
 #     stdio bridge), with plain /mcp calls and with MCP Tasks on /mcp; prints

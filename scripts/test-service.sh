@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests the service side (issue 6): systemd units, the LaunchAgent plist,
+# Tests the service side: systemd units, the LaunchAgent plist,
 # install.sh / uninstall.sh, `holdline-hub config` on a broken config file,
 # and that the README's commands and links exist as written.
 #

@@ -44,6 +44,7 @@ mongo_env() {
 }
 
 suite format cargo fmt --all -- --check
+suite links python3 scripts/check-links.py
 suite clippy cargo clippy --workspace --all-targets -- -D warnings
 # The end-to-end suites run the debug binaries this builds.
 cargo build --workspace --all-targets

@@ -208,7 +208,7 @@ pub async fn one_reply(
         bail!("wait {i} ended without the reply: {got}");
     }
     // The bridge acks after writing the result; let that ack land before the
-    // next call (docs/benchmarks.md: an ack racing a new wait closed it).
+    // next call (docs/benchmarks-history.md: an ack racing a new wait closed it).
     wait_until_acked(person, token).await?;
     Ok(arrived - t0)
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::notify::config::{NotifyConfig, NotifyFile};
 
-/// Default listen address: loopback only (SPEC §8).
+/// Default listen address: loopback only; the LAN is opted into (docs/security.md).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:13458";
 
 #[derive(Debug, Parser)]
@@ -168,7 +168,7 @@ pub struct Template {
 
 /// sled's page cache when `cache_mb` is not set. Every session's metadata is
 /// in memory anyway; the cache serves history reads and writes, and each MiB
-/// of it is resident (docs/benchmarks.md: 32 → 8 saved ~5 MiB at 10,000
+/// of it is resident (docs/benchmarks-history.md: 32 → 8 saved ~5 MiB at 10,000
 /// waiting sessions with no measurable cost in reply latency).
 pub const DEFAULT_CACHE_MB: u64 = 8;
 /// A little longer than one poll hold (10 s) plus the time an agent takes to

@@ -1,4 +1,4 @@
-//! The session model and its status machine (SPEC §2); pure data, no IO.
+//! The session model and its status machine; pure data, no IO.
 //!
 //! These types are also the store's record format (serde, camelCase, the
 //! field names of the earlier Node hub's `sessions.json`), which is why they
@@ -284,7 +284,7 @@ pub struct ClosedWait {
 /// How many closed waits and acked reply ids a session remembers.
 const RECENT: usize = 16;
 
-/// Per-session keep-alive settings (SPEC §5 keep-alive modes).
+/// Per-session keep-alive settings (`POST /api/session/config` in docs/api.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeepAlive {
@@ -363,7 +363,7 @@ pub struct Session {
     pub owner: Option<KeyName>,
 }
 
-/// A hub taking over a session from another (SPEC §7, multi-hub).
+/// A hub taking over a session from another (multi-hub over MongoDB, docs/operations.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Adoption {

@@ -931,7 +931,7 @@ async fn login_trades_the_key_for_a_strict_cookie_and_is_rate_limited() {
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
     let v: Value = res.json().await.unwrap();
     assert_eq!(error_code(&v), "RATE_LIMITED");
-    // The right key still gets in (issue 17): failures cannot lock the person out.
+    // The right key still gets in (finding L7 in docs/security.md): failures cannot lock the person out.
     let res = plain
         .post(format!("{}/api/login", hub.url))
         .json(&json!({"key": hub.secret}))

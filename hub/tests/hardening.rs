@@ -1,4 +1,4 @@
-//! The real hub under the resource attacks of issue 17, spoken to with raw
+//! The real hub under the resource attacks of docs/security.md's review, spoken to with raw
 //! sockets: idle and slow connections are closed and capped, unauthenticated
 //! bodies stay small, the reply round trip and `/healthz` keep answering, and
 //! SIGTERM ends the hub in bounded time whatever its clients do. Every test

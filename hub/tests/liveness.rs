@@ -1,4 +1,4 @@
-//! A wait lives only while an agent is behind it (SPEC §4): the hub closes a
+//! A wait lives only while an agent is behind it: the hub closes a
 //! wait nobody polls for its grace period, so the panel shows no ghost agent
 //! and a later reply is queued for the next wait. Real hub, real HTTP.
 

@@ -1,4 +1,4 @@
-//! Away from the desk (issue 20): a wait that lasts `after_sec` without a
+//! Away from the desk (docs/operations.md): a wait that lasts `after_sec` without a
 //! reply is told once to every channel (webhooks of each format, ntfy,
 //! Telegram), and a Telegram reply answers it. Real hub, real HTTP, channels
 //! faked by servers on loopback.
@@ -703,7 +703,7 @@ async fn nothing_delivered(hub: &TestHub, token: &str, wait: &str) {
     assert_eq!(v["status"], "renewal", "{v}");
 }
 
-/// The issue's sequence: the agent asks Q1 (notified), the person answers it
+/// A late reply to an older question: the agent asks Q1 (notified), the person answers it
 /// in the panel, the agent asks Q2 ("Deploy to prod now?"), and a reply to
 /// Q1's notification comes in from Telegram. `(token, Q2's wait, what the bot
 /// said back)`.

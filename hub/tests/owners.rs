@@ -17,7 +17,7 @@ async fn post(hub: &RealHub, path: &str, bearer: &str, body: Value) -> (u16, Val
     call(hub, Method::POST, path, bearer, Some(body)).await
 }
 
-/// The fingerprint: the same body from both keys.
+/// One chat's fingerprint (title, workspace, host): the same body from both keys.
 fn chat_a() -> Value {
     json!({"cursorTitle": "chatA", "workspace": "/w/a", "hostIp": "10.0.0.1"})
 }

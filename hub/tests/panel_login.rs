@@ -1,5 +1,5 @@
-//! The panel's login, spoken to over real HTTP against the real hub (issue
-//! 17, Medium 1 and Low 7): each login is its own random, revocable id that
+//! The panel's login, spoken to over real HTTP against the real hub (review
+//! findings M1 and L7 in docs/security.md): each login is its own random, revocable id that
 //! survives a restart; logout and "log out everywhere" revoke, also across
 //! restarts; the right key always gets in; login bodies are small.
 

@@ -1,6 +1,6 @@
 //! Export/import round trip of every session field, the archive files, and
 //! the backup and restore procedure of docs/operations.md followed literally
-//! with the real binary (SPEC §7, issue 5).
+//! with the real binary: every field comes back as it was exported.
 
 mod realhub;
 

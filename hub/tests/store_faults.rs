@@ -1,4 +1,4 @@
-//! A store that cannot be opened (issue 5): damaged, locked, of another
+//! A store that cannot be opened: damaged, locked, of another
 //! schema version, not a folder, unwritable. The real hub must exit non-zero
 //! with one clear line saying what to do — never a panic or a backtrace.
 

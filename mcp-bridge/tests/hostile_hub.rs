@@ -1,5 +1,5 @@
 //! The bridge's HTTP client against a broken or hostile hub on loopback
-//! (issue 17, items 3, 10, 11): it follows no redirect, reads no answer
+//! (review findings M3, L10, L11 in docs/security.md): it follows no redirect, reads no answer
 //! past its cap, and a call ends within its own time limit whatever the
 //! hubs do.
 

@@ -1,4 +1,4 @@
-//! Issue 20 end to end: an agent waits through the real `holdline-mcp`, the
+//! A Telegram reply end to end: an agent waits through the real `holdline-mcp`, the
 //! real hub tells a (fake, loopback) Telegram Bot API, the person replies to
 //! the notification there, and the agent's tool call returns that reply.
 //!

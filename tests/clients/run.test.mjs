@@ -1,4 +1,4 @@
-// run.test.mjs — every real client × every check of issue 15, against a real hub and the
+// run.test.mjs — every real client × every numbered check below, against a real hub and the
 // fake model. Clients run in parallel (each its own HOME, hub and fake-model port); a
 // client's two scenarios run one after the other. Drivers are the modules in clients/;
 // HOLDLINE_CLIENTS=claude-code,codex picks some.

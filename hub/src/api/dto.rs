@@ -133,7 +133,7 @@ pub struct Templates {
     pub templates: Vec<Template>,
 }
 
-/// A session's metadata as the API shows it (SPEC §2 fields plus what lists need).
+/// A session's metadata as the API shows it (the session's fields plus what lists need).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDto {

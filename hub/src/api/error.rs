@@ -114,7 +114,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Parses a token from a request, with the error SPEC §5 wants.
+/// Parses a token from a request; a malformed one is a 400 that shows what was sent.
 pub fn token(s: &str) -> Result<Token, ApiError> {
     Token::parse(s).ok_or_else(|| {
         let shown: String = s.chars().take(48).collect();

@@ -1,4 +1,4 @@
-//! Who may talk to the hub (SPEC §8): `Host`/`Origin` checks against DNS
+//! Who may talk to the hub (docs/security.md): `Host`/`Origin` checks against DNS
 //! rebinding and cross-site requests, the secret (Bearer) or a live panel
 //! login (cookie, see [`crate::logins`]) on every `/api` route, an agent key
 //! (see [`crate::keys`]) on the agent routes only, and the login rate limit.

@@ -1,4 +1,4 @@
-//! The only code that knows routes and JSON: the router of SPEC §5, its guards
+//! The only code that knows routes and JSON: the router of docs/api.md, its guards
 //! and body limits (connections and framing are `server`'s). Handlers
 //! translate to [`crate::hub::Hub`] calls.
 

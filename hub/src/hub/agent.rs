@@ -1,4 +1,4 @@
-//! The agent's operations (SPEC §5, agent routes): init, select, register,
+//! The agent's operations (the agent routes of docs/api.md): init, select, register,
 //! poll, ack, cancel, merge, and the automatic replies a wait can trigger.
 //!
 //! Invariant: a session has at most one open wait; a register with the same

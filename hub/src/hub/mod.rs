@@ -1,4 +1,4 @@
-//! The hub's state handle: every operation of SPEC §5 over the session table,
+//! The hub's state handle: every operation of docs/api.md over the session table,
 //! the store and the waiters. No HTTP here; `api` translates.
 //!
 //! Invariant: every change goes through [`Hub::commit`] — validated on a copy,

@@ -7,7 +7,7 @@
 //!
 //! Why not hyper for everything: hyper keeps an 8 KiB read and an 8 KiB write
 //! buffer per connection, ~24 KiB per held long poll in all; 10,000 waiting
-//! agents made that 236 MiB (docs/benchmarks.md).
+//! agents made that 236 MiB (docs/benchmarks-history.md).
 //!
 //! Invariant: no client holds the hub's resources for free. Every connection
 //! is admitted by [`crate::admission`] (capped while it has not shown the

@@ -29,7 +29,7 @@ use crate::config::mask_uri;
 use crate::hub::{Hub, SyncSnapshot};
 use crate::session::{Message, QueuedReply, Session, Token, now_ms};
 
-/// Database name (SPEC §7).
+/// The MongoDB database every hub of a multi-hub setup shares (docs/operations.md).
 pub const DATABASE: &str = "holdline";
 /// Sessions pushed per round.
 const BATCH: usize = 100;
