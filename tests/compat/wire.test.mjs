@@ -27,6 +27,8 @@ const PAIRS = [
   { name: 'new bridge → old hub', hub: OLD.hub, mcp: NEW.mcp },
   { name: 'old bridge → old hub (control)', hub: OLD.hub, mcp: OLD.mcp },
 ];
+/** A one-pixel PNG, for a reply with an image. */
+const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 /** How long the bridge holds one long poll: short, so renewals happen inside a test. */
 const POLL_MS = 400;
 
@@ -108,7 +110,7 @@ async function startHub(t, hubBin) {
     base,
     secret,
     log: () => log,
-    reply: (token, text) => api('POST', '/api/reply', { token, text }),
+    reply: (token, text, images = []) => api('POST', '/api/reply', { token, text, images }),
     session: (token) => api('GET', `/api/sessions/${token}?limit=200`),
     merge: (from, to) => api('POST', `/api/sessions/${from}/merge`, { toToken: to }),
     archive: (token) => api('POST', `/api/sessions/${token}/archive`),
@@ -125,9 +127,10 @@ async function startHub(t, hubBin) {
 
 /**
  * `holdline-mcp` over stdio, as an MCP client runs it: one JSON-RPC message per line.
- * `credential` is `{ secret }` or `{ key }`; killed when `t` ends.
+ * `credential` is `{ secret }` or `{ key }`; `pollMs` how long it holds each long poll.
+ * Stopped (stdin closed) when `t` ends.
  */
-async function startBridge(t, mcpBin, hub, credential) {
+async function startBridge(t, mcpBin, hub, credential, pollMs = POLL_MS) {
   const home = tempDir(t, 'holdline-compat-bridge-');
   const child = spawn(mcpBin, [], {
     cwd: home,
@@ -138,7 +141,7 @@ async function startBridge(t, mcpBin, hub, credential) {
       HOLDLINE_HUB: hub.base,
       HOLDLINE_HOST_ID: 'compat-host',
       HOLDLINE_NO_AUTOSTART: '1',
-      HOLDLINE_POLL_MS: String(POLL_MS),
+      HOLDLINE_POLL_MS: String(pollMs),
       ...(credential.key ? { HOLDLINE_KEY: credential.key } : { HOLDLINE_SECRET: credential.secret }),
     }),
   });
@@ -258,13 +261,16 @@ for (const pair of PAIRS) {
     bridge.cancel(second.id);
     await hub.waitStatus(token, 'holding');
 
-    // A reply sent while nothing waits is queued, and the next wait returns it once.
+    // A reply sent while nothing waits is queued, and the next wait returns it once,
+    // its image as an image block.
     const later = 'compat-later-2c91';
-    const queued = await hub.reply(token, later);
+    const queued = await hub.reply(token, later, [{ mimeType: 'image/png', data: PNG_1PX }]);
     assert.equal(queued.queued, true, JSON.stringify(queued));
     const third = await bridge.callTool('wait_for_user_input', { token, message: 'Back' }).result;
     assert.notEqual(third.isError, true, textOf(third));
     assert.equal(occurrences(textOf(third), later), 1, textOf(third));
+    const images = third.content.filter((c) => c.type === 'image');
+    assert.deepEqual(images.map((c) => [c.mimeType, c.data]), [['image/png', PNG_1PX]], JSON.stringify(third.content));
     assert.ok(!JSON.stringify(bridge.responses.get(second.id) ?? {}).includes(later), 'the cancelled call carried the later reply');
   });
 
@@ -276,11 +282,14 @@ for (const pair of PAIRS) {
 
     const key = await hub.makeKey('laptop');
     assert.match(key, /^hlk_/);
-    const bridge = await startBridge(t, pair.mcp, hub, { key });
+    // Polls held 60 s: once the wait is open, the bridge's first poll is held at the hub,
+    // so the revocation reaches it as the poll's answer (`gone`, `key_revoked`), not as the
+    // next poll's 401 (the call after it checks that one).
+    const bridge = await startBridge(t, pair.mcp, hub, { key }, 60_000);
     const token = await initConversation(bridge, 'Remote chat');
     const waiting = bridge.callTool('wait_for_user_input', { token, message: 'Step one done. Next?' });
     await hub.waitStatus(token, 'waiting');
-    // Revoked mid-wait: the hub ends the open wait, the bridge says the key was refused.
+    await sleep(1000);
     await hub.revokeKey('laptop');
     assertKeyRefused(await waiting.result, 'a wait whose key was revoked');
     await hub.waitStatus(token, 'holding');
