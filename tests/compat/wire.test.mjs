@@ -160,8 +160,15 @@ async function startBridge(t, mcpBin, hub, credential, pollMs = POLL_MS) {
   /** Every response, by request id, including any to a request the client cancelled. */
   const responses = new Map();
   const send = (msg) => child.stdin.write(`${JSON.stringify(msg)}\n`);
+  // A write after the bridge died fails the call waiting on it (`exited`), not the process.
+  child.stdin.on('error', () => {});
   createInterface({ input: child.stdout }).on('line', (line) => {
-    const msg = JSON.parse(line);
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      throw new Error(`the bridge wrote a line that is not JSON-RPC on stdout: ${line.slice(0, 200)}`);
+    }
     if (msg.method && msg.id !== undefined) {
       // A request of the server's (ping, roots/list): an empty result is a valid answer.
       send({ jsonrpc: '2.0', id: msg.id, result: msg.method === 'roots/list' ? { roots: [] } : {} });
