@@ -54,7 +54,7 @@ if command -v cargo-nextest >/dev/null 2>&1; then
 else
   suite rust cargo test --workspace --no-fail-fast
 fi
-for script in test-mcp-python test-sdk test-crash test-service test-bench test-dist; do
+for script in test-mcp-python test-sdk test-compat test-crash test-service test-bench test-dist; do
   [ -x "scripts/$script.sh" ] && suite "$script" "scripts/$script.sh"
 done
 if [ -z "${SKIP_CLIENTS:-}" ]; then
