@@ -59,8 +59,8 @@ pub fn images_beside_structure(client_name: Option<&str>) -> bool {
 }
 
 /// Known clients, most specific first. The measured ones are described in
-/// docs/clients-compatibility.md
-/// with the version measured; Cursor, VS Code, Windsurf and Trae come from public reports.
+/// docs/clients-compatibility.md with the version measured; Cursor, VS Code, Windsurf and
+/// Trae come from public reports.
 pub const CLIENT_LIMITS: &[ClientLimit] = &[
     // Claude Code: per-server `timeout` / MCP_TOOL_TIMEOUT, else 1e8 ms; an idle watchdog
     // (1,800 s on stdio) that progress resets.
