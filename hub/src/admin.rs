@@ -604,7 +604,8 @@ pub async fn key_create(
     name: &str,
     print_config: Option<holdline_mcp::install::Client>,
 ) -> Result<()> {
-    let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
+    let name =
+        crate::names::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
     let key = match running(config).await {
         Some(c) => {
             let body = serde_json::json!({ "name": name.as_str() });
@@ -722,7 +723,8 @@ pub async fn key_list(config: &Config) -> Result<()> {
 /// `key revoke NAME`: refused from now on; a running hub ends its open waits
 /// at once, a stopped one when it starts.
 pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
-    let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
+    let name =
+        crate::names::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
     match running(config).await {
         Some(c) => {
             let r = c

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::binding::BindingKey;
+use crate::names::BindingKey;
 use crate::session::{
     Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms, preview_of,
 };
@@ -220,7 +220,7 @@ impl ExportSession {
         s.owner = self
             .owner
             .as_deref()
-            .and_then(|k| crate::keys::KeyName::parse(k).ok());
+            .and_then(|k| crate::names::KeyName::parse(k).ok());
         if let Some(r) = self.last_review {
             let next_step = r.next_step.unwrap_or_default();
             s.last_review = Review {

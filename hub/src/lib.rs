@@ -4,6 +4,7 @@
 //! Code map (each module's first line says what it owns):
 //! - [`config`]      CLI + env + `config.toml` → `Config`
 //! - [`home`]        the home folder, its permissions, the secret
+//! - [`names`]       key names (interned) and binding keys; no IO
 //! - [`session`]     the session model and status machine; no IO
 //! - [`binding`]     binding keys and the three check levels; no IO
 //! - [`waits`]       wake-ups for long polls
@@ -40,6 +41,7 @@ pub mod keys;
 pub mod log_file;
 pub mod logins;
 pub mod mcp;
+pub mod names;
 pub mod net;
 pub mod notify;
 pub mod panel;

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::keys::KeyName;
+use crate::names::KeyName;
 
 /// Milliseconds since the Unix epoch, the time unit of every stored field.
 pub type Millis = i64;
@@ -457,7 +457,7 @@ impl Session {
     pub fn new(token: Token, title: &str, workspace: &str, host_ip: &str, hub: &str) -> Self {
         let now = now_ms();
         Session {
-            binding_key: crate::binding::BindingKey::new(workspace, title, host_ip).into_string(),
+            binding_key: crate::names::BindingKey::new(workspace, title, host_ip).into_string(),
             token,
             title: title.to_owned(),
             display_title: String::new(),

@@ -15,7 +15,7 @@ use super::error::{ApiError, Body, token};
 use super::{AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
 use crate::hub::{InitRequest, MAX_POLL_MS, PollOutcome, RegisterRequest};
-use crate::keys::KeyName;
+use crate::names::KeyName;
 use crate::server::Answering;
 use crate::session::Token;
 

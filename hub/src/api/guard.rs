@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::keys::{KeyName, Keys};
+use crate::keys::Keys;
 use crate::logins::{self, Logins};
+use crate::names::KeyName;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method, Uri, header};
 use axum::middleware::Next;

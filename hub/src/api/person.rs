@@ -282,7 +282,7 @@ pub async fn hand_over(
     let owner = match b.key {
         None => None,
         Some(name) => {
-            let live = crate::keys::KeyName::parse(&name)
+            let live = crate::names::KeyName::parse(&name)
                 .ok()
                 .filter(|k| app.secret.keys().is_live(k));
             Some(live.ok_or_else(|| {

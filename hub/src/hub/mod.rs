@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::binding::{self, Caller, WaitBinding, owned_name};
 use crate::config::{Config, Template};
 use crate::interchange;
-use crate::keys::KeyName;
+use crate::names::KeyName;
 use crate::session::{
     Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Summary, Token, WaitEnd,
     now_ms, preview_of,
