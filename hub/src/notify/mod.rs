@@ -10,7 +10,6 @@
 //! never a 4xx), so a channel down or slow changes no reply latency.
 
 pub mod channels;
-pub mod config;
 pub mod notice;
 pub mod telegram;
 
@@ -21,9 +20,9 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc};
 
+use crate::config::notify::{self as settings, NotifyConfig};
 use crate::hub::{Hub, SessionInfo};
 use crate::session::{Session, Status, Token, now_ms};
-use config::NotifyConfig;
 use notice::{Notice, Outcome};
 use telegram::TelegramChannel;
 
@@ -60,8 +59,8 @@ pub enum SendError {
 
 /// One configured channel.
 enum Channel {
-    Webhook(config::Webhook),
-    Ntfy(config::Ntfy),
+    Webhook(settings::Webhook),
+    Ntfy(settings::Ntfy),
     Telegram(Arc<TelegramChannel>),
 }
 

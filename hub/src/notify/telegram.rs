@@ -17,9 +17,9 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::channels::{clip, read_bounded, transport};
-use super::config::Telegram;
 use super::notice::{self, Notice};
 use super::{Event, SendError};
+use crate::config::notify::Telegram;
 use crate::hub::{Hub, HubError, PersonReply};
 use crate::session::{Image, Token};
 
