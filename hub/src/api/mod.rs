@@ -93,45 +93,9 @@ impl crate::server::Answer for Api {
 
 /// Every route but the long poll's; `/mcp` when `mcp` is given.
 fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
-    let authed = Router::new()
-        .route("/api/init", post(agent::init))
-        .route("/api/select", post(agent::select))
-        .route("/api/wait/register", post(agent::register))
-        .route("/api/wait/ack", post(agent::ack))
-        .route("/api/wait/cancel", post(agent::cancel))
-        .route("/api/merge", post(agent::merge))
-        .route("/api/session/config", post(person::configure))
-        .route(
-            "/api/reply",
-            post(person::reply).layer(DefaultBodyLimit::max(REPLY_LIMIT)),
-        )
-        .route("/api/sessions", get(person::list))
-        .route("/api/sessions/{token}", get(person::detail))
-        .route("/api/sessions/{token}/find", get(person::find))
-        .route("/api/sessions/{token}/archive", post(person::archive))
-        .route("/api/sessions/{token}/restore", post(person::restore))
-        .route("/api/sessions/{token}/merge", post(person::merge))
-        .route("/api/sessions/{token}/owner", post(person::hand_over))
-        .route(
-            "/api/templates",
-            get(person::templates).put(person::set_templates),
-        )
-        .route("/api/export", get(person::export))
-        .route("/api/backup", post(person::backup))
-        .route(
-            "/api/import",
-            post(person::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
-        )
-        .route("/api/keys", get(keys::list).post(keys::create))
-        .route("/api/keys/{name}", axum::routing::delete(keys::revoke))
-        .route("/api/whoami", get(person::whoami))
-        .route("/api/logout", post(person::logout))
-        .route("/api/logout/everywhere", post(person::logout_everywhere))
-        .route("/api/events", get(events::stream))
-        .route("/metrics", get(events::metrics))
-        .route_layer(from_fn_with_state(state.clone(), guard::require_caller));
-
-    let mut routes = Router::new().merge(authed);
+    let mut routes = Router::new()
+        .merge(agent_router(&state))
+        .merge(person_router(&state));
     if let Some(endpoint) = mcp {
         let answer = move |State(app): State<AppState>, request: Request| {
             let endpoint = endpoint.clone();
@@ -154,6 +118,59 @@ fn router(state: AppState, mcp: Option<crate::mcp::McpEndpoint>) -> Router {
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
         .layer(from_fn_with_state(state.clone(), guard::front_door))
         .with_state(state)
+}
+
+/// The agent routes (the long poll's is beside the router, with the same
+/// check): the secret, a panel login or an agent key. A key reads only the
+/// sessions it owns (the handlers check).
+fn agent_router(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/api/init", post(agent::init))
+        .route("/api/select", post(agent::select))
+        .route("/api/wait/register", post(agent::register))
+        .route("/api/wait/ack", post(agent::ack))
+        .route("/api/wait/cancel", post(agent::cancel))
+        .route("/api/merge", post(agent::merge))
+        .route("/api/sessions/{token}", get(person::detail))
+        .route_layer(from_fn_with_state(state.clone(), |s, r, n| {
+            guard::Audience::Agent.layer(s, r, n)
+        }))
+}
+
+/// The person's routes: the secret or a panel login; an agent key is refused.
+fn person_router(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/api/session/config", post(person::configure))
+        .route(
+            "/api/reply",
+            post(person::reply).layer(DefaultBodyLimit::max(REPLY_LIMIT)),
+        )
+        .route("/api/sessions", get(person::list))
+        .route("/api/sessions/{token}/find", get(person::find))
+        .route("/api/sessions/{token}/archive", post(person::archive))
+        .route("/api/sessions/{token}/restore", post(person::restore))
+        .route("/api/sessions/{token}/merge", post(person::merge))
+        .route("/api/sessions/{token}/owner", post(person::hand_over))
+        .route(
+            "/api/templates",
+            get(person::templates).put(person::set_templates),
+        )
+        .route("/api/export", get(person::export))
+        .route("/api/backup", post(person::backup))
+        .route(
+            "/api/import",
+            post(person::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
+        )
+        .route("/api/keys", get(keys::list).post(keys::create))
+        .route("/api/keys/{name}", axum::routing::delete(keys::revoke))
+        .route("/api/whoami", get(person::whoami))
+        .route("/api/logout", post(person::logout))
+        .route("/api/logout/everywhere", post(person::logout_everywhere))
+        .route("/api/events", get(events::stream))
+        .route("/metrics", get(events::metrics))
+        .route_layer(from_fn_with_state(state.clone(), |s, r, n| {
+            guard::Audience::Person.layer(s, r, n)
+        }))
 }
 
 impl AppState {
