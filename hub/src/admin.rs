@@ -563,13 +563,11 @@ pub async fn import(config: &Config, path: &Path) -> Result<()> {
         }
         _ => {
             let hub = open_offline(config)?;
-            let r = hub
-                .import(file)
-                .map_err(|e| AdminError::Message(e.to_string()))?;
-            hub.flush()
+            hub.import(file)
+                .map_err(|e| AdminError::Message(e.to_string()))?
+                .flushed(&hub)
                 .await
-                .map_err(|e| AdminError::Message(e.to_string()))?;
-            r
+                .map_err(|e| AdminError::Message(e.to_string()))?
         }
     };
     say!(

@@ -76,6 +76,8 @@ pub enum RunError {
     Sync(#[from] sync::SyncError),
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
+    #[error("could not make the store durable: {0}")]
+    Flush(hub::HubError),
 }
 
 /// Runs the hub on `listener` until `shutdown` completes, then finishes the
@@ -116,12 +118,13 @@ pub async fn run(
     let keys = keys::Keys::open(hub.store())?;
     // A key revoked while the hub was stopped (`key revoke` opens the store
     // then) still had open waits on disk: close them before anyone polls.
-    if hub.close_waits_of_keys(|k| !keys.is_live(k)) > 0 {
-        hub.flush().await.map_err(|e| match e {
+    hub.close_waits_of_keys(|k| !keys.is_live(k))
+        .flushed(&hub)
+        .await
+        .map_err(|e| match e {
             hub::HubError::Store(s) => RunError::Store(s),
-            other => RunError::Serve(std::io::Error::other(other.to_string())),
+            other => RunError::Flush(other),
         })?;
-    }
     let state = api::AppState {
         sync,
         hub: hub.clone(),
@@ -147,7 +150,7 @@ pub async fn run(
     tracing::info!("holdline-hub stopped");
     flushed.map_err(|e| match e {
         hub::HubError::Store(s) => RunError::Store(s),
-        other => RunError::Serve(std::io::Error::other(other.to_string())),
+        other => RunError::Flush(other),
     })
 }
 

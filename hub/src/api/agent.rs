@@ -39,16 +39,19 @@ pub async fn init(
     peer: Peer,
     Body(b): Body<InitBody>,
 ) -> Answer<InitAnswer> {
-    let out = app.hub.init(InitRequest {
-        host_ip: binding_host(&who, b.host_ip, peer),
-        cursor_title: b.cursor_title,
-        workspace: b.workspace,
-        new_plan: b.new_plan,
-        plan_label: b.plan_label,
-        thread_id: b.thread_id,
-        agent_key: who.agent_key().cloned(),
-    })?;
-    app.hub.flush().await?;
+    let out = app
+        .hub
+        .init(InitRequest {
+            host_ip: binding_host(&who, b.host_ip, peer),
+            cursor_title: b.cursor_title,
+            workspace: b.workspace,
+            new_plan: b.new_plan,
+            plan_label: b.plan_label,
+            thread_id: b.thread_id,
+            agent_key: who.agent_key().cloned(),
+        })?
+        .flushed(&app.hub)
+        .await?;
     Ok(Json(InitAnswer {
         token: out.token.to_string(),
         status: out.status.as_str(),
@@ -72,8 +75,7 @@ pub async fn select(
         host_ip: &host_ip,
         agent_key: who.agent_key(),
     };
-    let status = app.hub.select(&t, &caller)?;
-    app.hub.flush().await?;
+    let status = app.hub.select(&t, &caller)?.flushed(&app.hub).await?;
     Ok(Json(TokenStatus {
         token: t.to_string(),
         status: status.as_str(),
@@ -88,18 +90,21 @@ pub async fn register(
 ) -> Answer<RegisterAnswer> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    let wait_id = app.hub.register(RegisterRequest {
-        token: t,
-        message: b.message,
-        host_ip: binding_host(&who, b.host_ip, peer),
-        cursor_title: b.cursor_title,
-        workspace: b.workspace,
-        request_id: b.request_id,
-        completion_pct: b.completion_pct,
-        next_step: b.next_step,
-        agent_key: who.agent_key().cloned(),
-    })?;
-    app.hub.flush().await?;
+    let wait_id = app
+        .hub
+        .register(RegisterRequest {
+            token: t,
+            message: b.message,
+            host_ip: binding_host(&who, b.host_ip, peer),
+            cursor_title: b.cursor_title,
+            workspace: b.workspace,
+            request_id: b.request_id,
+            completion_pct: b.completion_pct,
+            next_step: b.next_step,
+            agent_key: who.agent_key().cloned(),
+        })?
+        .flushed(&app.hub)
+        .await?;
     Ok(Json(RegisterAnswer {
         wait_id,
         status: "waiting",
@@ -220,8 +225,10 @@ pub async fn cancel(
 ) -> Answer<Ok> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    app.hub.cancel(&t, &b.wait_id, who.agent_key())?;
-    app.hub.flush().await?;
+    app.hub
+        .cancel(&t, &b.wait_id, who.agent_key())?
+        .flushed(&app.hub)
+        .await?;
     Ok(Json(OK))
 }
 
@@ -242,8 +249,10 @@ pub async fn merge(
         host_ip: &host_ip,
         agent_key: who.agent_key(),
     };
-    app.hub.merge(&from, &to, Some(&caller))?;
-    app.hub.flush().await?;
+    app.hub
+        .merge(&from, &to, Some(&caller))?
+        .flushed(&app.hub)
+        .await?;
     Ok(Json(TokenOnly {
         token: to.to_string(),
     }))

@@ -33,8 +33,10 @@ mod store_care;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod unflushed;
 
 pub use sync::SyncSnapshot;
+pub use unflushed::Unflushed;
 
 /// Why an operation was refused; `api::error` maps each to a status and code.
 #[derive(Debug, thiserror::Error)]

@@ -485,7 +485,7 @@ impl TelegramChannel {
         reply: PersonReply,
     ) {
         let result = match hub.reply_with(token, reply) {
-            Ok(r) => hub.flush().await.map(|_| r),
+            Ok(r) => r.flushed(hub).await,
             Err(e) => Err(e),
         };
         match result {
