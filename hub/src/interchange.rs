@@ -10,6 +10,9 @@ use crate::session::{
     Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms, preview_of,
 };
 
+/// What the Node hub writes as `continueMode` (a setting nothing reads).
+pub const NODE_CONTINUE_MODE: &str = "optimize";
+
 /// A whole file: token → session.
 pub type ExportFile = BTreeMap<String, ExportSession>;
 
@@ -44,6 +47,8 @@ pub struct ExportSession {
     pub hub: String,
     #[serde(default)]
     pub binding_check_count: u64,
+    /// The Node hub's format carries it; this hub neither reads nor keeps it,
+    /// and exports the Node hub's default ([`NODE_CONTINUE_MODE`]).
     #[serde(default)]
     pub continue_mode: Option<String>,
     #[serde(default)]
@@ -125,7 +130,7 @@ impl ExportSession {
             host_ip: s.host_ip.clone(),
             hub: s.hub.clone(),
             binding_check_count: s.binding_check_count,
-            continue_mode: Some(s.keep_alive.continue_mode.clone()),
+            continue_mode: Some(NODE_CONTINUE_MODE.to_owned()),
             continue_prompt: Some(s.keep_alive.continue_prompt.clone()),
             session_auto_continue: s.keep_alive.session_auto_continue,
             timed_reply_enabled: s.keep_alive.timed_reply_enabled,
@@ -203,7 +208,6 @@ impl ExportSession {
             .unwrap_or_else(|| BindingKey::new(&s.workspace, &s.title, &s.host_ip).into_string());
         s.binding_check_count = self.binding_check_count;
         s.keep_alive = KeepAlive {
-            continue_mode: self.continue_mode.unwrap_or(defaults.continue_mode),
             continue_prompt: self
                 .continue_prompt
                 .filter(|p| !p.trim().is_empty())

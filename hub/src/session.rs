@@ -368,8 +368,10 @@ const RECENT: usize = 16;
 /// Per-session keep-alive settings (SPEC §5 keep-alive modes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+///
+/// Stores written before carry a `continueMode` that nothing read; it is
+/// ignored when read and no longer written.
 pub struct KeepAlive {
-    pub continue_mode: String,
     pub continue_prompt: String,
     /// Idle auto-continue: when the agent waits while naming a next step, go on at once.
     pub session_auto_continue: bool,
@@ -382,7 +384,6 @@ pub struct KeepAlive {
 impl Default for KeepAlive {
     fn default() -> Self {
         KeepAlive {
-            continue_mode: "optimize".into(),
             continue_prompt: DEFAULT_CONTINUE_PROMPT.into(),
             session_auto_continue: false,
             timed_reply_enabled: false,

@@ -10,7 +10,7 @@ use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body, Query, token};
 use super::guard;
-use crate::hub::{HubError, PersonReply, SessionSettings};
+use crate::hub::{HubError, PersonReply};
 use crate::interchange::ExportFile;
 
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -125,22 +125,7 @@ pub async fn configure(
     Body(b): Body<ConfigBody>,
 ) -> Answer<SessionDto> {
     let t = token(&b.token)?;
-    let info = app
-        .hub
-        .configure(
-            &t,
-            SessionSettings {
-                session_auto_continue: b.session_auto_continue,
-                timed_reply_enabled: b.timed_reply_enabled,
-                timed_reply_interval_ms: b.timed_reply_interval_ms,
-                continue_mode: b.continue_mode,
-                continue_prompt: b.continue_prompt,
-                max_auto_streak: b.max_auto_streak,
-                display_title: b.display_title,
-            },
-        )?
-        .flushed(&app.hub)
-        .await?;
+    let info = app.hub.configure(&t, b.settings)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 

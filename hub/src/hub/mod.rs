@@ -141,13 +141,14 @@ pub struct PersonReply {
     pub via: Option<&'static str>,
 }
 
-/// A partial update of a session's settings (the person's, from panel or CLI).
-#[derive(Debug, Clone, Default)]
+/// A partial update of a session's settings (the person's, from panel or CLI;
+/// the API's body carries it as it is).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionSettings {
     pub session_auto_continue: Option<bool>,
     pub timed_reply_enabled: Option<bool>,
     pub timed_reply_interval_ms: Option<u64>,
-    pub continue_mode: Option<String>,
     pub continue_prompt: Option<String>,
     pub max_auto_streak: Option<u32>,
     pub display_title: Option<String>,

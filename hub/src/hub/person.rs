@@ -157,7 +157,6 @@ impl Hub {
             ));
         }
         for (name, v, max) in [
-            ("continueMode", &c.continue_mode, MAX_NAME),
             ("continuePrompt", &c.continue_prompt, 8192),
             ("displayTitle", &c.display_title, MAX_TITLE),
         ] {
@@ -185,9 +184,6 @@ impl Hub {
             }
             if let Some(v) = c.timed_reply_interval_ms {
                 k.timed_reply_interval_ms = v;
-            }
-            if let Some(v) = c.continue_mode {
-                k.continue_mode = v;
             }
             if let Some(v) = c.continue_prompt {
                 k.continue_prompt = v;
