@@ -7,11 +7,27 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::BindingKey;
 use crate::session::{
-    Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms, preview_of,
+    BadImage, Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms,
+    preview_of,
 };
 
 /// What the Node hub writes as `continueMode` (a setting nothing reads).
 pub const NODE_CONTINUE_MODE: &str = "optimize";
+
+/// Why an entry of a file is refused (the whole file is then).
+#[derive(Debug, thiserror::Error)]
+pub enum BadEntry {
+    #[error("{0:?} is not a session token (ct_ + 32 hex)")]
+    NotAToken(String),
+    #[error("entry {key:?} holds token {token:?}")]
+    OtherToken { key: String, token: String },
+    #[error("{token}: unknown status {status:?}")]
+    Status { token: Token, status: String },
+    #[error("{token}: unknown message role {role:?}")]
+    Role { token: Token, role: String },
+    #[error("{token}: {source}")]
+    Image { token: Token, source: BadImage },
+}
 
 /// A whole file: token → session.
 pub type ExportFile = BTreeMap<String, ExportSession>;
@@ -167,22 +183,25 @@ impl ExportSession {
 
     /// Turns an entry into a session and its messages. Waits do not survive
     /// an export, so `waiting`/`replied` come back as `holding`.
-    pub fn into_session(self, key: &str, hub: &str) -> Result<(Session, Vec<Message>), String> {
+    pub fn into_session(self, key: &str, hub: &str) -> Result<(Session, Vec<Message>), BadEntry> {
         let token_text = self.token.as_deref().unwrap_or(key);
-        let token = Token::parse(token_text)
-            .ok_or_else(|| format!("{token_text:?} is not a session token (ct_ + 32 hex)"))?;
+        let token =
+            Token::parse(token_text).ok_or_else(|| BadEntry::NotAToken(token_text.to_owned()))?;
         if self.token.as_deref().is_some_and(|t| t != key) {
-            return Err(format!("entry {key:?} holds token {token_text:?}"));
+            return Err(BadEntry::OtherToken {
+                key: key.to_owned(),
+                token: token_text.to_owned(),
+            });
         }
         let status = match self.status.as_deref().map(Status::parse) {
             None => Status::Holding,
             Some(Some(Status::Waiting | Status::Replied)) => Status::Holding,
             Some(Some(s)) => s,
             Some(None) => {
-                return Err(format!(
-                    "{token}: unknown status {:?}",
-                    self.status.unwrap_or_default()
-                ));
+                return Err(BadEntry::Status {
+                    token,
+                    status: self.status.unwrap_or_default(),
+                });
             }
         };
         let title = if self.title.is_empty() {
@@ -240,12 +259,20 @@ impl ExportSession {
                 "user" => Role::User,
                 "assistant" => Role::Assistant,
                 "system" => Role::System,
-                other => return Err(format!("{}: unknown message role {other:?}", s.token)),
+                other => {
+                    return Err(BadEntry::Role {
+                        token: s.token.clone(),
+                        role: other.to_owned(),
+                    });
+                }
             };
             // Imported images obey the reply rule: nothing the panel would
             // not show as an image (SVG or HTML could carry script).
             for image in &m.images {
-                image.check().map_err(|e| format!("{}: {e}", s.token))?;
+                image.check().map_err(|source| BadEntry::Image {
+                    token: s.token.clone(),
+                    source,
+                })?;
             }
             messages.push(Message {
                 role,
@@ -302,6 +329,11 @@ mod tests {
         )
         .unwrap();
         let (k, e) = bad.into_iter().next().unwrap();
-        assert!(e.into_session(&k, "h").unwrap_err().contains("robot"));
+        assert!(
+            e.into_session(&k, "h")
+                .unwrap_err()
+                .to_string()
+                .contains("robot")
+        );
     }
 }

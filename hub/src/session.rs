@@ -82,10 +82,15 @@ impl std::fmt::Display for Token {
     }
 }
 
+/// A text that is not a session token.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed token {0:?}")]
+pub struct BadToken(pub String);
+
 impl TryFrom<String> for Token {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        Token::parse(&s).ok_or_else(|| format!("malformed token {s:?}"))
+    type Error = BadToken;
+    fn try_from(s: String) -> Result<Self, BadToken> {
+        Token::parse(&s).ok_or(BadToken(s))
     }
 }
 
@@ -212,22 +217,28 @@ pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "imag
 impl Image {
     /// The one rule for an image the hub stores (replies and imports alike):
     /// a type MCP clients show and the panel renders as an image, valid base64.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadImage> {
         use base64::Engine as _;
         if !IMAGE_TYPES.contains(&self.mime_type.as_str()) {
-            return Err(format!(
-                "image type {:?} is not supported (png, jpeg, gif, webp)",
-                self.mime_type
-            ));
+            return Err(BadImage::Type(self.mime_type.clone()));
         }
         if base64::engine::general_purpose::STANDARD
             .decode(&self.data)
             .is_err()
         {
-            return Err("image data is not valid base64".into());
+            return Err(BadImage::NotBase64);
         }
         Ok(())
     }
+}
+
+/// Why an image is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum BadImage {
+    #[error("image type {0:?} is not supported (png, jpeg, gif, webp)")]
+    Type(String),
+    #[error("image data is not valid base64")]
+    NotBase64,
 }
 
 /// One entry of a session's history.

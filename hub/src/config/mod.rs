@@ -150,8 +150,10 @@ impl Config {
         let notify = file.notify.take();
         let mut c = Config::from_file(home, file);
         if let Some(n) = notify {
-            c.notify = NotifyConfig::from_file(n, &text)
-                .map_err(|message| ConfigError::Parse { path, message })?;
+            c.notify = NotifyConfig::from_file(n, &text).map_err(|e| ConfigError::Parse {
+                path,
+                message: e.to_string(),
+            })?;
         }
         c.apply_flags_and_env(serve)?;
         Ok(c)

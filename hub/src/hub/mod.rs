@@ -440,7 +440,8 @@ fn check_images(images: &[Image]) -> Result<()> {
         return Err(HubError::BadRequest("at most 10 images per reply".into()));
     }
     for img in images {
-        img.check().map_err(HubError::BadRequest)?;
+        img.check()
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
     }
     Ok(())
 }

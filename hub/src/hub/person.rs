@@ -461,8 +461,8 @@ impl Hub {
         let converted = file
             .into_iter()
             .map(|(key, entry)| entry.into_session(&key, &self.inner.name))
-            .collect::<std::result::Result<Vec<_>, String>>()
-            .map_err(HubError::BadRequest)?;
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
         let (mut imported, mut skipped) = (0, 0);
         for (mut session, messages) in converted {
             let mut map = self.lock();

@@ -257,7 +257,7 @@ impl TelegramChannel {
         self: Arc<Self>,
         hub: Hub,
         http: reqwest::Client,
-        report: impl Fn(Result<(), String>) + Send + 'static,
+        report: impl Fn(SendError) + Send + 'static,
     ) {
         let shutdown = hub.shutdown_token().clone();
         let mut offset: i64 = 0;
@@ -300,7 +300,7 @@ impl TelegramChannel {
             let updates = match got {
                 Ok(updates) => updates,
                 Err(e) => {
-                    report(Err(e.to_string()));
+                    report(e);
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(backoff) => {}
