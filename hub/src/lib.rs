@@ -2,7 +2,7 @@
 //! IDE chat that owns it, the long-poll waits and the queued replies.
 //!
 //! Code map (each module's first line says what it owns):
-//! - [`config`]      CLI + env + `config.toml` → `Config`
+//! - [`config`]      CLI + env + `config.toml` → `Config` (`[notify]` included)
 //! - [`home`]        the home folder, its permissions, the secret
 //! - [`names`]       key names (interned) and binding keys; no IO
 //! - [`session`]     the session model and status machine; no IO
@@ -15,13 +15,17 @@
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`logins`]      the panel's login sessions (revocable cookie ids)
 //! - [`keys`]        agent keys: hashed, scoped to the agent routes, revocable
-//! - [`api`]         the only code that knows HTTP and JSON
+//! - [`api`]         the only code that knows HTTP and JSON; agent and person routers
 //! - [`mcp`]         `/mcp`: the bridge's tools over Streamable HTTP, calling the agent routes in process
 //! - [`server`]      connections, framing and their time limits
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
 //! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram
+//!
+//! The module graph has no cycles but `api` ↔ `mcp` (being removed): `names`
+//! and `session` are leaves, `config` never depends on `notify` or `hub`,
+//! `server` never on `api` (see the `module_graph` test).
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
 //! tests bind `127.0.0.1:0` and never sleep to wait for start.
@@ -41,6 +45,8 @@ pub mod keys;
 pub mod log_file;
 pub mod logins;
 pub mod mcp;
+#[cfg(test)]
+mod module_graph;
 pub mod names;
 pub mod net;
 pub mod notify;
