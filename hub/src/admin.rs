@@ -60,11 +60,7 @@ pub async fn notify_test(config: &Config) -> Result<()> {
     let link = match &n.panel_url {
         Some(u) => u.clone(),
         None => {
-            let home = Home::new(config.home.clone());
-            let addr = std::fs::read_to_string(home.addr_file())
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(config.listen);
+            let addr = hub_addr(config);
             format!("http://{}/", crate::net::advertised(addr))
         }
     };
@@ -113,14 +109,20 @@ fn not_running(base: &str) -> AdminError {
     ))
 }
 
+/// The address the running hub wrote to `hub.addr` in the home, else the
+/// configured listen address.
+fn hub_addr(config: &Config) -> std::net::SocketAddr {
+    let home = Home::new(config.home.clone());
+    std::fs::read_to_string(home.addr_file())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(config.listen)
+}
+
 /// The hub's `/mcp` URL as another machine reaches it (the address it listens on, or
 /// this machine's primary address when it listens on all).
 fn mcp_url(config: &Config) -> String {
-    let home = Home::new(config.home.clone());
-    let addr = std::fs::read_to_string(home.addr_file())
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(config.listen);
+    let addr = hub_addr(config);
     format!(
         "http://{}{}",
         crate::net::advertised(addr),
@@ -130,11 +132,7 @@ fn mcp_url(config: &Config) -> String {
 
 /// Where the running hub answers, as a base URL.
 pub fn hub_url(config: &Config) -> String {
-    let home = Home::new(config.home.clone());
-    let addr = std::fs::read_to_string(home.addr_file())
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(config.listen);
+    let addr = hub_addr(config);
     let addr = if addr.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
     } else {
@@ -232,10 +230,7 @@ pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {
             home.root.display()
         ))
     })?;
-    let addr = std::fs::read_to_string(home.addr_file())
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(config.listen);
+    let addr = hub_addr(config);
     let url = format!("http://{}/#key={secret}", crate::net::advertised(addr));
     say!("{url}");
     if addr.ip().is_unspecified() && crate::net::primary_ip().is_none() {
