@@ -47,7 +47,6 @@ async function editSettings() {
   for (const r of dialog.querySelectorAll('input[name=mode]')) r.checked = r.value === mode;
   $('#set-interval').value = d.timedReplyIntervalMs ? Math.round(d.timedReplyIntervalMs / 1000) : 300;
   $('#set-prompt').value = d.continuePrompt || '';
-  $('#set-mode').value = d.continueMode || '';
   $('#set-streak').value = d.maxAutoStreak ?? 20;
   $('#settings-info').textContent = `${t('token')}: ${d.token} · ${t('workspace')}: ${d.workspace || ''} · ${t('host')}: ${d.hostIp || ''}`;
   const owner = fillOwners(d);
@@ -58,7 +57,6 @@ async function editSettings() {
     timedReplyEnabled: chosen === 'timed',
     sessionAutoContinue: chosen === 'auto',
     timedReplyIntervalMs: Math.max(1, Math.round(Number($('#set-interval').value) || 300)) * 1000,
-    continueMode: $('#set-mode').value.trim() || d.continueMode || 'optimize',
     maxAutoStreak: Math.max(0, Math.round(Number($('#set-streak').value) || 0)),
   };
   // The hub refuses an empty continue prompt: leave it as it is then.

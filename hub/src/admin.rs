@@ -546,13 +546,11 @@ pub async fn import(config: &Config, path: &Path) -> Result<()> {
         }
         _ => {
             let hub = open_offline(config)?;
-            let r = hub
-                .import(file)
-                .map_err(|e| AdminError::Message(e.to_string()))?;
-            hub.flush()
+            hub.import(file)
+                .map_err(|e| AdminError::Message(e.to_string()))?
+                .flushed(&hub)
                 .await
-                .map_err(|e| AdminError::Message(e.to_string()))?;
-            r
+                .map_err(|e| AdminError::Message(e.to_string()))?
         }
     };
     say!(
@@ -691,7 +689,8 @@ pub async fn key_list(config: &Config) -> Result<()> {
 /// `key revoke NAME`: refused from now on; a running hub ends its open waits
 /// at once, a stopped one when it starts.
 pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
-    let name = crate::keys::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
+    let name =
+        crate::names::KeyName::parse(name).map_err(|e| AdminError::Message(e.to_string()))?;
     match running(config).await {
         Some(c) => {
             let r = c

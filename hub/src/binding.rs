@@ -5,26 +5,8 @@
 //! owns it ([`Caller::may_use`]); binding names are kept per owner
 //! ([`owned_name`]), so two owners with one fingerprint never share a binding.
 
-use crate::keys::KeyName;
+use crate::names::{BindingKey, KeyName};
 use crate::session::Session;
-
-/// `{workspace}::{cursorTitle}@{hostIp}`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BindingKey(String);
-
-impl BindingKey {
-    pub fn new(workspace: &str, cursor_title: &str, host_ip: &str) -> Self {
-        BindingKey(format!("{workspace}::{cursor_title}@{host_ip}"))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    pub fn into_string(self) -> String {
-        self.0
-    }
-}
 
 /// The caller's fingerprint, as the bridge sends it with every call, and the
 /// agent key it called with (`None`: the secret) — the owner it acts as.

@@ -5,10 +5,29 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::binding::BindingKey;
+use crate::names::BindingKey;
 use crate::session::{
-    Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms, preview_of,
+    BadImage, Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms,
+    preview_of,
 };
+
+/// What the Node hub writes as `continueMode` (a setting nothing reads).
+pub const NODE_CONTINUE_MODE: &str = "optimize";
+
+/// Why an entry of a file is refused (the whole file is then).
+#[derive(Debug, thiserror::Error)]
+pub enum BadEntry {
+    #[error("{0:?} is not a session token (ct_ + 32 hex)")]
+    NotAToken(String),
+    #[error("entry {key:?} holds token {token:?}")]
+    OtherToken { key: String, token: String },
+    #[error("{token}: unknown status {status:?}")]
+    Status { token: Token, status: String },
+    #[error("{token}: unknown message role {role:?}")]
+    Role { token: Token, role: String },
+    #[error("{token}: {source}")]
+    Image { token: Token, source: BadImage },
+}
 
 /// A whole file: token → session.
 pub type ExportFile = BTreeMap<String, ExportSession>;
@@ -44,6 +63,8 @@ pub struct ExportSession {
     pub hub: String,
     #[serde(default)]
     pub binding_check_count: u64,
+    /// The Node hub's format carries it; this hub neither reads nor keeps it,
+    /// and exports the Node hub's default ([`NODE_CONTINUE_MODE`]).
     #[serde(default)]
     pub continue_mode: Option<String>,
     #[serde(default)]
@@ -125,7 +146,7 @@ impl ExportSession {
             host_ip: s.host_ip.clone(),
             hub: s.hub.clone(),
             binding_check_count: s.binding_check_count,
-            continue_mode: Some(s.keep_alive.continue_mode.clone()),
+            continue_mode: Some(NODE_CONTINUE_MODE.to_owned()),
             continue_prompt: Some(s.keep_alive.continue_prompt.clone()),
             session_auto_continue: s.keep_alive.session_auto_continue,
             timed_reply_enabled: s.keep_alive.timed_reply_enabled,
@@ -162,22 +183,25 @@ impl ExportSession {
 
     /// Turns an entry into a session and its messages. Waits do not survive
     /// an export, so `waiting`/`replied` come back as `holding`.
-    pub fn into_session(self, key: &str, hub: &str) -> Result<(Session, Vec<Message>), String> {
+    pub fn into_session(self, key: &str, hub: &str) -> Result<(Session, Vec<Message>), BadEntry> {
         let token_text = self.token.as_deref().unwrap_or(key);
-        let token = Token::parse(token_text)
-            .ok_or_else(|| format!("{token_text:?} is not a session token (ct_ + 32 hex)"))?;
+        let token =
+            Token::parse(token_text).ok_or_else(|| BadEntry::NotAToken(token_text.to_owned()))?;
         if self.token.as_deref().is_some_and(|t| t != key) {
-            return Err(format!("entry {key:?} holds token {token_text:?}"));
+            return Err(BadEntry::OtherToken {
+                key: key.to_owned(),
+                token: token_text.to_owned(),
+            });
         }
         let status = match self.status.as_deref().map(Status::parse) {
             None => Status::Holding,
             Some(Some(Status::Waiting | Status::Replied)) => Status::Holding,
             Some(Some(s)) => s,
             Some(None) => {
-                return Err(format!(
-                    "{token}: unknown status {:?}",
-                    self.status.unwrap_or_default()
-                ));
+                return Err(BadEntry::Status {
+                    token,
+                    status: self.status.unwrap_or_default(),
+                });
             }
         };
         let title = if self.title.is_empty() {
@@ -203,7 +227,6 @@ impl ExportSession {
             .unwrap_or_else(|| BindingKey::new(&s.workspace, &s.title, &s.host_ip).into_string());
         s.binding_check_count = self.binding_check_count;
         s.keep_alive = KeepAlive {
-            continue_mode: self.continue_mode.unwrap_or(defaults.continue_mode),
             continue_prompt: self
                 .continue_prompt
                 .filter(|p| !p.trim().is_empty())
@@ -220,7 +243,7 @@ impl ExportSession {
         s.owner = self
             .owner
             .as_deref()
-            .and_then(|k| crate::keys::KeyName::parse(k).ok());
+            .and_then(|k| crate::names::KeyName::parse(k).ok());
         if let Some(r) = self.last_review {
             let next_step = r.next_step.unwrap_or_default();
             s.last_review = Review {
@@ -236,12 +259,20 @@ impl ExportSession {
                 "user" => Role::User,
                 "assistant" => Role::Assistant,
                 "system" => Role::System,
-                other => return Err(format!("{}: unknown message role {other:?}", s.token)),
+                other => {
+                    return Err(BadEntry::Role {
+                        token: s.token.clone(),
+                        role: other.to_owned(),
+                    });
+                }
             };
             // Imported images obey the reply rule: nothing the panel would
             // not show as an image (SVG or HTML could carry script).
             for image in &m.images {
-                image.check().map_err(|e| format!("{}: {e}", s.token))?;
+                image.check().map_err(|source| BadEntry::Image {
+                    token: s.token.clone(),
+                    source,
+                })?;
             }
             messages.push(Message {
                 role,
@@ -298,6 +329,11 @@ mod tests {
         )
         .unwrap();
         let (k, e) = bad.into_iter().next().unwrap();
-        assert!(e.into_session(&k, "h").unwrap_err().contains("robot"));
+        assert!(
+            e.into_session(&k, "h")
+                .unwrap_err()
+                .to_string()
+                .contains("robot")
+        );
     }
 }

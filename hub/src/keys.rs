@@ -8,19 +8,18 @@
 //! shown once, by [`Keys::create`], and never stored or logged.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use crate::names::{BadKeyName, KeyName, MAX_NAME};
 use crate::session::{Millis, now_ms};
 use crate::store::{Store, StoreError};
 
 /// What every agent key starts with, so the guard tells a key from the secret.
 pub const PREFIX: &str = "hlk_";
-/// Key names: 1 to this many characters of `[A-Za-z0-9._-]`.
-pub const MAX_NAME: usize = 64;
 /// Keys kept at most (a bound on the table, far above any real use).
 pub const MAX_KEYS: usize = 1024;
 /// A key's last use reaches the store at most this often; between, only memory has it.
@@ -31,10 +30,8 @@ const META: &str = "agent_keys";
 /// Why a key operation was refused; each message is one sentence for a person.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error(
-        "{0:?} is not a key name: use 1 to {MAX_NAME} letters, digits, dots, dashes or underscores"
-    )]
-    BadName(String),
+    #[error(transparent)]
+    BadName(#[from] BadKeyName),
     #[error("there is already a key named {0:?}; revoke it first or choose another name")]
     Duplicate(String),
     #[error("there is no key named {0:?} (`holdline-hub key list` shows the keys)")]
@@ -43,70 +40,6 @@ pub enum KeyError {
     Full,
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// A key's name. Interned and a thin pointer: every open wait and session
-/// made with a key names it, and each pays 8 bytes (`Option<KeyName>` too),
-/// sharing one allocation per name — the hub keeps 10,000 waiting sessions
-/// in memory.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyName(Arc<String>);
-
-/// The names seen in this process; they are few (one per key ever made).
-static NAMES: LazyLock<Mutex<HashMap<String, KeyName>>> = LazyLock::new(Mutex::default);
-
-impl KeyName {
-    /// A name as the person typed it, checked.
-    pub fn parse(s: &str) -> Result<KeyName, KeyError> {
-        let ok = (1..=MAX_NAME).contains(&s.len())
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-        if ok {
-            Ok(KeyName::intern(s))
-        } else {
-            let shown: String = s.chars().take(80).collect();
-            Err(KeyError::BadName(shown))
-        }
-    }
-
-    fn intern(s: &str) -> KeyName {
-        let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(known) = names.get(s) {
-            return known.clone();
-        }
-        let name = KeyName(Arc::new(s.to_owned()));
-        names.insert(s.to_owned(), name.clone());
-        name
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for KeyName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "KeyName({:?})", self.as_str())
-    }
-}
-
-impl std::fmt::Display for KeyName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for KeyName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for KeyName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        Ok(KeyName::intern(&s))
-    }
 }
 
 /// What `key list` and the panel show of a key (never the key).
@@ -316,27 +249,6 @@ mod tests {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         let keys = Keys::open(&store).unwrap();
         (dir, keys)
-    }
-
-    #[test]
-    fn names_are_checked() {
-        for good in ["laptop", "a", "ci.runner-2_x", &"n".repeat(MAX_NAME)] {
-            assert!(KeyName::parse(good).is_ok(), "{good:?} refused");
-        }
-        for bad in ["", "two words", "é", "a/b", &"n".repeat(MAX_NAME + 1)] {
-            assert!(
-                matches!(KeyName::parse(bad), Err(KeyError::BadName(_))),
-                "{bad:?} accepted"
-            );
-        }
-    }
-
-    #[test]
-    fn names_are_interned() {
-        let a = KeyName::parse("shared-name").unwrap();
-        let b: KeyName = serde_json::from_str("\"shared-name\"").unwrap();
-        assert!(Arc::ptr_eq(&a.0, &b.0));
-        assert_eq!(std::mem::size_of::<Option<KeyName>>(), 8);
     }
 
     #[test]

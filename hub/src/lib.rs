@@ -2,8 +2,9 @@
 //! IDE chat that owns it, the long-poll waits and the queued replies.
 //!
 //! Code map (each module's first line says what it owns):
-//! - [`config`]      CLI + env + `config.toml` → `Config`
+//! - [`config`]      CLI + env + `config.toml` → `Config` (`[notify]` included)
 //! - [`home`]        the home folder, its permissions, the secret
+//! - [`names`]       key names (interned) and binding keys; no IO
 //! - [`session`]     the session model and status machine; no IO
 //! - [`binding`]     binding keys and the three check levels; no IO
 //! - [`waits`]       wake-ups for long polls
@@ -14,13 +15,17 @@
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`logins`]      the panel's login sessions (revocable cookie ids)
 //! - [`keys`]        agent keys: hashed, scoped to the agent routes, revocable
-//! - [`api`]         the only code that knows HTTP and JSON
+//! - [`api`]         the only code that knows HTTP and JSON; agent and person routers
 //! - [`mcp`]         `/mcp`: the bridge's tools over Streamable HTTP, calling the agent routes in process
 //! - [`server`]      connections, framing and their time limits
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
 //! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram
+//!
+//! The module graph has no cycles but `api` ↔ `mcp` (being removed): `names`
+//! and `session` are leaves, `config` never depends on `notify` or `hub`,
+//! `server` never on `api` (see the `module_graph` test).
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
 //! tests bind `127.0.0.1:0` and never sleep to wait for start.
@@ -40,6 +45,9 @@ pub mod keys;
 pub mod log_file;
 pub mod logins;
 pub mod mcp;
+#[cfg(test)]
+mod module_graph;
+pub mod names;
 pub mod net;
 pub mod notify;
 pub mod panel;
@@ -74,6 +82,8 @@ pub enum RunError {
     Sync(#[from] sync::SyncError),
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
+    #[error("could not make the store durable: {0}")]
+    Flush(hub::HubError),
 }
 
 /// Runs the hub on `listener` until `shutdown` completes, then finishes the
@@ -114,12 +124,13 @@ pub async fn run(
     let keys = keys::Keys::open(hub.store())?;
     // A key revoked while the hub was stopped (`key revoke` opens the store
     // then) still had open waits on disk: close them before anyone polls.
-    if hub.close_waits_of_keys(|k| !keys.is_live(k)) > 0 {
-        hub.flush().await.map_err(|e| match e {
+    hub.close_waits_of_keys(|k| !keys.is_live(k))
+        .flushed(&hub)
+        .await
+        .map_err(|e| match e {
             hub::HubError::Store(s) => RunError::Store(s),
-            other => RunError::Serve(std::io::Error::other(other.to_string())),
+            other => RunError::Flush(other),
         })?;
-    }
     let mcp_sessions = Arc::new(mcp::Sessions::for_hub(&hub.config().mcp));
     let state = api::AppState {
         sync,
@@ -136,7 +147,7 @@ pub async fn run(
     };
     // `/mcp` is composed here: its tools call the API's agent routes in process, and the
     // API serves it without knowing what it is.
-    let mcp = mcp::McpEndpoint::new(state.clone(), mcp_sessions, stop.clone());
+    let mcp = mcp::McpEndpoint::new(state.clone(), mcp_sessions, stop.clone()).await;
     let signal = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
@@ -150,7 +161,7 @@ pub async fn run(
     tracing::info!("holdline-hub stopped");
     flushed.map_err(|e| match e {
         hub::HubError::Store(s) => RunError::Store(s),
-        other => RunError::Serve(std::io::Error::other(other.to_string())),
+        other => RunError::Flush(other),
     })
 }
 

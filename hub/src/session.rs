@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::keys::KeyName;
+use crate::names::KeyName;
 
 /// Milliseconds since the Unix epoch, the time unit of every stored field.
 pub type Millis = i64;
@@ -82,10 +82,15 @@ impl std::fmt::Display for Token {
     }
 }
 
+/// A text that is not a session token.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed token {0:?}")]
+pub struct BadToken(pub String);
+
 impl TryFrom<String> for Token {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        Token::parse(&s).ok_or_else(|| format!("malformed token {s:?}"))
+    type Error = BadToken;
+    fn try_from(s: String) -> Result<Self, BadToken> {
+        Token::parse(&s).ok_or(BadToken(s))
     }
 }
 
@@ -165,22 +170,28 @@ pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "imag
 impl Image {
     /// The one rule for an image the hub stores (replies and imports alike):
     /// a type MCP clients show and the panel renders as an image, valid base64.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadImage> {
         use base64::Engine as _;
         if !IMAGE_TYPES.contains(&self.mime_type.as_str()) {
-            return Err(format!(
-                "image type {:?} is not supported (png, jpeg, gif, webp)",
-                self.mime_type
-            ));
+            return Err(BadImage::Type(self.mime_type.clone()));
         }
         if base64::engine::general_purpose::STANDARD
             .decode(&self.data)
             .is_err()
         {
-            return Err("image data is not valid base64".into());
+            return Err(BadImage::NotBase64);
         }
         Ok(())
     }
+}
+
+/// Why an image is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum BadImage {
+    #[error("image type {0:?} is not supported (png, jpeg, gif, webp)")]
+    Type(String),
+    #[error("image data is not valid base64")]
+    NotBase64,
 }
 
 /// One entry of a session's history.
@@ -287,8 +298,10 @@ const RECENT: usize = 16;
 /// Per-session keep-alive settings (`POST /api/session/config` in docs/api.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+///
+/// Stores written before carry a `continueMode` that nothing read; it is
+/// ignored when read and no longer written.
 pub struct KeepAlive {
-    pub continue_mode: String,
     pub continue_prompt: String,
     /// Idle auto-continue: when the agent waits while naming a next step, go on at once.
     pub session_auto_continue: bool,
@@ -301,7 +314,6 @@ pub struct KeepAlive {
 impl Default for KeepAlive {
     fn default() -> Self {
         KeepAlive {
-            continue_mode: "optimize".into(),
             continue_prompt: DEFAULT_CONTINUE_PROMPT.into(),
             session_auto_continue: false,
             timed_reply_enabled: false,
@@ -376,7 +388,7 @@ impl Session {
     pub fn new(token: Token, title: &str, workspace: &str, host_ip: &str, hub: &str) -> Self {
         let now = now_ms();
         Session {
-            binding_key: crate::binding::BindingKey::new(workspace, title, host_ip).into_string(),
+            binding_key: crate::names::BindingKey::new(workspace, title, host_ip).into_string(),
             token,
             title: title.to_owned(),
             display_title: String::new(),

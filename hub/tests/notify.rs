@@ -10,7 +10,7 @@ mod realhub;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use holdline_hub::notify::config::{Hidden, NotifyConfig, Ntfy, Telegram, Webhook, WebhookFormat};
+use holdline_hub::config::notify::{Hidden, NotifyConfig, Ntfy, Telegram, Webhook, WebhookFormat};
 use inproc::{Options, TestHub};
 use notifyfake::Fake;
 use serde_json::{Value, json};

@@ -20,7 +20,7 @@ use super::error::{ApiError, Body, token};
 use super::{AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
 use crate::hub::{InitRequest as HubInit, PollOutcome, RegisterRequest as HubRegister};
-use crate::keys::KeyName;
+use crate::names::KeyName;
 use crate::server::Answering;
 use crate::session::Token;
 
@@ -51,16 +51,19 @@ pub async fn init(
     caller: &AgentCaller,
     b: InitRequest,
 ) -> Result<InitAnswer, ApiError> {
-    let out = app.hub.init(HubInit {
-        host_ip: caller.binding_host(b.host_ip),
-        cursor_title: b.cursor_title,
-        workspace: b.workspace,
-        new_plan: b.new_plan,
-        plan_label: b.plan_label,
-        thread_id: b.thread_id,
-        agent_key: caller.agent_key().cloned(),
-    })?;
-    app.hub.flush().await?;
+    let out = app
+        .hub
+        .init(HubInit {
+            host_ip: caller.binding_host(b.host_ip),
+            cursor_title: b.cursor_title,
+            workspace: b.workspace,
+            new_plan: b.new_plan,
+            plan_label: b.plan_label,
+            thread_id: b.thread_id,
+            agent_key: caller.agent_key().cloned(),
+        })?
+        .flushed(&app.hub)
+        .await?;
     Ok(InitAnswer {
         token: out.token.to_string(),
         status: out.status,
@@ -83,8 +86,7 @@ pub async fn select(
         host_ip: &host_ip,
         agent_key: caller.agent_key(),
     };
-    let status = app.hub.select(&t, &binding)?;
-    app.hub.flush().await?;
+    let status = app.hub.select(&t, &binding)?.flushed(&app.hub).await?;
     Ok(SelectAnswer {
         token: t.to_string(),
         status,
@@ -98,18 +100,21 @@ pub async fn register(
 ) -> Result<RegisterAnswer, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    let wait_id = app.hub.register(HubRegister {
-        token: t,
-        message: b.message,
-        host_ip: caller.binding_host(b.host_ip),
-        cursor_title: b.cursor_title,
-        workspace: b.workspace,
-        request_id: b.request_id,
-        completion_pct: b.completion_pct,
-        next_step: b.next_step,
-        agent_key: caller.agent_key().cloned(),
-    })?;
-    app.hub.flush().await?;
+    let wait_id = app
+        .hub
+        .register(HubRegister {
+            token: t,
+            message: b.message,
+            host_ip: caller.binding_host(b.host_ip),
+            cursor_title: b.cursor_title,
+            workspace: b.workspace,
+            request_id: b.request_id,
+            completion_pct: b.completion_pct,
+            next_step: b.next_step,
+            agent_key: caller.agent_key().cloned(),
+        })?
+        .flushed(&app.hub)
+        .await?;
     Ok(RegisterAnswer {
         wait_id,
         status: Status::Waiting,
@@ -190,7 +195,7 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
             "the long poll is POST /api/wait/poll",
         ))
     } else {
-        guard::admit(&app.secret, &parts.method, parts.uri.path(), &parts.headers)
+        guard::Audience::Agent.admit(&app.secret, &parts.headers)
     };
     drop(parts);
     // Boxed apart and done before the hold: what it needs (the body, the
@@ -241,8 +246,9 @@ pub async fn ack(app: &AppState, caller: &AgentCaller, b: AckRequest) -> Result<
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
     app.hub
-        .ack(&t, &b.wait_id, &b.reply_id, caller.agent_key())?;
-    app.hub.flush().await?;
+        .ack(&t, &b.wait_id, &b.reply_id, caller.agent_key())?
+        .flushed(&app.hub)
+        .await?;
     Ok(Done::OK)
 }
 
@@ -253,8 +259,10 @@ pub async fn cancel(
 ) -> Result<Done, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
-    app.hub.cancel(&t, &b.wait_id, caller.agent_key())?;
-    app.hub.flush().await?;
+    app.hub
+        .cancel(&t, &b.wait_id, caller.agent_key())?
+        .flushed(&app.hub)
+        .await?;
     Ok(Done::OK)
 }
 
@@ -274,8 +282,10 @@ pub async fn merge(
         host_ip: &host_ip,
         agent_key: caller.agent_key(),
     };
-    app.hub.merge(&from, &to, Some(&binding))?;
-    app.hub.flush().await?;
+    app.hub
+        .merge(&from, &to, Some(&binding))?
+        .flushed(&app.hub)
+        .await?;
     Ok(MergeAnswer {
         token: to.to_string(),
     })

@@ -49,17 +49,13 @@ pub struct PersonMergeBody {
     pub to_token: String,
 }
 
+/// `POST /api/session/config`: the session and the settings to change (a
+/// `continueMode` from older panels is accepted and ignored).
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ConfigBody {
     pub token: String,
-    pub session_auto_continue: Option<bool>,
-    pub timed_reply_enabled: Option<bool>,
-    pub timed_reply_interval_ms: Option<u64>,
-    pub continue_mode: Option<String>,
-    pub continue_prompt: Option<String>,
-    pub max_auto_streak: Option<u32>,
-    pub display_title: Option<String>,
+    #[serde(flatten)]
+    pub settings: crate::hub::SessionSettings,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,7 +144,6 @@ pub struct SessionDto {
     pub msg_count: u64,
     pub auto_streak: u32,
     pub binding_check_count: u64,
-    pub continue_mode: String,
     pub continue_prompt: String,
     pub session_auto_continue: bool,
     pub timed_reply_enabled: bool,
@@ -207,7 +202,6 @@ impl SessionDto {
             msg_count: s.msg_count,
             auto_streak: s.auto_streak,
             binding_check_count: s.binding_check_count,
-            continue_mode: s.keep_alive.continue_mode,
             continue_prompt: s.keep_alive.continue_prompt,
             session_auto_continue: s.keep_alive.session_auto_continue,
             timed_reply_enabled: s.keep_alive.timed_reply_enabled,

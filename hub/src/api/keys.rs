@@ -60,8 +60,11 @@ pub async fn create(
 /// sessions end too.
 pub async fn revoke(State(app): State<AppState>, Path(name): Path<String>) -> Answer<KeyRevoked> {
     let name = app.secret.keys().revoke(&name).await?;
-    let closed_waits = app.hub.close_waits_of_keys(|k| *k == name);
-    app.hub.flush().await?;
+    let closed_waits = app
+        .hub
+        .close_waits_of_keys(|k| *k == name)
+        .flushed(&app.hub)
+        .await?;
     let closed_mcp_sessions = app.key_holder.clone().end_key(name.clone()).await;
     tracing::info!(key = %name, closed_waits, closed_mcp_sessions, "agent key revoked");
     Ok(Json(KeyRevoked {

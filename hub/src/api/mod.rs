@@ -98,20 +98,52 @@ impl crate::server::Answer for Api {
 
 /// Every route but the long poll's; `/mcp` when `mcp` is given.
 fn router(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -> Router {
-    let authed = Router::new()
+    let mut routes = Router::new()
+        .merge(agent_router(&state))
+        .merge(person_router(&state));
+    if let Some(mcp) = mcp {
+        routes = routes.route(routes::MCP, mcp);
+    }
+    routes
+        .route(
+            "/api/login",
+            post(person::login).layer(DefaultBodyLimit::max(LOGIN_LIMIT)),
+        )
+        .route("/healthz", get(events::health))
+        .route("/api/{*rest}", axum::routing::any(person::no_such_route))
+        .method_not_allowed_fallback(person::wrong_method)
+        .merge(crate::panel::routes())
+        .layer(DefaultBodyLimit::max(JSON_LIMIT))
+        .layer(from_fn_with_state(state.clone(), guard::front_door))
+        .with_state(state)
+}
+
+/// The agent routes (the long poll's is beside the router, with the same
+/// check): the secret, a panel login or an agent key. A key reads only the
+/// sessions it owns (the handlers check).
+fn agent_router(state: &AppState) -> Router<AppState> {
+    Router::new()
         .route(routes::INIT, post(agent::http::init))
         .route(routes::SELECT, post(agent::http::select))
         .route(routes::REGISTER, post(agent::http::register))
         .route(routes::ACK, post(agent::http::ack))
         .route(routes::CANCEL, post(agent::http::cancel))
         .route(routes::MERGE, post(agent::http::merge))
+        .route("/api/sessions/{token}", get(person::detail))
+        .route_layer(from_fn_with_state(state.clone(), |s, r, n| {
+            guard::Audience::Agent.layer(s, r, n)
+        }))
+}
+
+/// The person's routes: the secret or a panel login; an agent key is refused.
+fn person_router(state: &AppState) -> Router<AppState> {
+    Router::new()
         .route("/api/session/config", post(person::configure))
         .route(
             "/api/reply",
             post(person::reply).layer(DefaultBodyLimit::max(REPLY_LIMIT)),
         )
         .route("/api/sessions", get(person::list))
-        .route("/api/sessions/{token}", get(person::detail))
         .route("/api/sessions/{token}/find", get(person::find))
         .route("/api/sessions/{token}/archive", post(person::archive))
         .route("/api/sessions/{token}/restore", post(person::restore))
@@ -134,24 +166,9 @@ fn router(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -
         .route("/api/logout/everywhere", post(person::logout_everywhere))
         .route("/api/events", get(events::stream))
         .route("/metrics", get(events::metrics))
-        .route_layer(from_fn_with_state(state.clone(), guard::require_caller));
-
-    let mut routes = Router::new().merge(authed);
-    if let Some(mcp) = mcp {
-        routes = routes.route(holdline_contract::routes::MCP, mcp);
-    }
-    routes
-        .route(
-            "/api/login",
-            post(person::login).layer(DefaultBodyLimit::max(LOGIN_LIMIT)),
-        )
-        .route("/healthz", get(events::health))
-        .route("/api/{*rest}", axum::routing::any(person::no_such_route))
-        .method_not_allowed_fallback(person::wrong_method)
-        .merge(crate::panel::routes())
-        .layer(DefaultBodyLimit::max(JSON_LIMIT))
-        .layer(from_fn_with_state(state.clone(), guard::front_door))
-        .with_state(state)
+        .route_layer(from_fn_with_state(state.clone(), |s, r, n| {
+            guard::Audience::Person.layer(s, r, n)
+        }))
 }
 
 impl AppState {

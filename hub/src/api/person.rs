@@ -10,7 +10,7 @@ use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body, Query, token};
 use super::guard;
-use crate::hub::{HubError, PersonReply, SessionSettings};
+use crate::hub::{HubError, PersonReply};
 use crate::interchange::ExportFile;
 
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -126,9 +126,8 @@ pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Ans
         in_reply_to: b.in_reply_to,
         via: None,
     };
-    let (reply_id, queued) = app.hub.reply_with(&t, reply)?;
+    let (reply_id, queued) = app.hub.reply_with(&t, reply)?.flushed(&app.hub).await?;
     // The delivery rule: a reply answered 200 is on disk.
-    app.hub.flush().await?;
     tracing::info!(token = %t, reply = %reply_id, queued, "reply recorded");
     Ok(Json(ReplyAnswer { reply_id, queued }))
 }
@@ -138,19 +137,7 @@ pub async fn configure(
     Body(b): Body<ConfigBody>,
 ) -> Answer<SessionDto> {
     let t = token(&b.token)?;
-    let info = app.hub.configure(
-        &t,
-        SessionSettings {
-            session_auto_continue: b.session_auto_continue,
-            timed_reply_enabled: b.timed_reply_enabled,
-            timed_reply_interval_ms: b.timed_reply_interval_ms,
-            continue_mode: b.continue_mode,
-            continue_prompt: b.continue_prompt,
-            max_auto_streak: b.max_auto_streak,
-            display_title: b.display_title,
-        },
-    )?;
-    app.hub.flush().await?;
+    let info = app.hub.configure(&t, b.settings)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 
@@ -278,8 +265,7 @@ fn snippet(text: &str, needle: &str) -> String {
 
 pub async fn archive(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
     let t = token(&raw)?;
-    let info = app.hub.archive(&t)?;
-    app.hub.flush().await?;
+    let info = app.hub.archive(&t)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 
@@ -294,7 +280,7 @@ pub async fn hand_over(
     let owner = match b.key {
         None => None,
         Some(name) => {
-            let live = crate::keys::KeyName::parse(&name)
+            let live = crate::names::KeyName::parse(&name)
                 .ok()
                 .filter(|k| app.secret.keys().is_live(k));
             Some(live.ok_or_else(|| {
@@ -304,15 +290,13 @@ pub async fn hand_over(
             })?)
         }
     };
-    let info = app.hub.hand_over(&t, owner)?;
-    app.hub.flush().await?;
+    let info = app.hub.hand_over(&t, owner)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 
 pub async fn restore(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
     let t = token(&raw)?;
-    let info = app.hub.restore(&t)?;
-    app.hub.flush().await?;
+    let info = app.hub.restore(&t)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 
@@ -326,8 +310,10 @@ pub async fn set_templates(
     State(app): State<AppState>,
     Body(b): Body<Templates>,
 ) -> Answer<Templates> {
-    app.hub.set_templates(b.templates)?;
-    app.hub.flush().await?;
+    app.hub
+        .set_templates(b.templates)?
+        .flushed(&app.hub)
+        .await?;
     templates(State(app)).await
 }
 
@@ -359,8 +345,7 @@ pub async fn import(
     State(app): State<AppState>,
     Body(file): Body<ExportFile>,
 ) -> Answer<ImportAnswer> {
-    let (imported, skipped) = app.hub.import(file)?;
-    app.hub.flush().await?;
+    let (imported, skipped) = app.hub.import(file)?.flushed(&app.hub).await?;
     Ok(Json(ImportAnswer { imported, skipped }))
 }
 
@@ -371,7 +356,6 @@ pub async fn merge(
 ) -> Answer<SessionDto> {
     let from = token(&raw)?;
     let to = token(&b.to_token)?;
-    app.hub.merge(&from, &to, None)?;
-    app.hub.flush().await?;
+    app.hub.merge(&from, &to, None)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(app.hub.info(&to)?)))
 }

@@ -10,7 +10,7 @@ impl Hub {
     /// `init_conversation`: lenient — reuses the caller's own session bound
     /// to the chat, plan label or thread id, else makes one. Another owner's
     /// session is never found: the caller gets one of its own.
-    pub fn init(&self, req: InitRequest) -> Result<InitOutcome> {
+    pub fn init(&self, req: InitRequest) -> Result<Unflushed<InitOutcome>> {
         check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
         check_opt_name("planLabel", req.plan_label.as_deref())?;
         check_opt_name("threadId", req.thread_id.as_deref())?;
@@ -29,6 +29,7 @@ impl Hub {
             Some(token) => self.rebind(&token, &caller, &req),
             None => self.create_session(&caller, &req),
         }
+        .map(Unflushed::new)
     }
 
     /// The caller's own open session bound to its thread id, else its plan
@@ -133,7 +134,7 @@ impl Hub {
     }
 
     /// `select_conversation`: strict — the caller must own the session.
-    pub fn select(&self, token: &Token, caller: &Caller<'_>) -> Result<Status> {
+    pub fn select(&self, token: &Token, caller: &Caller<'_>) -> Result<Unflushed<Status>> {
         check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
         self.commit(token, |_, s, _| {
             own(s, caller.agent_key)?;
@@ -144,11 +145,12 @@ impl Hub {
             s.binding_check_count += 1;
             Ok(s.status)
         })
+        .map(Unflushed::new)
     }
 
     /// Opens the session's wait (superseding an open one) and records the
     /// agent's message, once per `requestId`.
-    pub fn register(&self, req: RegisterRequest) -> Result<String> {
+    pub fn register(&self, req: RegisterRequest) -> Result<Unflushed<String>> {
         check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
         if req.request_id.is_empty() || req.request_id.len() > MAX_NAME {
             return Err(HubError::BadRequest(format!(
@@ -235,7 +237,7 @@ impl Hub {
         })?;
         self.inner.waiters.opened(&req.token);
         self.arm_timed_reply(req.token.clone(), wait_id.clone());
-        Ok(wait_id)
+        Ok(Unflushed::new(wait_id))
     }
 
     fn queue_auto_reply(&self, s: &mut Session, w: &mut Write, text: String) {
@@ -397,7 +399,7 @@ impl Hub {
         wait_id: &str,
         reply_id: &str,
         owner: Option<&KeyName>,
-    ) -> Result<()> {
+    ) -> Result<Unflushed<()>> {
         self.commit(token, |hub, s, w| {
             own(s, owner)?;
             if s.acked_replies.iter().any(|r| r == reply_id) {
@@ -428,10 +430,16 @@ impl Hub {
             }
             Ok(())
         })
+        .map(Unflushed::new)
     }
 
     /// Ends the wait without a reply (the owner's call); queued replies stay queued.
-    pub fn cancel(&self, token: &Token, wait_id: &str, owner: Option<&KeyName>) -> Result<()> {
+    pub fn cancel(
+        &self,
+        token: &Token,
+        wait_id: &str,
+        owner: Option<&KeyName>,
+    ) -> Result<Unflushed<()>> {
         let other = self
             .lock()
             .waiting()
@@ -449,6 +457,7 @@ impl Hub {
             }
             Ok(())
         })
+        .map(Unflushed::new)
     }
 
     /// Appends the source's history to the target, closes the source and
@@ -456,7 +465,12 @@ impl Hub {
     /// With a `caller` (the agent's `merge_conversation`) the target must be
     /// the caller's and the source on its machine and workspace; without one
     /// (the person, from the panel) there is no binding check.
-    pub fn merge(&self, from: &Token, to: &Token, caller: Option<&Caller<'_>>) -> Result<()> {
+    pub fn merge(
+        &self,
+        from: &Token,
+        to: &Token,
+        caller: Option<&Caller<'_>>,
+    ) -> Result<Unflushed<()>> {
         if let Some(c) = caller {
             check_caller(c.cursor_title, c.workspace, c.host_ip)?;
         }
@@ -546,7 +560,7 @@ impl Hub {
         };
         self.changed(src_after);
         self.changed(dst_after);
-        Ok(())
+        Ok(Unflushed::new(()))
     }
 }
 

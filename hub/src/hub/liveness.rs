@@ -72,7 +72,7 @@ impl Hub {
     /// Closes every open wait registered with an agent key that `revoked`
     /// names (its agent must not hear a reply; later replies queue); answers
     /// how many. The caller flushes.
-    pub fn close_waits_of_keys(&self, revoked: impl Fn(&KeyName) -> bool) -> usize {
+    pub fn close_waits_of_keys(&self, revoked: impl Fn(&KeyName) -> bool) -> Unflushed<usize> {
         let of_key: Vec<(Token, String)> = self
             .lock()
             .waiting()
@@ -93,7 +93,7 @@ impl Hub {
                 Err(e) => tracing::warn!(%token, error = %e, "closing a revoked key's wait failed"),
             }
         }
-        closed
+        Unflushed::new(closed)
     }
 
     /// Closes `wait_id` for `reason` if it is still the session's open wait.

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::binding::{self, Caller, WaitBinding, owned_name};
 use crate::config::{Config, Template};
 use crate::interchange;
-use crate::keys::KeyName;
+use crate::names::KeyName;
 use crate::session::{
     Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Summary, Token, WaitEnd,
     now_ms, preview_of,
@@ -33,8 +33,10 @@ mod store_care;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod unflushed;
 
 pub use sync::SyncSnapshot;
+pub use unflushed::Unflushed;
 
 /// Why an operation was refused; `api::error` maps each to a status and code.
 #[derive(Debug, thiserror::Error)]
@@ -139,13 +141,14 @@ pub struct PersonReply {
     pub via: Option<&'static str>,
 }
 
-/// A partial update of a session's settings (the person's, from panel or CLI).
-#[derive(Debug, Clone, Default)]
+/// A partial update of a session's settings (the person's, from panel or CLI;
+/// the API's body carries it as it is).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionSettings {
     pub session_auto_continue: Option<bool>,
     pub timed_reply_enabled: Option<bool>,
     pub timed_reply_interval_ms: Option<u64>,
-    pub continue_mode: Option<String>,
     pub continue_prompt: Option<String>,
     pub max_auto_streak: Option<u32>,
     pub display_title: Option<String>,
@@ -437,7 +440,8 @@ fn check_images(images: &[Image]) -> Result<()> {
         return Err(HubError::BadRequest("at most 10 images per reply".into()));
     }
     for img in images {
-        img.check().map_err(HubError::BadRequest)?;
+        img.check()
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
     }
     Ok(())
 }

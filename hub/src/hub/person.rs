@@ -11,7 +11,12 @@ impl Hub {
 
     /// Records the person's reply and queues it for the (next) wait.
     /// Returns `(reply id, queued)`: queued is true when no agent waits now.
-    pub fn reply(&self, token: &Token, text: String, images: Vec<Image>) -> Result<(String, bool)> {
+    pub fn reply(
+        &self,
+        token: &Token,
+        text: String,
+        images: Vec<Image>,
+    ) -> Result<Unflushed<(String, bool)>> {
         self.reply_with(
             token,
             PersonReply {
@@ -27,7 +32,11 @@ impl Hub {
     /// A reply for a question the agent has since moved on from is refused
     /// ([`HubError::StaleQuestion`]) in the same commit that would queue it,
     /// so no question asked in between can slip past the check.
-    pub fn reply_with(&self, token: &Token, reply: PersonReply) -> Result<(String, bool)> {
+    pub fn reply_with(
+        &self,
+        token: &Token,
+        reply: PersonReply,
+    ) -> Result<Unflushed<(String, bool)>> {
         let PersonReply {
             text,
             images,
@@ -65,7 +74,7 @@ impl Hub {
             Ok((id, queued))
         })?;
         self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
-        Ok(out)
+        Ok(Unflushed::new(out))
     }
 
     /// Whether `in_reply_to` names the agent's newest message: a person's
@@ -133,7 +142,7 @@ impl Hub {
     }
 
     /// Changes keep-alive settings or the display title.
-    pub fn configure(&self, token: &Token, c: SessionSettings) -> Result<SessionInfo> {
+    pub fn configure(&self, token: &Token, c: SessionSettings) -> Result<Unflushed<SessionInfo>> {
         if let Some(ms) = c.timed_reply_interval_ms
             && ms != 0
             && !(100..=86_400_000).contains(&ms)
@@ -148,7 +157,6 @@ impl Hub {
             ));
         }
         for (name, v, max) in [
-            ("continueMode", &c.continue_mode, MAX_NAME),
             ("continuePrompt", &c.continue_prompt, 8192),
             ("displayTitle", &c.display_title, MAX_TITLE),
         ] {
@@ -177,9 +185,6 @@ impl Hub {
             if let Some(v) = c.timed_reply_interval_ms {
                 k.timed_reply_interval_ms = v;
             }
-            if let Some(v) = c.continue_mode {
-                k.continue_mode = v;
-            }
             if let Some(v) = c.continue_prompt {
                 k.continue_prompt = v;
             }
@@ -194,11 +199,11 @@ impl Hub {
         if let Some(wait_id) = wait {
             self.arm_timed_reply(token.clone(), wait_id);
         }
-        self.info(token)
+        self.info(token).map(Unflushed::new)
     }
 
     /// Archives a session: ends its wait and writes `archive/YYYY-MM/ct_….json`.
-    pub fn archive(&self, token: &Token) -> Result<SessionInfo> {
+    pub fn archive(&self, token: &Token) -> Result<Unflushed<SessionInfo>> {
         self.commit(token, |_, s, _| {
             match s.status {
                 Status::Merged => return Err(HubError::Closed(closed_message(s))),
@@ -213,7 +218,7 @@ impl Hub {
         if let Err(e) = self.write_archive_file(token) {
             tracing::warn!(token = %token, error = %e, "writing the archive file failed");
         }
-        self.info(token)
+        self.info(token).map(Unflushed::new)
     }
 
     /// Hands a session to another owner (`None`: the secret): the person's
@@ -222,7 +227,11 @@ impl Hub {
     /// stay for the new owner's next wait, and the session's chat, plan and
     /// thread bindings move to the new owner, so its agent finds the session
     /// by the same fingerprint.
-    pub fn hand_over(&self, token: &Token, owner: Option<KeyName>) -> Result<SessionInfo> {
+    pub fn hand_over(
+        &self,
+        token: &Token,
+        owner: Option<KeyName>,
+    ) -> Result<Unflushed<SessionInfo>> {
         let store = &self.inner.store;
         self.commit(token, |_, s, w| {
             if s.owner == owner {
@@ -248,11 +257,11 @@ impl Hub {
             s.last_active_at = now_ms();
             Ok(())
         })?;
-        self.info(token)
+        self.info(token).map(Unflushed::new)
     }
 
     /// Puts an archived session back to `holding`.
-    pub fn restore(&self, token: &Token) -> Result<SessionInfo> {
+    pub fn restore(&self, token: &Token) -> Result<Unflushed<SessionInfo>> {
         self.commit(token, |_, s, _| match s.status {
             Status::Merged => Err(HubError::Closed(closed_message(s))),
             Status::Archived => {
@@ -262,7 +271,7 @@ impl Hub {
             }
             _ => Ok(()),
         })?;
-        self.info(token)
+        self.info(token).map(Unflushed::new)
     }
 
     fn write_archive_file(&self, token: &Token) -> std::io::Result<()> {
@@ -396,7 +405,7 @@ impl Hub {
             .unwrap_or_else(|| self.inner.config.templates.clone()))
     }
 
-    pub fn set_templates(&self, templates: Vec<Template>) -> Result<()> {
+    pub fn set_templates(&self, templates: Vec<Template>) -> Result<Unflushed<()>> {
         if templates.len() > 100 {
             return Err(HubError::BadRequest("at most 100 templates".into()));
         }
@@ -412,7 +421,7 @@ impl Hub {
             }
         }
         self.inner.store.meta_put("templates", &templates)?;
-        Ok(())
+        Ok(Unflushed::new(()))
     }
 
     fn export_one(&self, token: &Token) -> Result<interchange::ExportFile> {
@@ -447,13 +456,13 @@ impl Hub {
 
     /// Adds the sessions of a `sessions.json` this hub does not have yet.
     /// Returns `(imported, skipped)`.
-    pub fn import(&self, file: interchange::ExportFile) -> Result<(usize, usize)> {
+    pub fn import(&self, file: interchange::ExportFile) -> Result<Unflushed<(usize, usize)>> {
         // Every entry is checked before anything is written: a bad file changes nothing.
         let converted = file
             .into_iter()
             .map(|(key, entry)| entry.into_session(&key, &self.inner.name))
-            .collect::<std::result::Result<Vec<_>, String>>()
-            .map_err(HubError::BadRequest)?;
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
         let (mut imported, mut skipped) = (0, 0);
         for (mut session, messages) in converted {
             let mut map = self.lock();
@@ -496,6 +505,6 @@ impl Hub {
             self.mark_unsynced(&token);
             imported += 1;
         }
-        Ok((imported, skipped))
+        Ok(Unflushed::new((imported, skipped)))
     }
 }

@@ -1,4 +1,4 @@
-//! What MongoDB sync reads and writes through the hub (see `crate::sync`):
+//! What MongoDB sync reads and writes through the hub (see the `sync` module):
 //! the set of changed sessions, snapshots, mirrors and adoption.
 
 use super::*;

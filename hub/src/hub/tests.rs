@@ -42,7 +42,8 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             thread_id: None,
             agent_key: None,
         })
-        .unwrap();
+        .unwrap()
+        .unflushed();
     let wait_id = hub
         .register(RegisterRequest {
             token: session.token.clone(),
@@ -55,12 +56,17 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             next_step: None,
             agent_key: None,
         })
+        .unwrap()
+        .flushed(&hub)
+        .await
         .unwrap();
-    hub.flush().await.unwrap();
 
     // The person's request has written the reply and rung the bell; its
     // flush (before its 200) has not run yet.
-    let (reply_id, _) = hub.reply(&session.token, "go on".into(), vec![]).unwrap();
+    let (reply_id, _) = hub
+        .reply(&session.token, "go on".into(), vec![])
+        .unwrap()
+        .unflushed();
     let outcome = hub
         .poll(&session.token, &wait_id, Duration::ZERO, None)
         .await

@@ -111,7 +111,11 @@ pub struct McpEndpoint {
 impl McpEndpoint {
     /// An endpoint whose tools call the agent routes of `app` in process, with `sessions`
     /// as its MCP sessions; `stop` ends every session and wait when the hub stops.
-    pub fn new(app: AppState, sessions: Arc<Sessions>, stop: CancellationToken) -> McpEndpoint {
+    pub async fn new(
+        app: AppState,
+        sessions: Arc<Sessions>,
+        stop: CancellationToken,
+    ) -> McpEndpoint {
         let settings = Settings {
             // Set per call from the connection; never the hub's own.
             host_ip: String::new(),
@@ -133,7 +137,7 @@ impl McpEndpoint {
             hub.config().wait_grace,
             &hub.config().mcp,
         );
-        tasks.ack_delivered(hub);
+        tasks.ack_delivered(hub).await;
         let template = RemoteAgent {
             tools: Tools::new(&settings, hub_itself, delivery, stop.child_token()),
             app,
@@ -522,15 +526,11 @@ impl ServerHandler for RemoteAgent {
 }
 
 /// The credentials check of `/mcp`: the same rule as every agent route (the secret, a
-/// panel login or a live agent key; `/mcp` is in the guard's table of agent routes).
+/// panel login or a live agent key).
 pub fn check_caller(app: &crate::api::AppState, request: &Request) -> Result<Caller, Refusal> {
-    crate::api::guard::admit(
-        &app.secret,
-        request.method(),
-        request.uri().path(),
-        request.headers(),
-    )
-    .map_err(|e| Refusal::unauthorized(e.message))
+    crate::api::guard::Audience::Agent
+        .admit(&app.secret, request.headers())
+        .map_err(|e| Refusal::unauthorized(e.message))
 }
 
 /// A POST body as one JSON-RPC message: not JSON is a parse error (-32700), JSON that is

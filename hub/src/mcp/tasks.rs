@@ -425,7 +425,7 @@ impl Tasks {
     /// Acks every reply a completed task returns that is still queued at `hub`: the hub
     /// stopped between storing the task's result and acking its reply. Run before `/mcp`
     /// serves, so no wait polls such a reply first and returns it a second time.
-    pub fn ack_delivered(&self, hub: &Hub) {
+    pub async fn ack_delivered(&self, hub: &Hub) {
         let names = self.store.meta_names(PREFIX).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "could not list MCP tasks");
             Vec::new()
@@ -452,7 +452,11 @@ impl Tasks {
             }
             // The hub acks on the task's behalf, as the session's owner.
             let owner = hub.info(&token).ok().and_then(|i| i.session.owner);
-            match hub.ack(&token, &reply.wait_id, &reply.reply_id, owner.as_ref()) {
+            let acked = match hub.ack(&token, &reply.wait_id, &reply.reply_id, owner.as_ref()) {
+                Ok(unflushed) => unflushed.flushed(hub).await,
+                Err(e) => Err(e),
+            };
+            match acked {
                 Ok(()) => {
                     tracing::info!(task = %id, reply = %reply.reply_id, "acked a task's reply after a restart")
                 }

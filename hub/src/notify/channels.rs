@@ -7,9 +7,9 @@
 
 use serde_json::{Value, json};
 
-use super::config::{Ntfy, Webhook, WebhookFormat};
 use super::notice::Outcome;
 use super::{Event, SendError};
+use crate::config::notify::{Ntfy, Webhook, WebhookFormat};
 
 /// The most of a channel's answer that is read.
 pub const MAX_ANSWER: usize = 1024 * 1024;

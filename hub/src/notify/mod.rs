@@ -10,7 +10,6 @@
 //! never a 4xx), so a channel down or slow changes no reply latency.
 
 pub mod channels;
-pub mod config;
 pub mod notice;
 pub mod telegram;
 
@@ -21,9 +20,9 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc};
 
+use crate::config::notify::{self as settings, NotifyConfig};
 use crate::hub::{Hub, SessionInfo};
 use crate::session::{Session, Status, Token, now_ms};
-use config::NotifyConfig;
 use notice::{Notice, Outcome};
 use telegram::TelegramChannel;
 
@@ -60,8 +59,8 @@ pub enum SendError {
 
 /// One configured channel.
 enum Channel {
-    Webhook(config::Webhook),
-    Ntfy(config::Ntfy),
+    Webhook(settings::Webhook),
+    Ntfy(settings::Ntfy),
     Telegram(Arc<TelegramChannel>),
 }
 
@@ -169,11 +168,9 @@ impl Notifier {
             let (tx, rx) = mpsc::channel(QUEUE);
             if let Channel::Telegram(t) = &channel {
                 let state = state.clone();
-                let report = move |r: Result<(), String>| {
-                    if let Err(e) = r {
-                        tracing::warn!(channel = "telegram", error = %e, "getUpdates failed");
-                        lock(&state).error("failing", e);
-                    }
+                let report = move |e: SendError| {
+                    tracing::warn!(channel = "telegram", error = %e, "getUpdates failed");
+                    lock(&state).error("failing", e.to_string());
                 };
                 tokio::spawn(t.clone().listen(hub.clone(), http.clone(), report));
             }
@@ -433,7 +430,7 @@ impl Watch {
 
 /// `holdline-hub notify test`: one test notification to every channel, one
 /// attempt each; each channel's name and result.
-pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), String>)> {
+pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), SendError>)> {
     let http = http_client();
     let notice = Arc::new(Notice {
         token: Token::generate(),
@@ -451,7 +448,7 @@ pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), Str
     let ev = Event::Waiting(notice);
     let mut out = Vec::new();
     for (name, channel) in channels_of(cfg) {
-        let r = channel.deliver(&http, &ev).await.map_err(|e| e.to_string());
+        let r = channel.deliver(&http, &ev).await;
         out.push((name, r));
     }
     out

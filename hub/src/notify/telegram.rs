@@ -17,9 +17,9 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::channels::{clip, read_bounded, transport};
-use super::config::Telegram;
 use super::notice::{self, Notice};
 use super::{Event, SendError};
+use crate::config::notify::Telegram;
 use crate::hub::{Hub, HubError, PersonReply};
 use crate::session::{Image, Token};
 
@@ -257,7 +257,7 @@ impl TelegramChannel {
         self: Arc<Self>,
         hub: Hub,
         http: reqwest::Client,
-        report: impl Fn(Result<(), String>) + Send + 'static,
+        report: impl Fn(SendError) + Send + 'static,
     ) {
         let shutdown = hub.shutdown_token().clone();
         let mut offset: i64 = 0;
@@ -300,7 +300,7 @@ impl TelegramChannel {
             let updates = match got {
                 Ok(updates) => updates,
                 Err(e) => {
-                    report(Err(e.to_string()));
+                    report(e);
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(backoff) => {}
@@ -485,7 +485,7 @@ impl TelegramChannel {
         reply: PersonReply,
     ) {
         let result = match hub.reply_with(token, reply) {
-            Ok(r) => hub.flush().await.map(|_| r),
+            Ok(r) => r.flushed(hub).await,
             Err(e) => Err(e),
         };
         match result {

@@ -84,7 +84,7 @@ const ONE_WRITE: usize = 16 * 1024;
 /// An answer being made; boxed, so a connection's own state stays small.
 pub type Answering = Pin<Box<dyn Future<Output = axum::response::Response> + Send>>;
 
-/// What answers the requests: the hub's [`crate::api::Api`].
+/// What answers the requests (the hub's `Api`, composed in `lib.rs`).
 pub trait Answer: Clone + Send + Sync + 'static {
     fn answer(&self, request: Request<Body>) -> Answering;
     /// Whether a request carries the secret (or a live panel session): its

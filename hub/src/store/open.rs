@@ -134,9 +134,14 @@ fn open_checked(
     Ok((trees, Some(manifest)))
 }
 
+/// A panic caught by [`quiet_panics`]: the first line of its message.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct Panicked(pub String);
+
 /// Runs `f`, answering a panic inside it as its message, with the panic hook
 /// silent for this thread meanwhile (no message, no backtrace on stderr).
-pub(super) fn quiet_panics<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+pub(super) fn quiet_panics<R>(f: impl FnOnce() -> R) -> Result<R, Panicked> {
     thread_local! {
         static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
@@ -153,7 +158,7 @@ pub(super) fn quiet_panics<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     QUIET.with(|q| q.set(false));
     outcome.map_err(|panic| {
-        panic
+        let first_line = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
@@ -161,7 +166,8 @@ pub(super) fn quiet_panics<R>(f: impl FnOnce() -> R) -> Result<R, String> {
             .lines()
             .next()
             .unwrap_or_default()
-            .to_owned()
+            .to_owned();
+        Panicked(first_line)
     })
 }
 

@@ -568,7 +568,10 @@ fn a_store_behind_its_witness_is_refused() {
 #[test]
 fn a_panic_while_opening_is_caught_quietly() {
     let caught = open::quiet_panics(|| -> u32 { panic!("sled read a damaged page\nmore") });
-    assert_eq!(caught, Err("sled read a damaged page".to_owned()));
+    assert_eq!(
+        caught,
+        Err(open::Panicked("sled read a damaged page".to_owned()))
+    );
     assert_eq!(open::quiet_panics(|| 7), Ok(7));
 }
 

@@ -24,7 +24,7 @@ pub struct Options {
     /// Close waits nobody polls after this long (default: the hub's default).
     pub wait_grace: Option<std::time::Duration>,
     /// Notification channels (`[notify]`).
-    pub notify: Option<holdline_hub::notify::config::NotifyConfig>,
+    pub notify: Option<holdline_hub::config::notify::NotifyConfig>,
 }
 
 /// A hub in this process, shut down on drop.

@@ -15,6 +15,45 @@ pub const DEFAULT_AFTER_SEC: u64 = 60;
 /// The Bot API when `api_base` is not set.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
 
+/// A `[notify]` value refused, with the line that holds it.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {problem}")]
+pub struct NotifyError {
+    pub line: usize,
+    pub problem: NotifyProblem,
+}
+
+/// What is wrong with a `[notify]` value.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyProblem {
+    /// `reason`: the URL parser's words.
+    #[error("{field} is not a URL: {reason}")]
+    NotAUrl { field: &'static str, reason: String },
+    #[error("{field} must be an http:// or https:// URL")]
+    NotHttp { field: &'static str },
+    #[error("panel_url must not carry the panel key: notifications never hold a login link")]
+    PanelKey,
+    #[error("ntfy url needs a topic, like https://ntfy.sh/my-topic")]
+    NtfyTopic,
+    #[error("cannot read bot_token_file {}: {source}", path.display())]
+    TokenFileUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("bot_token_file {} is readable by others; run chmod 600 on it", path.display())]
+    TokenFileOpen { path: PathBuf },
+    #[error("[notify.telegram] takes bot_token or bot_token_file, not both")]
+    BothTokens,
+    #[error("[notify.telegram] needs bot_token or bot_token_file")]
+    NoToken,
+    #[error(
+        "the Telegram bot token does not look like one (digits, a colon, then letters, digits, - or _)"
+    )]
+    NotABotToken,
+    #[error("[notify.telegram] needs chat_ids: the chats that are told and may answer")]
+    NoChats,
+}
+
 /// `[notify]` as written in the file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,31 +187,21 @@ impl NotifyConfig {
     }
 
     /// Checks the file's `[notify]` and reads the token file. `text` is the
-    /// whole file, to name lines; errors are `line N: what`.
-    pub fn from_file(file: NotifyFile, text: &str) -> Result<NotifyConfig, String> {
-        let at = |span: std::ops::Range<usize>, what: String| {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {what}")
+    /// whole file, to name lines.
+    pub fn from_file(file: NotifyFile, text: &str) -> Result<NotifyConfig, NotifyError> {
+        let at = |span: std::ops::Range<usize>| {
+            move |problem: NotifyProblem| NotifyError {
+                line: text[..span.start.min(text.len())].matches('\n').count() + 1,
+                problem,
+            }
         };
         let panel_url = match file.panel_url {
             None => None,
-            Some(u) => {
-                let url =
-                    check_url(u.get_ref()).map_err(|e| at(u.span(), format!("panel_url {e}")))?;
-                if url.contains("key=") {
-                    return Err(at(
-                        u.span(),
-                        "panel_url must not carry the panel key: notifications never hold a login link"
-                            .into(),
-                    ));
-                }
-                Some(url)
-            }
+            Some(u) => Some(panel_url(u.get_ref()).map_err(at(u.span()))?),
         };
         let mut webhooks = Vec::new();
         for w in file.webhook {
-            let url = check_url(w.url.get_ref())
-                .map_err(|e| at(w.url.span(), format!("webhook url {e}")))?;
+            let url = check_url("webhook url", w.url.get_ref()).map_err(at(w.url.span()))?;
             webhooks.push(Webhook {
                 url: Hidden(url),
                 format: w.format,
@@ -180,72 +209,14 @@ impl NotifyConfig {
         }
         let mut ntfy = Vec::new();
         for n in file.ntfy {
-            let url = check_url(n.url.get_ref())
-                .map_err(|e| at(n.url.span(), format!("ntfy url {e}")))?;
-            let parsed = reqwest::Url::parse(&url).expect("checked");
-            if parsed
-                .path_segments()
-                .and_then(|mut s| s.next_back())
-                .is_none_or(str::is_empty)
-            {
-                return Err(at(
-                    n.url.span(),
-                    "ntfy url needs a topic, like https://ntfy.sh/my-topic".into(),
-                ));
-            }
+            let url = ntfy_url(n.url.get_ref()).map_err(at(n.url.span()))?;
             ntfy.push(Ntfy { url: Hidden(url) });
         }
         let telegram = match file.telegram {
             None => None,
             Some(t) => {
                 let span = t.span();
-                let t = t.into_inner();
-                let token = match (t.bot_token, t.bot_token_file) {
-                    (Some(token), None) => token.0,
-                    (None, Some(path)) => {
-                        read_token_file(path.get_ref()).map_err(|e| at(path.span(), e))?
-                    }
-                    (Some(_), Some(_)) => {
-                        return Err(at(
-                            span,
-                            "[notify.telegram] takes bot_token or bot_token_file, not both".into(),
-                        ));
-                    }
-                    (None, None) => {
-                        return Err(at(
-                            span,
-                            "[notify.telegram] needs bot_token or bot_token_file".into(),
-                        ));
-                    }
-                };
-                let token = token.trim().to_owned();
-                if !is_bot_token(&token) {
-                    return Err(at(
-                        span,
-                        "the Telegram bot token does not look like one (digits, a colon, then letters, digits, - or _)"
-                            .into(),
-                    ));
-                }
-                if t.chat_ids.is_empty() {
-                    return Err(at(
-                        span,
-                        "[notify.telegram] needs chat_ids: the chats that are told and may answer"
-                            .into(),
-                    ));
-                }
-                let api_base = match t.api_base {
-                    None => TELEGRAM_API.to_owned(),
-                    Some(b) => check_url(b.get_ref())
-                        .map_err(|e| at(b.span(), format!("api_base {e}")))?
-                        .trim_end_matches('/')
-                        .to_owned(),
-                };
-                Some(Telegram {
-                    bot_token: Hidden(token),
-                    chat_ids: t.chat_ids,
-                    user_ids: t.user_ids,
-                    api_base,
-                })
+                Some(Telegram::from_file(t.into_inner(), &at, span)?)
             }
         };
         Ok(NotifyConfig {
@@ -292,13 +263,75 @@ impl NotifyConfig {
     }
 }
 
-/// An absolute http(s) URL, or why not.
-fn check_url(raw: &str) -> Result<String, String> {
-    let url = reqwest::Url::parse(raw.trim()).map_err(|e| format!("is not a URL: {e}"))?;
+/// An absolute http(s) URL, or why not; `field` names it in the refusal.
+fn check_url(field: &'static str, raw: &str) -> Result<String, NotifyProblem> {
+    let url = reqwest::Url::parse(raw.trim()).map_err(|e| NotifyProblem::NotAUrl {
+        field,
+        reason: e.to_string(),
+    })?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err("must be an http:// or https:// URL".into());
+        return Err(NotifyProblem::NotHttp { field });
     }
     Ok(raw.trim().to_owned())
+}
+
+/// `panel_url`: a URL without the panel key.
+fn panel_url(raw: &str) -> Result<String, NotifyProblem> {
+    let url = check_url("panel_url", raw)?;
+    if url.contains("key=") {
+        return Err(NotifyProblem::PanelKey);
+    }
+    Ok(url)
+}
+
+/// An ntfy URL: a URL whose path names a topic.
+fn ntfy_url(raw: &str) -> Result<String, NotifyProblem> {
+    let url = check_url("ntfy url", raw)?;
+    let parsed = reqwest::Url::parse(&url).expect("checked");
+    if parsed
+        .path_segments()
+        .and_then(|mut s| s.next_back())
+        .is_none_or(str::is_empty)
+    {
+        return Err(NotifyProblem::NtfyTopic);
+    }
+    Ok(url)
+}
+
+impl Telegram {
+    /// `[notify.telegram]` checked, its token read; `at` names the line of a refusal.
+    fn from_file<F: Fn(NotifyProblem) -> NotifyError>(
+        t: TelegramFile,
+        at: &impl Fn(std::ops::Range<usize>) -> F,
+        span: std::ops::Range<usize>,
+    ) -> Result<Telegram, NotifyError> {
+        let token = match (t.bot_token, t.bot_token_file) {
+            (Some(token), None) => token.0,
+            (None, Some(path)) => read_token_file(path.get_ref()).map_err(at(path.span()))?,
+            (Some(_), Some(_)) => return Err(at(span)(NotifyProblem::BothTokens)),
+            (None, None) => return Err(at(span)(NotifyProblem::NoToken)),
+        };
+        let token = token.trim().to_owned();
+        if !is_bot_token(&token) {
+            return Err(at(span)(NotifyProblem::NotABotToken));
+        }
+        if t.chat_ids.is_empty() {
+            return Err(at(span)(NotifyProblem::NoChats));
+        }
+        let api_base = match t.api_base {
+            None => TELEGRAM_API.to_owned(),
+            Some(b) => check_url("api_base", b.get_ref())
+                .map_err(at(b.span()))?
+                .trim_end_matches('/')
+                .to_owned(),
+        };
+        Ok(Telegram {
+            bot_token: Hidden(token),
+            chat_ids: t.chat_ids,
+            user_ids: t.user_ids,
+            api_base,
+        })
+    }
 }
 
 fn is_bot_token(t: &str) -> bool {
@@ -316,17 +349,19 @@ fn is_bot_token(t: &str) -> bool {
 }
 
 /// The token file must be the owner's alone (it is as good as the bot).
-fn read_token_file(path: &Path) -> Result<String, String> {
+fn read_token_file(path: &Path) -> Result<String, NotifyProblem> {
     use std::os::unix::fs::PermissionsExt;
-    let shown = path.display();
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read bot_token_file {shown}: {e}"))?;
+    let unreadable = |source| NotifyProblem::TokenFileUnreadable {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if meta.permissions().mode() & 0o077 != 0 {
-        return Err(format!(
-            "bot_token_file {shown} is readable by others; run chmod 600 on it"
-        ));
+        return Err(NotifyProblem::TokenFileOpen {
+            path: path.to_owned(),
+        });
     }
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read bot_token_file {shown}: {e}"))
+    std::fs::read_to_string(path).map_err(unreadable)
 }
 
 #[cfg(test)]
@@ -339,7 +374,7 @@ mod tests {
             notify: NotifyFile,
         }
         let f: F = toml::from_str(text).map_err(|e| e.to_string())?;
-        NotifyConfig::from_file(f.notify, text)
+        NotifyConfig::from_file(f.notify, text).map_err(|e| e.to_string())
     }
 
     #[test]
