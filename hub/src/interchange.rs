@@ -269,7 +269,7 @@ impl ExportSession {
             // Imported images obey the reply rule: nothing the panel would
             // not show as an image (SVG or HTML could carry script).
             for image in &m.images {
-                image.check().map_err(|source| BadEntry::Image {
+                crate::session::check_image(image).map_err(|source| BadEntry::Image {
                     token: s.token.clone(),
                     source,
                 })?;

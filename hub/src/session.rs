@@ -156,33 +156,27 @@ pub enum Role {
     System,
 }
 
-/// An image attached to a reply or message, base64 as MCP carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Image {
-    pub mime_type: String,
-    pub data: String,
-}
+/// An image attached to a reply or message, base64 as MCP carries it (the contract's
+/// type: the hub stores what the agent receives).
+pub use holdline_contract::Image;
 
 /// Image types the panel may attach and MCP clients can show.
 pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
-impl Image {
-    /// The one rule for an image the hub stores (replies and imports alike):
-    /// a type MCP clients show and the panel renders as an image, valid base64.
-    pub fn check(&self) -> Result<(), BadImage> {
-        use base64::Engine as _;
-        if !IMAGE_TYPES.contains(&self.mime_type.as_str()) {
-            return Err(BadImage::Type(self.mime_type.clone()));
-        }
-        if base64::engine::general_purpose::STANDARD
-            .decode(&self.data)
-            .is_err()
-        {
-            return Err(BadImage::NotBase64);
-        }
-        Ok(())
+/// The one rule for an image the hub stores (replies and imports alike): a type MCP
+/// clients show and the panel renders as an image, valid base64.
+pub fn check_image(image: &Image) -> Result<(), BadImage> {
+    use base64::Engine as _;
+    if !IMAGE_TYPES.contains(&image.mime_type.as_str()) {
+        return Err(BadImage::Type(image.mime_type.clone()));
     }
+    if base64::engine::general_purpose::STANDARD
+        .decode(&image.data)
+        .is_err()
+    {
+        return Err(BadImage::NotBase64);
+    }
+    Ok(())
 }
 
 /// Why an image is refused.

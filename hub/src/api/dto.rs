@@ -20,14 +20,7 @@ impl From<QueuedReply> for Reply {
         Reply {
             id: r.id,
             text: r.text,
-            images: r
-                .images
-                .into_iter()
-                .map(|i| holdline_contract::Image {
-                    mime_type: i.mime_type,
-                    data: i.data,
-                })
-                .collect(),
+            images: r.images,
             auto: r.auto,
             at: r.at,
         }
