@@ -616,7 +616,8 @@ pub async fn key_create(config: &Config, name: &str, print_config: Option<&str>)
         let url = mcp_url(config);
         eprintln!(
             "Above, after the key: on the agent's machine, that command writes the {client} \
-             entry for {url} (the hub's /mcp with this key) into the client's config."
+             entry for {url} (the hub's /mcp with this key) into the client's config; with \
+             --print added it prints the entry instead, to paste where holdline-mcp is not."
         );
         if url.contains("://127.") || url.contains("://[::1]") || url.contains("://localhost") {
             eprintln!(

@@ -15,17 +15,20 @@
 //! - [`interchange`] the `sessions.json` export/import format
 //! - [`logins`]      the panel's login sessions (revocable cookie ids)
 //! - [`keys`]        agent keys: hashed, scoped to the agent routes, revocable
-//! - [`api`]         the only code that knows HTTP and JSON; agent and person routers
-//! - [`mcp`]         `/mcp`: the bridge's tools over Streamable HTTP, calling the agent routes in process
+//! - [`api`]         the only code that knows HTTP and JSON; agent and person
+//!   routers, each agent route one function both HTTP and `/mcp` run
+//! - [`mcp`]         `/mcp`: the shared tools (`holdline-tools`) over Streamable
+//!   HTTP, calling the agent routes' functions in process
 //! - [`server`]      connections, framing and their time limits
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
 //! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram
 //!
-//! The module graph has no cycles but `api` ↔ `mcp` (being removed): `names`
-//! and `session` are leaves, `config` never depends on `notify` or `hub`,
-//! `server` never on `api` (see the `module_graph` test).
+//! The module graph has no cycles (the `module_graph` test keeps it so):
+//! `names` and `session` are leaves, `config` never depends on `notify` or
+//! `hub`, `server` never on `api`, `api` never on `mcp` — `/mcp` is composed
+//! in [`run`].
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
 //! tests bind `127.0.0.1:0` and never sleep to wait for start.

@@ -440,8 +440,7 @@ fn check_images(images: &[Image]) -> Result<()> {
         return Err(HubError::BadRequest("at most 10 images per reply".into()));
     }
     for img in images {
-        crate::session::check_image(img)
-            .map_err(|e| HubError::BadRequest(e.to_string()))?;
+        crate::session::check_image(img).map_err(|e| HubError::BadRequest(e.to_string()))?;
     }
     Ok(())
 }
