@@ -54,13 +54,17 @@ export async function installPackage(pkg, version) {
 }
 
 /** A real hub on 127.0.0.1:0 with its home in `home`; `env` adds to its environment. */
-export async function startHub(home, env = {}) {
+/**
+ * `holdline-hub serve` on 127.0.0.1:0 with `home`; `env` is added to `baseEnv` (the
+ * process's own by default), `bin` is the hub binary (this tree's by default).
+ */
+export async function startHub(home, env = {}, { bin = HUB_BIN, baseEnv = process.env } = {}) {
   mkdirSync(home, { recursive: true });
   rmSync(join(home, 'hub.addr'), { force: true });
   const out = createWriteStream(join(home, 'hub.log')).on('error', () => { /* a full disk loses the copy, not the run */ });
-  const child = spawn(HUB_BIN, ['serve', '--listen', '127.0.0.1:0', '--home', home], {
+  const child = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--home', home], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info', HOLDLINE_HOME: home, ...env },
+    env: { ...baseEnv, RUST_LOG: process.env.RUST_LOG || 'info', HOLDLINE_HOME: home, ...env },
   });
   let log = '';
   // Output can still arrive after 'exit' (before 'close'): the log file may be ended by then.

@@ -11,9 +11,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startHub as startAnyHub } from '../clients/harness.mjs';
 
 const bin = (name) => {
   const path = process.env[name];
@@ -69,53 +70,21 @@ function cleanEnv(extra) {
   return { ...env, ...extra };
 }
 
-/** `holdline-hub serve` on 127.0.0.1:0 with its home in a temp folder; stopped when `t` ends. */
+/** `holdline-hub serve` (`hubBin`) on 127.0.0.1:0 with its home in a temp folder; stopped when `t` ends. */
 async function startHub(t, hubBin) {
   const home = tempDir(t, 'holdline-compat-hub-');
-  const child = spawn(hubBin, ['serve', '--listen', '127.0.0.1:0', '--home', home], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: cleanEnv({ RUST_LOG: 'warn', HOLDLINE_HOME: home }),
-  });
-  let log = '';
-  child.stdout.on('data', (d) => { log += d; });
-  child.stderr.on('data', (d) => { log += d; });
-  const exited = new Promise((r) => child.once('exit', r));
-  atEnd(t, async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(kill);
-    }
-  });
-  const read = (file) => { try { return readFileSync(join(home, file), 'utf8').trim() || null; } catch { return null; } };
-  const addr = await waitFor('the hub to write hub.addr', () => {
-    if (child.exitCode !== null) throw new Error(`the hub exited (${child.exitCode}):\n${log}`);
-    return read('hub.addr');
-  });
-  const secret = await waitFor('the hub secret', () => read('secret'));
-  const base = `http://${addr.replace(/^http:\/\//, '').replace(/\/$/, '')}`;
-  /** A person's call with the secret; answers the JSON body, throws on a non-2xx. */
-  async function api(method, path, body) {
-    const r = await fetch(base + path, {
-      method,
-      headers: { authorization: `Bearer ${secret}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await r.text();
-    if (!r.ok) throw new Error(`${method} ${path} → ${r.status} ${text}`);
-    return JSON.parse(text);
-  }
+  const hub = await startAnyHub(home, { RUST_LOG: 'warn' }, { bin: hubBin, baseEnv: cleanEnv({}) });
+  atEnd(t, () => hub.stop());
   return {
-    base,
-    secret,
-    log: () => log,
-    reply: (token, text, images = []) => api('POST', '/api/reply', { token, text, images }),
-    session: (token) => api('GET', `/api/sessions/${token}?limit=200`),
-    merge: (from, to) => api('POST', `/api/sessions/${from}/merge`, { toToken: to }),
-    archive: (token) => api('POST', `/api/sessions/${token}/archive`),
-    makeKey: async (name) => (await api('POST', '/api/keys', { name })).key,
-    revokeKey: (name) => api('DELETE', `/api/keys/${name}`),
+    base: hub.base,
+    secret: hub.secret,
+    log: hub.log,
+    reply: (token, text, images = []) => hub.api('POST', '/api/reply', { token, text, images }),
+    session: hub.session,
+    merge: (from, to) => hub.api('POST', `/api/sessions/${from}/merge`, { toToken: to }),
+    archive: (token) => hub.api('POST', `/api/sessions/${token}/archive`),
+    makeKey: async (name) => (await hub.api('POST', '/api/keys', { name })).key,
+    revokeKey: (name) => hub.api('DELETE', `/api/keys/${name}`),
     async waitStatus(token, status) {
       return waitFor(`session ${token} to be ${status}`, async () => {
         const s = await this.session(token);
