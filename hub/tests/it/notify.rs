@@ -3,16 +3,14 @@
 //! Telegram), and a Telegram reply answers it. Real hub, real HTTP, channels
 //! faked by servers on loopback.
 
-mod inproc;
-mod notifyfake;
-mod realhub;
+use crate::realhub;
 
 use std::time::{Duration, Instant};
 
+use crate::inproc::{Options, TestHub};
+use crate::notifyfake::Fake;
 use base64::Engine as _;
 use holdline_hub::notify::config::{Hidden, NotifyConfig, Ntfy, Telegram, Webhook, WebhookFormat};
-use inproc::{Options, TestHub};
-use notifyfake::Fake;
 use serde_json::{Value, json};
 
 const FORMATS: [(WebhookFormat, &str); 6] = [

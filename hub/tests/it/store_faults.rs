@@ -2,7 +2,7 @@
 //! schema version, not a folder, unwritable. The real hub must exit non-zero
 //! with one clear line saying what to do — never a panic or a backtrace.
 
-mod realhub;
+use crate::realhub;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,17 +1,13 @@
 //! The real `holdline-mcp` with an agent key (`HOLDLINE_KEY`) and no secret it could read,
 //! against a real `holdline-hub`: it waits and gets the reply; once the key is revoked, mid-wait
 //! or before a call, the agent reads one clear sentence.
-//!
-//! Needs the hub binary: `cargo build -p holdline-hub` (scripts/test.sh builds the workspace).
 
 #![allow(deprecated)] // roots are deprecated for future protocols; IDEs still send them
-
-mod harness;
 
 use std::path::Path;
 use std::process::Command;
 
-use harness::*;
+use crate::harness::*;
 use serde_json::json;
 use tempfile::TempDir;
 

@@ -5,15 +5,13 @@
 
 #![allow(deprecated)] // roots are deprecated for future protocols; IDEs still send them
 
-mod harness;
-
 use std::{
     process::Stdio,
     time::{Duration, Instant},
 };
 
+use crate::harness::*;
 use anyhow::{Context, bail};
-use harness::*;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};

@@ -1,9 +1,10 @@
 //! What the bridge tests share: a real `holdline-hub` process on an ephemeral port with a
 //! temporary home, and the real `holdline-mcp` binary over stdio driven by an rmcp client.
 //!
-//! Needs the hub binary: `cargo build -p holdline-hub` (scripts/test.sh builds the workspace).
+//! Both are built by this package (`hl-hub`, `hl-mcp`): `cargo test -p holdline-system-tests`.
 
 #![allow(dead_code, unused_imports)]
+#![allow(deprecated)] // the test client answers roots/list, deprecated by SEP-2577
 
 use std::{
     net::TcpListener,
@@ -29,22 +30,28 @@ use tempfile::TempDir;
 
 pub const PNG_1PX: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
-pub fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug")
-}
-
+/// The hub under test, built by this package from the hub's main (`hl-hub`).
 pub fn hub_bin() -> PathBuf {
-    let bin = target_dir().join(format!("holdline-hub{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.is_file(),
-        "{} is missing: run `cargo build -p holdline-hub` first",
-        bin.display()
-    );
-    bin
+    PathBuf::from(env!("CARGO_BIN_EXE_hl-hub"))
 }
 
+/// The bridge under test, built by this package from the bridge's main (`hl-mcp`).
 pub fn bridge_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_holdline-mcp"))
+    PathBuf::from(env!("CARGO_BIN_EXE_hl-mcp"))
+}
+
+/// The pid of a running hub under test whose command line holds `needle` (its home, its
+/// address): how a test finds the hub a bridge auto-started, to stop it (Linux only).
+pub fn hub_pid_with(needle: &str) -> Option<u32> {
+    let bin = hub_bin();
+    let bin = bin.to_str()?;
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let mut args = cmdline.split(|b| *b == 0).map(String::from_utf8_lossy);
+        let is_hub = args.next().is_some_and(|exe| exe == bin);
+        (is_hub && args.any(|a| a.contains(needle))).then_some(pid)
+    })
 }
 
 pub fn free_port() -> u16 {
@@ -314,7 +321,8 @@ pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
         .env("HOLDLINE_HOST_ID", o.host)
         .env_remove("HOLDLINE_SECRET")
         .env_remove("HOLDLINE_MAX_WAIT_SEC")
-        .env_remove("HOLDLINE_HUB_BIN")
+        // Auto-start looks for `holdline-hub` beside the bridge; the hub under test is `hl-hub`.
+        .env("HOLDLINE_HUB_BIN", hub_bin())
         .env("HOLDLINE_LOG", "holdline_mcp=debug");
     if let Some(s) = o.secret {
         cmd.env("HOLDLINE_SECRET", s);

@@ -3,12 +3,10 @@
 //! at once (mid-wait too), the store and the log never hold a key's text, and
 //! `holdline-hub key …` creates, lists and revokes with the hub running or not.
 
-mod realhub;
-
 use std::path::Path;
 use std::time::Duration;
 
-use realhub::{RealHub, call, create_key, free_addr, run_cli};
+use crate::realhub::{RealHub, call, create_key, free_addr, run_cli};
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -5,11 +5,9 @@
 
 #![allow(deprecated)] // the harness answers roots/list, deprecated by SEP-2577
 
-mod harness;
-
 use std::time::Duration;
 
-use harness::*;
+use crate::harness::*;
 use serde_json::{Value, json};
 
 /// A hub on a fresh home whose `config.toml` is `config`.

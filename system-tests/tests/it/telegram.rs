@@ -1,18 +1,14 @@
 //! A Telegram reply end to end: an agent waits through the real `holdline-mcp`, the
 //! real hub tells a (fake, loopback) Telegram Bot API, the person replies to
 //! the notification there, and the agent's tool call returns that reply.
-//!
-//! Needs the hub binary: `cargo build -p holdline-hub` (scripts/test.sh builds the workspace).
 
 #![allow(deprecated)] // roots are deprecated for future protocols; IDEs still send them
-
-mod harness;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::harness::*;
 use axum::extract::{Request, State};
-use harness::*;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 

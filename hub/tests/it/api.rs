@@ -2,14 +2,13 @@
 //! on an ephemeral port with a temp home, spoken to over real HTTP; and the
 //! real binary for restarts, SIGKILL and logs.
 
-mod inproc;
-mod realhub;
+use crate::realhub;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use inproc::{Options, TestHub};
+use crate::inproc::{Options, TestHub};
 use realhub::{RealHub, free_addr};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -1421,7 +1420,7 @@ async fn the_node_hub_file_imports_with_tokens_titles_messages_and_bindings() {
     assert_eq!(s["lastReview"]["nextStep"], "提交并更新 CHANGELOG");
     // Export gives back the same file shape.
     let (_, export) = hub.get("/api/export").await;
-    let node: Value = serde_json::from_str(include_str!("data/node-hub-sessions.json")).unwrap();
+    let node: Value = serde_json::from_str(include_str!("../data/node-hub-sessions.json")).unwrap();
     for (token, n) in node.as_object().unwrap() {
         let e = &export[token];
         for field in [

@@ -4,12 +4,10 @@
 //! SIGTERM ends the hub in bounded time whatever its clients do. Every test
 //! is bounded in connections and time and stops by itself.
 
-mod realhub;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use realhub::{Api, RealHub, free_addr};
+use crate::realhub::{Api, RealHub, free_addr};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -5,14 +5,13 @@
 //!
 //! Skipped, with the reason printed, only when that server is not installed.
 
-mod inproc;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use inproc::{Options, TestHub};
+use crate::harness::{bridge_bin, free_port, hub_bin};
+use crate::inproc::{Options, TestHub};
 use mongodb::bson::{Document, doc};
 use serde_json::{Value, json};
 
@@ -36,14 +35,6 @@ fn secantusd() -> Option<PathBuf> {
         );
         None
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A `secantusd-py` process on loopback.
@@ -358,7 +349,7 @@ async fn credentials_in_the_uri_never_show() {
     hub.stop().await;
     let log = std::fs::read_to_string(dir.path().join("logs/hub.log")).unwrap_or_default();
     assert!(!log.contains("hunter2pass"));
-    let out = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
+    let out = Command::new(hub_bin())
         .arg("--home")
         .arg(dir.path())
         .arg("config")
@@ -381,16 +372,8 @@ struct Bridge {
 }
 
 impl Bridge {
-    fn start(hubs: &str, secret: &str, home: &Path) -> Option<Bridge> {
-        let bin = workspace().join("target/debug/holdline-mcp");
-        if !bin.exists() {
-            eprintln!(
-                "skipped: {} is not built (scripts/test.sh builds the workspace first)",
-                bin.display()
-            );
-            return None;
-        }
-        let mut child = Command::new(bin)
+    fn start(hubs: &str, secret: &str, home: &Path) -> Bridge {
+        let mut child = Command::new(bridge_bin())
             .env("HOLDLINE_HUB", hubs)
             .env("HOLDLINE_SECRET", secret)
             .env("HOLDLINE_HOME", home)
@@ -423,7 +406,7 @@ impl Bridge {
         let init = b.request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "holdline-test", "version": "1"}}));
         b.wait_for(init, 20);
         b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        Some(b)
+        b
     }
 
     fn send(&mut self, v: Value) {
@@ -479,13 +462,11 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
     let name_b = hub_b.name().to_owned();
 
     let bridge_home = tempfile::tempdir().unwrap();
-    let Some(mut bridge) = Bridge::start(
+    let mut bridge = Bridge::start(
         &format!("{},{}", hub_a.url, hub_b.url),
         secret,
         bridge_home.path(),
-    ) else {
-        return;
-    };
+    );
     let id = bridge.call(
         "init_conversation",
         json!({"cursorTitle": "Failover", "workspace": "/w"}),

@@ -3,8 +3,7 @@
 //! the hub there when none runs. Real hub and bridge binaries, non-default ports.
 
 use std::{
-    net::TcpListener,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -18,28 +17,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-fn bridge_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_holdline-mcp"))
-}
-
-/// Beside the bridge, so CARGO_TARGET_DIR is honoured.
-fn hub_bin() -> PathBuf {
-    let bin = bridge_bin().with_file_name(format!("holdline-hub{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.is_file(),
-        "{} is missing: run `cargo build -p holdline-hub` first",
-        bin.display()
-    );
-    bin
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::harness::{bridge_bin, free_port, hub_bin, hub_pid_with};
 
 /// Kills the hub on drop: one we started, or (by pid) one the bridge started.
 struct HubProcess {
@@ -57,17 +35,6 @@ impl Drop for HubProcess {
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
     }
-}
-
-/// The pid of the hub process serving `home` (started by the bridge, in its own group).
-fn hub_pid_for(home: &Path) -> Option<u32> {
-    let needle = home.to_str()?;
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        (cmdline.contains("holdline-hub") && cmdline.contains(needle)).then_some(pid)
-    })
 }
 
 async fn wait_for_addr(home: &Path) -> anyhow::Result<String> {
@@ -179,7 +146,7 @@ async fn bridge_starts_the_hub_where_config_toml_says() -> anyhow::Result<()> {
     let result = init_through_bridge(home.path(), true).await;
     let _hub = HubProcess {
         child: None,
-        pid: hub_pid_for(home.path()),
+        pid: home.path().to_str().and_then(hub_pid_with),
     };
     let token = token_of(&result?)?;
     let addr = wait_for_addr(home.path()).await?;

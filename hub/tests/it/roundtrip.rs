@@ -2,12 +2,10 @@
 //! the backup and restore procedure of docs/operations.md followed literally
 //! with the real binary: every field comes back as it was exported.
 
-mod realhub;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use realhub::{Api, RealHub, free_addr, run_cli};
+use crate::realhub::{Api, RealHub, free_addr, run_cli};
 use serde_json::{Value, json};
 
 /// A 1×1 PNG.

@@ -3,7 +3,6 @@
 //! a re-run after the person edited holdline's entry, and uninstall giving the file back.
 //! The remote entry (`--url`, `--key`) is tested in `install/remote.rs`.
 
-#[path = "install/remote.rs"]
 mod remote;
 
 use std::{
@@ -12,6 +11,7 @@ use std::{
     process::{Command, Output},
 };
 
+use anyhow::Context;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -761,4 +761,107 @@ fn uninstall_all_removes_every_client_and_nothing_else() {
         None
     );
     assert_eq!(read(&broken), "{ not json");
+}
+
+#[test]
+fn install_print_is_valid_for_every_client() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    for client in [
+        "cursor",
+        "claude-code",
+        "codex",
+        "vscode",
+        "windsurf",
+        "trae",
+        "cline",
+        "gemini",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_holdline-mcp"))
+            .args([
+                "install",
+                "--client",
+                client,
+                "--print",
+                "--hub",
+                "http://10.1.2.3:13458",
+            ])
+            .env("HOME", home.path())
+            .env_remove("CODEX_HOME")
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{client}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout)?;
+        let entry: Value = if client == "codex" {
+            let t: toml::Table =
+                toml::from_str(&stdout).with_context(|| format!("{client}: {stdout}"))?;
+            serde_json::to_value(&t["mcp_servers"]["holdline"])?
+        } else {
+            let v: Value =
+                serde_json::from_str(&stdout).with_context(|| format!("{client}: {stdout}"))?;
+            let key = if client == "vscode" {
+                "servers"
+            } else {
+                "mcpServers"
+            };
+            v[key]["holdline"].clone()
+        };
+        assert!(
+            entry["command"].as_str().unwrap().ends_with("holdline-mcp"),
+            "{client}: {entry}"
+        );
+        assert_eq!(
+            entry["env"]["HOLDLINE_HUB"], "http://10.1.2.3:13458",
+            "{client}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("wait_for_user_input"),
+            "{client}: the rule is shown"
+        );
+        // --print writes nothing.
+        assert_eq!(std::fs::read_dir(home.path())?.count(), 0, "{client}");
+    }
+    Ok(())
+}
+
+#[test]
+fn install_writes_merges_and_is_idempotent() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let project = TempDir::new()?;
+    let cfg = home.path().join(".cursor/mcp.json");
+    std::fs::create_dir_all(cfg.parent().unwrap())?;
+    std::fs::write(&cfg, r#"{"mcpServers":{"other":{"command":"x"}}}"#)?;
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_holdline-mcp"))
+            .args(["install", "--client", "cursor", "--project"])
+            .arg(project.path())
+            .env("HOME", home.path())
+            .output()
+    };
+    let first = run()?;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let second = run()?;
+    assert!(String::from_utf8_lossy(&second.stderr).contains("unchanged"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg)?)?;
+    assert_eq!(v["mcpServers"]["other"]["command"], "x");
+    assert!(v["mcpServers"]["holdline"]["command"].is_string());
+    let rule = std::fs::read_to_string(project.path().join(".cursor/rules/holdline.mdc"))?;
+    assert!(rule.contains("alwaysApply: true") && rule.contains("wait_for_user_input"));
+    let backups = std::fs::read_dir(cfg.parent().unwrap())?
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().contains("holdline-backup"))
+        })
+        .count();
+    assert_eq!(
+        backups, 1,
+        "one backup, from the one run that changed the file"
+    );
+    Ok(())
 }

@@ -2,11 +2,9 @@
 //! bytes: keep-alive and pipelining, closing, and every request it leaves to
 //! hyper (chunked, `Expect`, HTTP/1.0, large or malformed) still answered.
 
-mod inproc;
-
 use std::time::Duration;
 
-use inproc::TestHub;
+use crate::inproc::TestHub;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -9,16 +9,13 @@
 //! `HOLDLINE_CRASH_KILLS` (default 25) sets the number of kills for a long
 //! run; `HOLDLINE_CRASH_SEED` replays a run's schedule.
 
-mod mcpclient;
-mod realhub;
-
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcpclient::McpClient;
-use realhub::{Api, RealHub, free_addr};
+use crate::mcpclient::McpClient;
+use crate::realhub::{Api, RealHub, free_addr};
 use serde_json::{Value, json};
 
 const AGENTS: usize = 8;

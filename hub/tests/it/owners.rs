@@ -5,11 +5,9 @@
 //! answers exactly like an unknown one on every agent route, `/mcp` included.
 //! The person hands a session to another key from the panel.
 
-mod realhub;
-
 use std::time::Duration;
 
-use realhub::{RealHub, call, create_key, free_addr, run_cli};
+use crate::realhub::{RealHub, call, create_key, free_addr, run_cli};
 use reqwest::Method;
 use serde_json::{Value, json};
 

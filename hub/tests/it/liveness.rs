@@ -2,11 +2,9 @@
 //! wait nobody polls for its grace period, so the panel shows no ghost agent
 //! and a later reply is queued for the next wait. Real hub, real HTTP.
 
-mod inproc;
-
 use std::time::{Duration, Instant};
 
-use inproc::{Options, TestHub};
+use crate::inproc::{Options, TestHub};
 use serde_json::json;
 
 const GRACE: Duration = Duration::from_secs(1);

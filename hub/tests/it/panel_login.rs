@@ -3,11 +3,9 @@
 //! survives a restart; logout and "log out everywhere" revoke, also across
 //! restarts; the right key always gets in; login bodies are small.
 
-mod realhub;
-
 use std::time::Duration;
 
-use realhub::{RealHub, free_addr};
+use crate::realhub::{RealHub, free_addr};
 use reqwest::header::{COOKIE, SET_COOKIE};
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 //! a damaged store (refused at start with one line and the way back, never a
 //! panic, never a partial open), and backups with `verify` and `restore`.
 
-mod realhub;
+use crate::realhub;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -4,10 +4,9 @@
 //! queues nothing; a bad `inReplyTo` is a 400; without it, nothing changes.
 //! Real hub, real HTTP, real sled; the CLI is the real binary.
 
-mod inproc;
-mod realhub;
+use crate::realhub;
 
-use inproc::TestHub;
+use crate::inproc::TestHub;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
