@@ -1,7 +1,7 @@
 //! A hub running inside the test process (`holdline_hub::run` on a bound
 //! listener, stopped through a oneshot), spoken to over real HTTP. Shared by
-//! the API and MongoDB tests; the durability tests use the real binary
-//! (`realhub`).
+//! the hub's tests and system-tests' MongoDB tests (each uses a part: hence the
+//! allow); the durability tests use the real binary (`realhub`).
 
 #![allow(dead_code)]
 

@@ -2,8 +2,6 @@
 //! tests that kill the hub under it: any failed request drops its MCP session, and the
 //! next one opens a new session (as a real client reconnects after a hub restart).
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,12 +44,6 @@ impl McpClient {
             self.session.lock().unwrap().take();
         }
         answer.map(|(_, result)| result)
-    }
-
-    /// `tools/call`: the tool's result (or, for a task, the task).
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, String> {
-        self.request("tools/call", json!({"name": name, "arguments": arguments}))
-            .await
     }
 
     async fn session(&self) -> Result<String, String> {

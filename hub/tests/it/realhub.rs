@@ -2,8 +2,6 @@
 //! a fixed loopback port with a temp home, killed with SIGKILL, restarted, and
 //! its admin commands run against the same home.
 
-#![allow(dead_code)]
-
 use std::fs::OpenOptions;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,6 @@
 //!
 //! Both are built by this package (`hl-hub`, `hl-mcp`): `cargo test -p holdline-system-tests`.
 
-#![allow(dead_code, unused_imports)]
 #![allow(deprecated)] // the test client answers roots/list, deprecated by SEP-2577
 
 use std::{
@@ -19,14 +18,13 @@ use rmcp::{
     ClientHandler, RoleClient, ServiceExt,
     model::{
         CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
-        Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-        Request, Root, ServerResult,
+        Implementation, ListRootsResult, ProgressNotificationParam, ProtocolVersion, Request, Root,
+        ServerResult,
     },
     service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService},
     transport::TokioChildProcess,
 };
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 pub const PNG_1PX: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
