@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export HOLDLINE_CRASH_KILLS="${HOLDLINE_CRASH_KILLS:-25}"
-cargo test -p holdline-hub --test store_faults --test roundtrip
+cargo test -p holdline-hub --test it -- store_faults:: roundtrip::
 # The crash test is #[ignore]d in plain `cargo test` runs (it takes a minute
 # of both cores); this is where it runs, with its figures on the output.
-cargo test -p holdline-hub --test crash -- --ignored --nocapture
+cargo test -p holdline-hub --test it -- crash:: --ignored --nocapture
