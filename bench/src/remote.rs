@@ -208,7 +208,9 @@ async fn warmed_hub(
     home: &Path,
     t: &Transport,
     settle: Duration,
+    agents: usize,
 ) -> anyhow::Result<(HubProcess, u64)> {
+    home_with_room(home, agents)?;
     let hub = HubProcess::start(hub_bin, home).await?;
     let addr = HubAddr::from(&hub);
     let warm = connect_agent(t, &addr, "warm-up").await?;
@@ -219,6 +221,20 @@ async fn warmed_hub(
     tokio::time::sleep(settle).await;
     let idle = rss(hub.pid()).unwrap_or(0);
     Ok((hub, idle))
+}
+
+/// A hub home whose `/mcp` has room for `agents` MCP sessions: every agent here opens
+/// its session with the hub's secret, and the hub's default is 64 per credential.
+fn home_with_room(home: &Path, agents: usize) -> anyhow::Result<()> {
+    std::fs::create_dir_all(home)?;
+    let room = (agents + 64).max(4096);
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "listen = \"127.0.0.1:9\"\n[mcp]\nsessions_per_credential = {room}\nsessions_total = {room}\n"
+        ),
+    )?;
+    Ok(())
 }
 
 /// Starts each agent's `wait_for_user_input`; the handle answers when it ends.
@@ -250,7 +266,7 @@ pub async fn memory_per_agent(
     settle: Duration,
 ) -> anyhow::Result<AgentMemory> {
     let home = tempfile::tempdir()?;
-    let (hub, hub_idle) = warmed_hub(hub_bin, &home.path().join("home"), t, settle).await?;
+    let (hub, hub_idle) = warmed_hub(hub_bin, &home.path().join("home"), t, settle, n).await?;
     let addr = HubAddr::from(&hub);
     let agents = connect_agents(t, &addr, n).await?;
     let waits = start_waits(&agents);
@@ -335,6 +351,7 @@ pub async fn many_waiting(
         &home.path().join("home"),
         &Transport::Remote,
         settle,
+        n,
     )
     .await?;
     let addr = HubAddr::from(&hub);
@@ -575,17 +592,8 @@ pub async fn bench(
         plan.replies, plan.memory_agents, plan.many, plan.rate
     );
     let home = tempfile::tempdir()?;
-    // Every agent here opens its MCP session with the hub's secret: room for all of them
-    // (the hub's default is 64 sessions per credential).
     let hub_home = home.path().join("home");
-    std::fs::create_dir_all(&hub_home)?;
-    let room = (plan.many.max(plan.memory_agents) + 64).max(4096);
-    std::fs::write(
-        hub_home.join("config.toml"),
-        format!(
-            "listen = \"127.0.0.1:9\"\n[mcp]\nsessions_per_credential = {room}\nsessions_total = {room}\n"
-        ),
-    )?;
+    home_with_room(&hub_home, plan.many.max(plan.memory_agents))?;
     let hub = HubProcess::start(&bins.hub, &hub_home).await?;
     // The measuring clients get a thread of their own, so their clock reads when
     // the result arrives, not when a busy shared runtime gets round to it.
