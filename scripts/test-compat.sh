@@ -9,8 +9,8 @@
 # dev profile, the two binaries only, into <target>/compat/target: one target dir for
 # every release, so a bumped PREVIOUS_RELEASE rebuilds only what changed. The first build
 # takes minutes; later runs find <target>/compat/bin-<commit> and skip it. Sources and
-# binaries of other commits are removed. A clone without that commit (a shallow clone)
-# fails here with what to fetch.
+# binaries of other commits are removed. A shallow clone fetches that one commit from its
+# remote; a clone that cannot get it fails here with what to fetch.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -29,6 +29,10 @@ cache="$target/compat"
 old_bin="$cache/bin-${PREVIOUS_RELEASE:0:12}"
 
 build_previous_release() {
+  if ! git cat-file -e "$PREVIOUS_RELEASE^{commit}" 2>/dev/null; then
+    # A shallow clone: ask its remote for that one commit.
+    git fetch --quiet --depth=1 origin "$PREVIOUS_RELEASE" 2>/dev/null || true
+  fi
   if ! git cat-file -e "$PREVIOUS_RELEASE^{commit}" 2>/dev/null; then
     echo "test-compat: the previous release $PREVIOUS_RELEASE is not in this clone" >&2
     echo "  (a shallow clone? run: git fetch --unshallow, or clone with full history)" >&2
