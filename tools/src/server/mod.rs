@@ -1,10 +1,10 @@
 //! The four MCP tools (rmcp tool router) and the binding fingerprint they send: workspace
-//! from the argument, else the client's roots, else the working directory; this machine's
-//! host id. The wait loop is in `wait`, the sentences the agent reads in `sentences`, the
+//! from the argument, else the client's roots, else the transport's fallback; the caller's
+//! host. The wait loop is in `wait`, the sentences the agent reads in `sentences`, the
 //! schemas in `params`.
 //!
-//! Invariant: a token this bridge has bound is always sent with the same fingerprint, so a
-//! wait passes the hub's binding check that init or select passed.
+//! Invariant: a token these tools have bound is always sent with the same fingerprint, so
+//! a wait passes the hub's binding check that init or select passed.
 
 mod params;
 pub mod sentences;
