@@ -154,18 +154,18 @@ async fn admit_poll(
     })
 }
 
-/// Holds an admitted poll until a reply, its time limit or the wait's end.
-async fn hold_poll(app: &AppState, poll: Admitted) -> Result<PollAnswer, ApiError> {
-    let outcome = app
-        .hub
-        .poll(
-            &poll.token,
-            &poll.wait_id,
-            poll.timeout,
-            poll.owner.as_ref(),
-        )
-        .await?;
-    Ok(PollAnswer::from(outcome))
+/// Holds an admitted poll until a reply, its time limit or the wait's end: the hub's
+/// own future, nothing around it (a held poll's state is per waiting agent).
+fn hold_poll<'a>(
+    app: &'a AppState,
+    poll: &'a Admitted,
+) -> impl std::future::Future<Output = Result<PollOutcome, crate::hub::HubError>> + Send + 'a {
+    app.hub.poll(
+        &poll.token,
+        &poll.wait_id,
+        poll.timeout,
+        poll.owner.as_ref(),
+    )
 }
 
 /// The long poll, for an in-process caller (the HTTP one is [`held_poll`]).
@@ -175,7 +175,7 @@ pub async fn poll(
     b: PollRequest,
 ) -> Result<PollAnswer, ApiError> {
     let admitted = admit_poll(app, caller.agent_key().cloned(), b).await?;
-    hold_poll(app, admitted).await
+    Ok(PollAnswer::from(hold_poll(app, &admitted).await?))
 }
 
 /// `POST /api/wait/poll`, the one request that waits for minutes: answered
@@ -203,9 +203,9 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
     let admit = Box::pin(admit_http_poll(app.clone(), admitted, body));
     Box::pin(async move {
         let answer = match admit.await {
-            Ok(poll) => match hold_poll(&app, poll).await {
-                Ok(answer) => Json(answer).into_response(),
-                Err(e) => e.into_response(),
+            Ok(poll) => match hold_poll(&app, &poll).await {
+                Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
+                Err(e) => ApiError::from(e).into_response(),
             },
             Err(e) => e.into_response(),
         };
