@@ -32,6 +32,40 @@ pub fn hub_command(home: &Path) -> Command {
     c
 }
 
+/// Runs `serve` on `home` at `addr` with `RUST_BACKTRACE=1`, which must fail within 30 s
+/// (a hub still running then is killed and `what` panics with its stderr); answers its
+/// exit status and standard error.
+pub fn serve_must_fail(
+    home: &Path,
+    addr: SocketAddr,
+    what: &str,
+) -> (std::process::ExitStatus, String) {
+    let mut child = hub_command(home)
+        .args(["serve", "--listen", &addr.to_string()])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn holdline-hub");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: the hub kept running on a store it should refuse; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+    (status, stderr)
+}
+
 /// Runs an admin command (`export`, `import`, …) to completion.
 pub fn run_cli(home: &Path, args: &[&str]) -> Output {
     hub_command(home)

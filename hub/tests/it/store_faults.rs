@@ -36,29 +36,7 @@ async fn home_with_data(dir: &Path) -> PathBuf {
 
 /// Runs `serve` on `home`, which must fail; returns its standard error.
 fn serve_must_fail(home: &Path, addr: SocketAddr) -> String {
-    let mut child = hub_command(home)
-        .args(["serve", "--listen", &addr.to_string()])
-        .env("RUST_BACKTRACE", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn holdline-hub");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "holdline-hub kept running on a store it should refuse; stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+    let (status, stderr) = realhub::serve_must_fail(home, addr, "a bad store");
     assert!(
         !status.success(),
         "holdline-hub exited 0 on a bad store; stderr:\n{stderr}"

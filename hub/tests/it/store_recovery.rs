@@ -6,10 +6,10 @@
 use crate::realhub;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use realhub::{RealHub, free_addr, hub_command, run_cli};
+use realhub::{RealHub, free_addr, run_cli};
 use serde_json::{Value, json};
 
 /// A small tmpfs mounted for one test; unmounted when dropped, also when the
@@ -286,30 +286,7 @@ fn truncate_to(home: &Path, fraction: f64) {
 /// `serve` on a damaged home must exit non-zero with one line that names
 /// the damage and `restore`, and no panic: answers that line.
 fn assert_refused(home: &Path, what: &str) -> String {
-    let addr = free_addr();
-    let mut child = hub_command(home)
-        .args(["serve", "--listen", &addr.to_string()])
-        .env("RUST_BACKTRACE", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what}: the hub started on a damaged store; stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+    let (status, stderr) = realhub::serve_must_fail(home, free_addr(), what);
     assert!(!status.success(), "{what}: exit 0 on a damaged store");
     assert_ne!(
         status.code(),
