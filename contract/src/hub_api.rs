@@ -14,6 +14,15 @@ use crate::{
     },
 };
 
+/// How long a plain hub call may take, whatever the transport; a poll adds its hold.
+pub const CALL_LIMIT: Duration = Duration::from_secs(15);
+
+/// The limit of one call: `own` (the transport's), or the caller's deadline `within` when
+/// it is sooner.
+pub fn call_limit(own: Duration, within: Option<Duration>) -> Duration {
+    within.map_or(own, |w| w.min(own))
+}
+
 /// A hub call on its way.
 pub type HubAnswer<'a, T> = Pin<Box<dyn Future<Output = Result<T, HubError>> + Send + 'a>>;
 

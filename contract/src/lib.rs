@@ -21,5 +21,5 @@ pub mod routes;
 pub mod wire;
 
 pub use error::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail, HubError};
-pub use hub_api::{HubAnswer, HubApi};
+pub use hub_api::{CALL_LIMIT, HubAnswer, HubApi, call_limit};
 pub use wire::*;

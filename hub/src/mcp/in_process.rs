@@ -9,9 +9,9 @@
 use std::{future::Future, net::SocketAddr, time::Duration};
 
 use holdline_contract::{
-    AckRequest, CancelRequest, ErrorCode, HubAnswer, HubApi, HubError, InitAnswer, InitRequest,
-    MergeAnswer, MergeRequest, PollAnswer, PollRequest, RegisterAnswer, RegisterRequest,
-    SelectAnswer, SelectRequest, SessionHead,
+    AckRequest, CALL_LIMIT, CancelRequest, ErrorCode, HubAnswer, HubApi, HubError, InitAnswer,
+    InitRequest, MergeAnswer, MergeRequest, PollAnswer, PollRequest, RegisterAnswer,
+    RegisterRequest, SelectAnswer, SelectRequest, SessionHead, call_limit,
 };
 
 use crate::api::{
@@ -23,9 +23,6 @@ use crate::api::{
 
 /// The name this hub has in the tools' errors and logs.
 const THIS_HUB: &str = "this hub";
-
-/// How long a plain call may take; a poll adds its hold.
-const CALL_LIMIT: Duration = Duration::from_secs(15);
 
 /// One caller's way into the agent routes.
 pub struct InProcess {
@@ -101,13 +98,13 @@ impl HubApi for InProcess {
         request: RegisterRequest,
         within: Option<Duration>,
     ) -> HubAnswer<'_, RegisterAnswer> {
-        let limit = within.map_or(CALL_LIMIT, |w| w.min(CALL_LIMIT));
+        let limit = call_limit(CALL_LIMIT, within);
         self.call(limit, agent::register(&self.app, &self.caller, request))
     }
 
     fn poll(&self, request: PollRequest, within: Option<Duration>) -> HubAnswer<'_, PollAnswer> {
         let hold = Duration::from_millis(request.timeout_ms.unwrap_or_default());
-        let limit = within.map_or(hold + CALL_LIMIT, |w| w.min(hold + CALL_LIMIT));
+        let limit = call_limit(hold + CALL_LIMIT, within);
         self.call(limit, agent::poll(&self.app, &self.caller, request))
     }
 

@@ -452,11 +452,12 @@ impl Tasks {
             }
             // The hub acks on the task's behalf, as the session's owner.
             let owner = hub.info(&token).ok().and_then(|i| i.session.owner);
-            let acked = match hub.ack(&token, &reply.wait_id, &reply.reply_id, owner.as_ref()) {
-                Ok(unflushed) => unflushed.flushed(hub).await,
-                Err(e) => Err(e),
+            let acked = async {
+                hub.ack(&token, &reply.wait_id, &reply.reply_id, owner.as_ref())?
+                    .flushed(hub)
+                    .await
             };
-            match acked {
+            match acked.await {
                 Ok(()) => {
                     tracing::info!(task = %id, reply = %reply.reply_id, "acked a task's reply after a restart")
                 }

@@ -484,11 +484,8 @@ impl TelegramChannel {
         token: &Token,
         reply: PersonReply,
     ) {
-        let result = match hub.reply_with(token, reply) {
-            Ok(r) => r.flushed(hub).await,
-            Err(e) => Err(e),
-        };
-        match result {
+        let result = async { hub.reply_with(token, reply)?.flushed(hub).await };
+        match result.await {
             Ok((reply, queued)) => {
                 tracing::info!(token = %token, reply = %reply, queued, via = "telegram", "reply recorded");
                 if queued {

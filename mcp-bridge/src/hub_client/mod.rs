@@ -9,9 +9,9 @@ mod network;
 use std::{sync::Arc, time::Duration};
 
 use holdline_contract::{
-    AckRequest, CancelRequest, Done, HubAnswer, HubApi, HubError, InitAnswer, InitRequest,
-    MergeAnswer, MergeRequest, PollAnswer, PollRequest, RegisterAnswer, RegisterRequest,
-    SelectAnswer, SelectRequest, SessionHead, routes,
+    AckRequest, CALL_LIMIT, CancelRequest, Done, HubAnswer, HubApi, HubError, InitAnswer,
+    InitRequest, MergeAnswer, MergeRequest, PollAnswer, PollRequest, RegisterAnswer,
+    RegisterRequest, SelectAnswer, SelectRequest, SessionHead, call_limit, routes,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -19,8 +19,6 @@ use crate::config::Config;
 use network::Network;
 pub use network::loopback_addr;
 
-/// How long a plain request may take; polls add their own hold time on top.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// The largest hub answer read: a poll carrying a reply with images (the hub
 /// takes replies up to 10 MiB) fits with room; a broken or hostile hub cannot
 /// make the bridge hold more.
@@ -61,11 +59,11 @@ impl HubApi for HubClient {
     }
 
     fn init(&self, request: InitRequest) -> HubAnswer<'_, InitAnswer> {
-        Box::pin(async move { self.post(routes::INIT, &request, REQUEST_TIMEOUT).await })
+        Box::pin(async move { self.post(routes::INIT, &request, CALL_LIMIT).await })
     }
 
     fn select(&self, request: SelectRequest) -> HubAnswer<'_, SelectAnswer> {
-        Box::pin(async move { self.post(routes::SELECT, &request, REQUEST_TIMEOUT).await })
+        Box::pin(async move { self.post(routes::SELECT, &request, CALL_LIMIT).await })
     }
 
     fn register(
@@ -73,20 +71,20 @@ impl HubApi for HubClient {
         request: RegisterRequest,
         within: Option<Duration>,
     ) -> HubAnswer<'_, RegisterAnswer> {
-        let timeout = within.map_or(REQUEST_TIMEOUT, |w| w.min(REQUEST_TIMEOUT));
+        let timeout = call_limit(CALL_LIMIT, within);
         Box::pin(async move { self.post(routes::REGISTER, &request, timeout).await })
     }
 
     /// A hub that trickles its answer cannot keep the caller past `within`.
     fn poll(&self, request: PollRequest, within: Option<Duration>) -> HubAnswer<'_, PollAnswer> {
         let hold = Duration::from_millis(request.timeout_ms.unwrap_or_default());
-        let timeout = within.map_or(hold + REQUEST_TIMEOUT, |w| w.min(hold + REQUEST_TIMEOUT));
+        let timeout = call_limit(hold + CALL_LIMIT, within);
         Box::pin(async move { self.post(routes::POLL, &request, timeout).await })
     }
 
     fn ack(&self, request: AckRequest) -> HubAnswer<'_, ()> {
         Box::pin(async move {
-            self.post::<_, Done>(routes::ACK, &request, REQUEST_TIMEOUT)
+            self.post::<_, Done>(routes::ACK, &request, CALL_LIMIT)
                 .await
                 .map(drop)
         })
@@ -94,21 +92,21 @@ impl HubApi for HubClient {
 
     fn cancel(&self, request: CancelRequest) -> HubAnswer<'_, ()> {
         Box::pin(async move {
-            self.post::<_, Done>(routes::CANCEL, &request, REQUEST_TIMEOUT)
+            self.post::<_, Done>(routes::CANCEL, &request, CALL_LIMIT)
                 .await
                 .map(drop)
         })
     }
 
     fn merge(&self, request: MergeRequest) -> HubAnswer<'_, MergeAnswer> {
-        Box::pin(async move { self.post(routes::MERGE, &request, REQUEST_TIMEOUT).await })
+        Box::pin(async move { self.post(routes::MERGE, &request, CALL_LIMIT).await })
     }
 
     fn session(&self, token: &str) -> HubAnswer<'_, SessionHead> {
         let path = routes::session_head(token);
         Box::pin(async move {
             self.network
-                .send(reqwest::Method::GET, &path, None, REQUEST_TIMEOUT)
+                .send(reqwest::Method::GET, &path, None, CALL_LIMIT)
                 .await
         })
     }
