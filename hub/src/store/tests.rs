@@ -19,7 +19,7 @@ fn msg(i: u64) -> Message {
 #[test]
 fn messages_page_backwards_and_queue_keeps_order() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let mut w = Write::new();
     w.session(&s);
@@ -79,7 +79,7 @@ fn assert_history(store: &Store, token: &Token, want: &[Message]) {
 #[test]
 fn histories_are_stored_in_chunks_and_read_back_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let (a, b) = (Token::generate(), Token::generate());
     let mut written: HashMap<Token, Vec<Message>> = HashMap::new();
     let mut append = |w: &mut Write, t: &Token, m: Message| {
@@ -124,7 +124,8 @@ fn histories_are_stored_in_chunks_and_read_back_whole() {
     assert_history(&reopen(dir.path()).unwrap(), &a, &written[&a]);
 }
 
-/// Opens `dir` again after a drop (sled lets go of its lock shortly after).
+/// Opens `dir`, waiting out the lock sled lets go of shortly after a drop (a store the
+/// test just wrote, or one it reopens).
 pub(crate) fn reopen(dir: &Path) -> Result<Store, StoreError> {
     let mut reopened = Store::open(dir, 1 << 20);
     for _ in 0..50 {
@@ -140,7 +141,7 @@ pub(crate) fn reopen(dir: &Path) -> Result<Store, StoreError> {
 #[test]
 fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let mut w = Write::new();
     w.session(&s)
@@ -181,7 +182,7 @@ fn a_write_cut_short_by_a_crash_is_finished_at_the_next_open() {
 #[test]
 fn a_damaged_journal_record_is_reported_not_skipped() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     store
         .t()
         .unwrap()
@@ -455,7 +456,7 @@ fn a_version_1_store_with_a_damaged_session_is_refused_and_kept() {
 #[test]
 fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     match Store::open(dir.path(), 1 << 20) {
         Err(StoreError::Locked { .. }) => {}
         Err(e) => panic!("unexpected error {e}"),
@@ -480,7 +481,7 @@ fn second_open_reports_the_lock_and_wrong_schema_is_refused() {
 fn a_queued_reply_goes_after_the_queue_whatever_sleds_id_counter_says() {
     // A restored store's id counter starts again below the ids it holds.
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let early = QueuedReply::new("early".into(), vec![], false);
     store
@@ -510,7 +511,7 @@ fn a_queued_reply_goes_after_the_queue_whatever_sleds_id_counter_says() {
 #[test]
 fn the_manifest_counts_sessions_and_replies_and_a_missing_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let r = QueuedReply::new("r".into(), vec![], false);
     let mut w = Write::new();
@@ -544,7 +545,7 @@ fn the_manifest_counts_sessions_and_replies_and_a_missing_one_is_refused() {
 #[test]
 fn a_store_behind_its_witness_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let mut w = Write::new();
     w.session(&s);
@@ -578,7 +579,7 @@ fn a_panic_while_opening_is_caught_quietly() {
 #[test]
 fn a_reopened_store_has_what_was_flushed_and_takes_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let mut w = Write::new();
     w.session(&s).message(&s.token, 0, msg(0));
@@ -608,7 +609,7 @@ fn an_upgrade_is_backed_up_first_and_the_backup_verifies() {
         &[],
         &[(&s.token, vec![msg(0), msg(1)])],
     );
-    let store = Store::open(&dir, 1 << 20).unwrap();
+    let store = reopen(&dir).unwrap();
     assert_history(&store, &s.token, &[msg(0), msg(1)]);
     let backups: Vec<_> = std::fs::read_dir(backups_dir(home.path()))
         .unwrap()
@@ -638,7 +639,7 @@ fn an_upgrade_is_backed_up_first_and_the_backup_verifies() {
 #[test]
 fn a_torn_witness_is_not_trusted_and_a_whole_one_is_rewritten_in_place() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let store = reopen(dir.path()).unwrap();
     let s = Session::new(Token::generate(), "t", "/w", "h", "hub");
     let mut w = Write::new();
     w.session(&s);
