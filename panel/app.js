@@ -18,6 +18,10 @@ import { initActions } from './actions.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
 import { initKeys } from './keys.js';
+import { initChoices, drawChoices } from './choices.js';
+import { whereTag, onChosenMachine, drawMachineFilter } from './machine.js';
+import { drawWaitingPill } from './pill.js';
+import { drawStrandedNote } from './stranded.js';
 
 const CLOSED = new Set(['merged', 'archived']);
 const PAGE = 50;
@@ -242,6 +246,7 @@ function wireStatic() {
   initActions({ detail: () => state.detail, applySession, select, refreshList, title });
   // The person's own reply is followed to the bottom, even when they had scrolled up.
   composer.initComposer({ sent: (tok) => { if (tok === state.current) loadDetail(tok, { follow: true }); } });
+  initChoices({ send: composer.sendChoices, edit: composer.putInBox });
 }
 
 function drawToolbar() {
@@ -368,7 +373,9 @@ function listOrder() {
 
 function drawList() {
   const ul = $('#session-list');
-  const sessions = listOrder();
+  const listed = listOrder();
+  drawMachineFilter($('#machine-filter'), listed, drawList);
+  const sessions = onChosenMachine(listed);
   ul.replaceChildren(...sessions.map((s) => sessionItem(s, {
     selected: s.token === state.current, isNew: isNew(s), q: state.q, hit: searchHit(s.token), title: title(s), onSelect: select,
   })));
@@ -441,6 +448,7 @@ function drawWaitingCount() {
   el.textContent = String(n);
   el.title = t('nextWaiting');
   el.setAttribute('aria-label', `${n} ${t('status.waiting')} — ${t('nextWaiting')}`);
+  drawWaitingPill([...state.known.values()].filter(belongsInView), state.current, nextWaiting);
 }
 
 function tick() {
@@ -612,6 +620,7 @@ function drawHeader() {
   if (r.nextStep) bits.push(t('nextStep', { step: r.nextStep }));
   if (d.queuedReplies > 0) bits.push(t('queuedN', { n: d.queuedReplies }));
   $('#conv-progress').textContent = bits.join(' · ');
+  $('#conv-where').replaceChildren(whereTag(d, 'header-where') ?? '');
   drawKeepAlive(d);
   const closed = CLOSED.has(d.status);
   // A mirror is another hub's session seen through MongoDB: this hub answers 403 to any change.
@@ -626,6 +635,7 @@ function drawHeader() {
   $('#rename').disabled = d.status === 'merged' || mirror;
   drawMirrorNotice(d);
   drawOwnerNotice(d);
+  drawStrandedNote(d);
 }
 
 function drawKeepAlive(d, now = Date.now()) {
@@ -674,6 +684,7 @@ function drawDetail() {
   drawHeader();
   $('#load-older').hidden = d.nextBefore === null || d.nextBefore === undefined;
   renderMessages($('#message-list'), d, d.messages);
+  drawChoices($('#message-list'), d, d.messages);
   composer.showSession(d.token, CLOSED.has(d.status), !!d.mirror);
 }
 

@@ -11,6 +11,7 @@ import { api } from './api.js';
 import { $, h, toast, runDialog } from './ui.js';
 import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
 import { queuedReplyIds, deliveryState, questionOnScreen } from './conversation.js';
+import { strandedKey } from './stranded.js';
 
 /** The hub's body cap for /api/reply. */
 export const REPLY_LIMIT = 10 * 1024 * 1024;
@@ -31,6 +32,10 @@ const lastSent = new Map();
  * again, each with the question it answers (`inReplyTo`, or null).
  */
 const pending = new Map();
+/** The options picked with a reply that waits for the hub, per token (sent with it by flushPending). */
+const pendingChoices = new Map();
+/** The revoked key the session on screen belongs to (null: none): a reply waits for it, never "delivered". */
+let stranded = null;
 let flushing = false;
 let onSent = () => {};
 
@@ -107,6 +112,7 @@ export function showSession(tok, isClosed, isMirror = false) {
   const box = input();
   if (token !== tok) {
     token = tok;
+    stranded = null;
     box.value = loadDraft(tok);
     hideStale();
   }
@@ -126,6 +132,7 @@ export function showSession(tok, isClosed, isMirror = false) {
  */
 export function sessionChanged(session) {
   if (session.token !== token) return;
+  stranded = strandedKey(session);
   const sent = lastSent.get(token);
   const messages = session.messages || [];
   if (sent && sent.replyId && messages.some((m) => m.replyId === sent.replyId)) {
@@ -150,6 +157,7 @@ function drawStatus(session) {
   }
   el.dataset.state = sent.state;
   el.textContent = sent.state === 'sending' ? t('sending')
+    : stranded !== null && sent.state !== 'pending' ? t('replyHeldForKey', { key: stranded })
     : sent.state === 'pending' ? t('replyPending')
       : sent.state === 'queued' ? t('replyQueued')
         : sent.state === 'delivered' ? t('replyDelivered')
@@ -215,8 +223,9 @@ function drawAttachments() {
  * Sends one reply; `inReplyTo` is the `seq` of the question it answers (null:
  * whatever the agent asks when it arrives).
  */
-async function deliver(tok, text, images, inReplyTo) {
+async function deliver(tok, text, images, inReplyTo, choices = []) {
   const reply = { token: tok, text, images: images.map(({ mimeType, data }) => ({ mimeType, data })) };
+  if (choices.length) reply.choices = choices;
   if (inReplyTo !== null && inReplyTo !== undefined) reply.inReplyTo = inReplyTo;
   const body = JSON.stringify(reply);
   if (body.length > REPLY_LIMIT) {
@@ -228,6 +237,7 @@ async function deliver(tok, text, images, inReplyTo) {
   try {
     const res = await api.reply(body);
     pending.delete(tok);
+    pendingChoices.delete(tok);
     lastSent.set(tok, { replyId: res.replyId, state: res.queued ? 'queued' : 'sent' });
     if (tok === token) drawStatus(null);
     onSent(tok);
@@ -236,12 +246,13 @@ async function deliver(tok, text, images, inReplyTo) {
     if (hubAway(e)) {
       // Kept as the draft (and images) and sent when the hub is back: see flushPending.
       pending.set(tok, inReplyTo ?? null);
+      if (choices.length) pendingChoices.set(tok, choices);
       lastSent.set(tok, { state: 'pending' });
       if (tok === token) drawStatus(null);
       return null;
     }
     lastSent.delete(tok);
-    if (e.code === 'STALE_QUESTION') pending.delete(tok);
+    if (e.code === 'STALE_QUESTION') { pending.delete(tok); pendingChoices.delete(tok); }
     if (tok !== token) return null;
     drawStatus(null);
     if (e.code === 'STALE_QUESTION') showStale(tok, e.currentQuestion);
@@ -265,12 +276,13 @@ export async function flushPending() {
     for (const [tok, inReplyTo] of [...pending]) {
       const text = tok === token ? input().value : loadDraft(tok);
       const images = attachments.get(tok) || [];
-      if (!text.trim() && images.length === 0) {
+      const choices = pendingChoices.get(tok) || [];
+      if (!text.trim() && images.length === 0 && choices.length === 0) {
         pending.delete(tok);
         lastSent.delete(tok);
         continue;
       }
-      const res = await sendFor(tok, text, images, inReplyTo);
+      const res = await sendFor(tok, text, images, inReplyTo, choices);
       if (!res && pending.has(tok)) break; // still away: the next reconnect tries again
     }
   } finally {
@@ -296,12 +308,27 @@ export async function send() {
   }
 }
 
-/** Sends `text` and `images` for session `tok`; empties its box and draft once the hub has them. */
-async function sendFor(tok, text, images, inReplyTo) {
+/**
+ * Sends the options `choices` (indexes) picked for the question `inReplyTo`
+ * with the box's text and images, if any; answers the hub's reply (null: not sent).
+ */
+export async function sendChoices(choices, inReplyTo) {
+  if (!token || closed || !choices.length) return null;
+  hideStale();
+  return sendFor(token, input().value, attachments.get(token) || [], inReplyTo, choices);
+}
+
+/** Puts `text` in the reply box (after what is there) to be edited and sent. */
+export function putInBox(text) {
+  insertTemplate(text);
+}
+
+/** Sends `text` and `images` (and picked `choices`) for session `tok`; empties its box and draft once the hub has them. */
+async function sendFor(tok, text, images, inReplyTo, choices = []) {
   // Forget the draft before the hub answers: the agent may have the reply
   // (and the person may reload) before this page hears back. Put it back on failure.
   saveDraft(tok, '');
-  const res = await deliver(tok, text, images, inReplyTo);
+  const res = await deliver(tok, text, images, inReplyTo, choices);
   if (res) {
     attachments.delete(tok);
     if (token === tok && input().value === text) {

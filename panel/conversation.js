@@ -6,6 +6,7 @@ import { h, icon } from './ui.js';
 import { t, clock, bytes } from './i18n.js';
 import { renderInto } from './markdown.js';
 import { copyText } from './export.js';
+import { pickedNote } from './choices.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
 const cache = new Map();
@@ -77,7 +78,7 @@ function buildMessage(m) {
     class: `msg ${role}${m.auto ? ' auto' : ''}`,
     testid: 'message',
     dataset: { role, seq: String(m.seq ?? '') },
-  }, meta, content, note, gallery);
+  }, meta, pickedNote(m.choices), content, note, gallery);
 }
 
 /**

@@ -6,6 +6,7 @@ import { t, duration, ago } from './i18n.js';
 import { h, withMarks } from './ui.js';
 import { plainText } from './markdown.js';
 import { keepAliveTag } from './keepalive.js';
+import { whereTag } from './machine.js';
 
 /**
  * The list item of session `s`. `view`: `selected`, `isNew`, `q` (the search),
@@ -35,7 +36,7 @@ export function sessionItem(s, view) {
       keepAliveTag(s),
       s.owner?.revoked ? h('span', { class: 'tag revoked', testid: 'session-key-revoked', title: t('keyRevokedNotice', { key: s.owner.key }) }, t('keyRevokedTag', { key: s.owner.key })) : null,
       s.mirror ? h('span', { class: 'tag mirror', testid: 'session-mirror', title: t('mirrorTagTitle', { hub: s.hub || '?' }) }, t('mirrorTag', { hub: s.hub || '?' })) : null,
-      h('span', { class: 'host' }, s.hostIp || ''),
+      whereTag(s),
     ),
     pct !== null || review.nextStep
       ? h('div', { class: 'progress-row', testid: 'session-progress' },

@@ -1,7 +1,9 @@
 // a11y.test.mjs — axe-core (from npm, run offline in the page) finds no
 // violation on the login screen, the session list, a conversation, the
 // keep-alive settings, the quick-reply editor, the info/export dialog and the
-// agent keys (desktop; a phone has no room for them): light and dark, desktop and phone.
+// agent keys (desktop; a phone has no room for them), the list's machine filter, a
+// question's option buttons (single and multi-select, with the phone's "N waiting ›"
+// pill) and a revoked key's session: light and dark, desktop and phone.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,16 +14,26 @@ const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 let hub;
 let agent;
+let multi;
+let stranded;
 
 before(async () => {
   hub = await startHub();
-  const quiet = await newAgent(hub, 'Docs: README quick start', { hostIp: '192.168.1.20' });
+  const quiet = await newAgent(hub, 'Docs: README quick start', { hostIp: '192.168.1.20', hostName: 'laptop' });
   await quiet.wait('README updated. Anything else?');
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, commit it.' });
   await quiet.reply();
-  agent = await newAgent(hub, 'Fix flaky CI', { hostIp: '192.168.1.31' });
+  agent = await newAgent(hub, 'Fix flaky CI', { hostIp: '192.168.1.31', hostName: 'buildbox' });
   await agent.wait('## Done\nThe retry loop in `ci.yml` now waits.\n\n```yaml\nrun: pg_isready\n```\n\n> Go ahead?',
-    { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
+    { completionPct: 80, nextStep: 'remove the sleep from Makefile', options: [{ label: 'Go ahead', description: 'and drop the sleep' }, { label: 'Stop' }] });
+  multi = await newAgent(hub, 'CI matrix', { hostIp: '192.168.1.20', hostName: 'laptop', workspace: '/home/dev/ci' });
+  await multi.wait('Which jobs should run on every push?', { multiSelect: true, options: [{ label: 'lint' }, { label: 'unit' }, { label: 'e2e' }] });
+  const gpu = (await hub.api('POST', '/api/keys', { name: 'gpu-box' })).key;
+  const fp = { cursorTitle: 'Training run', workspace: '/data/train', hostIp: '192.168.1.70' };
+  const call = (path, body) => fetch(hub.base + path, { method: 'POST', headers: { authorization: `Bearer ${gpu}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+  stranded = (await call('/api/init', fp)).token;
+  await call('/api/wait/register', { ...fp, token: stranded, message: 'Go on to epoch 50?', requestId: 'gpu-1' });
+  await hub.api('DELETE', '/api/keys/gpu-box');
   await hub.api('POST', '/api/session/config', { token: agent.token, timedReplyEnabled: true, timedReplyIntervalMs: 3_600_000 });
   await hub.api('POST', '/api/keys', { name: 'laptop' });
 });
@@ -63,6 +75,8 @@ for (const scheme of ['light', 'dark']) {
         await check('list');
         await selectSession(page, agent.token);
         await page.getByTestId('message').first().waitFor();
+        await page.getByTestId('choices').waitFor();
+        if (layout === 'phone') await page.getByTestId('waiting-pill').waitFor();
         await check('conversation');
         if (layout === 'phone') {
           await page.getByTestId('conv-menu').click(); // the actions sit behind ⋯ on a phone
@@ -87,6 +101,17 @@ for (const scheme of ['light', 'dark']) {
           await check('agent keys');
           await page.keyboard.press('Escape');
         }
+        if (layout === 'phone') await page.getByTestId('back').click();
+        await selectSession(page, multi.token);
+        await page.getByTestId('choice').first().click();
+        await page.getByTestId('choices-send').waitFor();
+        await check('multi-select question');
+        if (layout === 'phone') await page.getByTestId('back').click();
+        else await page.getByTestId('machine-filter').waitFor();
+        await check('list with machines');
+        await selectSession(page, stranded);
+        await page.getByTestId('stranded-note').waitFor();
+        await check('revoked key');
       } finally {
         await b.close();
       }

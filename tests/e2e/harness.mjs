@@ -119,9 +119,13 @@ export async function startHub({ config = '' } = {}) {
   return hub;
 }
 
-/** An IDE agent bound to `{workspace}::{title}@{hostIp}` that talks to `hub` as the bridge would. */
-export async function newAgent(hub, title, { workspace = '/home/dev/project', hostIp = '127.0.0.1' } = {}) {
-  const init = await hub.api('POST', '/api/init', { cursorTitle: title, workspace, hostIp, newPlan: true });
+/**
+ * An IDE agent bound to `{workspace}::{title}@{hostIp}` that talks to `hub` as the bridge would
+ * (`hostName`: the host's name its bridge reports, sent only when given).
+ */
+export async function newAgent(hub, title, { workspace = '/home/dev/project', hostIp = '127.0.0.1', hostName } = {}) {
+  const host = hostName ? { hostName } : {};
+  const init = await hub.api('POST', '/api/init', { cursorTitle: title, workspace, hostIp, ...host, newPlan: true });
   const agent = {
     token: init.token,
     title,
@@ -131,7 +135,7 @@ export async function newAgent(hub, title, { workspace = '/home/dev/project', ho
     /** Records `message` and opens a wait. */
     async wait(message, extra = {}) {
       const r = await hub.api('POST', '/api/wait/register', {
-        token: agent.token, message, cursorTitle: title, workspace, hostIp, requestId: randomUUID(), ...extra,
+        token: agent.token, message, cursorTitle: title, workspace, hostIp, ...host, requestId: randomUUID(), ...extra,
       });
       agent.waitId = r.waitId;
       return r;

@@ -1,7 +1,8 @@
 // screenshots.test.mjs — takes the docs' screenshots (into target/screenshots/, or
 // docs/screenshots/ with scripts/test-e2e.sh --update-screenshots): the panel with a
-// few realistic sessions at desktop size (light and dark) and on a phone,
-// checking each view for sideways scrolling on the way.
+// few realistic sessions on three machines at desktop size (light and dark: the list
+// with its machine filter, a question with options) and on a phone (the conversation
+// with its "N waiting ›" pill), checking each view for sideways scrolling on the way.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,16 +26,16 @@ function failureChart() {
 
 before(async () => {
   hub = await startHub();
-  const quiet = await newAgent(hub, 'Docs: README quick start', { workspace: '/home/dev/holdline' });
+  const quiet = await newAgent(hub, 'Docs: README quick start', { workspace: '/home/dev/holdline', hostName: 'laptop' });
   await quiet.wait('README updated with the quick start. Anything else?');
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, thanks. Commit it.' });
   await quiet.reply();
 
-  const zh = await newAgent(hub, '重构登录模块', { workspace: '/home/dev/webapp', hostIp: '192.168.1.20' });
+  const zh = await newAgent(hub, '重构登录模块', { workspace: '/home/dev/webapp', hostIp: '192.168.1.20', hostName: 'ana-mac' });
   await zh.wait('我已经把 `auth.ts` 拆成了三个文件：\n\n1. `session.ts` — 会话与 cookie\n2. `password.ts` — 哈希与校验\n3. `oauth.ts` — 第三方登录\n\n单元测试 **12 个全部通过**。下一步要提交吗？',
     { completionPct: 60, nextStep: '提交并更新 CHANGELOG' });
 
-  main = await newAgent(hub, 'Fix flaky CI', { workspace: '/home/dev/service', hostIp: '192.168.1.31' });
+  main = await newAgent(hub, 'Fix flaky CI', { workspace: '/home/dev/service', hostIp: '192.168.1.31', hostName: 'buildbox' });
   await main.wait('The flaky test was `db::pool::reconnects`: it raced the container start.');
   await hub.api('POST', '/api/reply', {
     token: main.token,
@@ -57,8 +58,16 @@ before(async () => {
     '- 50 CI runs in a row: **all green**',
     '- p95 job time: 4m12s → 3m58s',
     '',
-    '> Next I would drop the `sleep 10` from `Makefile` too. Go ahead?',
-  ].join('\n'), { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
+    '> Next I would drop the `sleep 10` from `Makefile` too. How should I go on?',
+  ].join('\n'), {
+    completionPct: 80,
+    nextStep: 'remove the sleep from Makefile',
+    options: [
+      { label: 'Drop the sleep too', description: 'same fix in Makefile, then 50 more runs' },
+      { label: 'Commit as it is', description: 'leave the Makefile for later' },
+      { label: 'Stop and explain' },
+    ],
+  });
 });
 
 after(async () => { if (hub) await hub.stop(); });
@@ -70,8 +79,11 @@ async function shoot(name, options, phone = false) {
     await openPanel(page, hub);
     await item(page, main.token).waitFor();
     assert.equal(await hasHorizontalScroll(page), false, `${name}: list`);
+    if (!phone) await page.getByTestId('machine-filter').waitFor();
     await selectSession(page, main.token);
-    await page.getByTestId('reply-input').fill(phone ? 'Yes, go ahead.' : 'Yes, go ahead — and bump the cache key while you are there.');
+    await page.getByTestId('choices').waitFor();
+    if (phone) await page.getByTestId('waiting-pill').waitFor();
+    await page.getByTestId('reply-input').fill(phone ? 'Also bump the cache key.' : 'Also bump the cache key while you are there.');
     await page.evaluate(() => document.activeElement?.blur());
     await page.waitForTimeout(200);
     assert.equal(await hasHorizontalScroll(page), false, `${name}: conversation`);

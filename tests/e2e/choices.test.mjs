@@ -1,0 +1,132 @@
+// choices.test.mjs — a question with options in the panel: its options are
+// buttons under it; one click (or a digit key) sends the pick and the agent's
+// poll gets `choices`; multi-select toggles and sends with Send; Alt-click puts
+// a label in the box instead; the buttons are gone once answered and the
+// person's message says what was picked; a 400 from the hub is shown as its message.
+
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHub, newAgent, openPanel, selectSession, browsersPerTest } from './harness.mjs';
+
+let hub;
+before(async () => { hub = await startHub(); });
+after(async () => { if (hub) await hub.stop(); });
+const browser = browsersPerTest(afterEach);
+
+const DATABASES = [
+  { label: 'Postgres', description: 'A server; what production runs' },
+  { label: 'SQLite', description: 'One file, no server' },
+  { label: 'Keep both' },
+];
+
+/** An agent waiting on `question` with `options`, and the panel open on it. */
+async function askInPanel(title, question, extra) {
+  const agent = await newAgent(hub, title);
+  await agent.wait(question, extra);
+  const b = await browser();
+  await openPanel(b.page, hub);
+  await selectSession(b.page, agent.token);
+  await b.page.getByTestId('choices').waitFor();
+  return { agent, page: b.page };
+}
+
+test('choices: the options show as buttons; one click sends the pick (with the box text) and they are gone', async () => {
+  const { agent, page } = await askInPanel('Pick a database', 'Postgres or SQLite?', { options: DATABASES });
+  const buttons = page.getByTestId('choice');
+  assert.equal(await buttons.count(), 3);
+  assert.equal(await buttons.nth(0).locator('.choice-label').textContent(), 'Postgres');
+  assert.equal(await buttons.nth(0).locator('.choice-desc').textContent(), 'A server; what production runs');
+  assert.equal(await buttons.nth(2).locator('.choice-desc').count(), 0, 'no description, no second line');
+  // Under the question itself.
+  const question = page.getByTestId('message').filter({ hasText: 'Postgres or SQLite?' });
+  assert.equal(await question.getByTestId('choices').count(), 1);
+
+  const sent = [];
+  page.on('request', (r) => { if (r.url().endsWith('/api/reply')) sent.push(JSON.parse(r.postData())); });
+  await page.getByTestId('reply-input').fill('it is a small tool');
+  await buttons.nth(1).click();
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 1, label: 'SQLite' }]);
+  assert.match(reply.text, /it is a small tool/);
+  assert.deepEqual(sent.map((b) => [b.choices, b.inReplyTo]), [[[1], 0]], 'one request naming the question');
+
+  await page.getByTestId('choices').waitFor({ state: 'detached' });
+  const picked = page.getByTestId('message').filter({ has: page.getByTestId('picked') });
+  assert.equal(await picked.getByTestId('picked').textContent(), 'Chose: SQLite');
+  assert.equal(await picked.getAttribute('data-role'), 'user');
+  assert.equal(await page.getByTestId('reply-input').inputValue(), '', 'the box text went with the pick');
+});
+
+test('choices: a digit key picks the option with that number when no text field has focus', async () => {
+  const { agent, page } = await askInPanel('Digit pick', 'Which branch?', { options: [{ label: 'main' }, { label: 'dev' }, { label: 'release' }] });
+  // Typing a digit in the box is just typing.
+  await page.getByTestId('reply-input').fill('');
+  await page.getByTestId('reply-input').press('2');
+  assert.equal(await page.getByTestId('reply-input').inputValue(), '2');
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0);
+  await page.getByTestId('reply-input').fill('');
+  // Out of range: nothing happens.
+  await page.getByTestId('messages').focus();
+  await page.keyboard.press('7');
+  await page.keyboard.press('3');
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 2, label: 'release' }]);
+  await page.getByTestId('choices').waitFor({ state: 'detached' });
+  await page.getByTestId('picked').filter({ hasText: 'Chose: release' }).waitFor();
+});
+
+test('choices: multi-select toggles (click and digit) and sends the picks in option order with Send', async () => {
+  const options = [{ label: 'lint' }, { label: 'unit tests' }, { label: 'e2e tests' }, { label: 'benchmarks' }];
+  const { agent, page } = await askInPanel('Multi pick', 'What should CI run?', { options, multiSelect: true });
+  const button = (i) => page.getByTestId('choice').nth(i);
+  const pressed = async () => Promise.all([0, 1, 2, 3].map(async (i) => (await button(i).getAttribute('aria-pressed')) === 'true'));
+  const send = page.getByTestId('choices-send');
+  assert.equal(await send.isDisabled(), true, 'nothing picked yet');
+  await button(3).click();
+  await button(0).click();
+  await button(0).click();
+  await page.getByTestId('messages').focus();
+  await page.keyboard.press('2');
+  assert.deepEqual(await pressed(), [false, true, false, true]);
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0, 'toggling sends nothing');
+  await send.click();
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 1, label: 'unit tests' }, { index: 3, label: 'benchmarks' }]);
+  await page.getByTestId('picked').filter({ hasText: 'Chose: unit tests, benchmarks' }).waitFor();
+  assert.equal(await page.getByTestId('choices').count(), 0);
+});
+
+test('choices: Alt-click puts the label in the box to edit instead of sending', async () => {
+  const { agent, page } = await askInPanel('Edit a pick', 'Postgres or SQLite?', { options: DATABASES });
+  const box = page.getByTestId('reply-input');
+  await page.getByTestId('choice').nth(0).click({ modifiers: ['Alt'] });
+  assert.equal(await box.inputValue(), 'Postgres');
+  const s = await hub.api('GET', `/api/sessions/${agent.token}`);
+  assert.equal(s.queuedReplies, 0);
+  assert.equal(s.messages.filter((m) => m.role === 'user').length, 0, 'nothing sent');
+  assert.equal(await page.getByTestId('choices').count(), 1, 'the options stay');
+  await box.fill('Postgres, but version 16');
+  await box.press('Enter');
+  const reply = await agent.reply(10_000);
+  assert.equal(reply.text, 'Postgres, but version 16');
+  assert.equal(reply.choices, undefined, 'typed text picks nothing');
+  await page.getByTestId('choices').waitFor({ state: 'detached' });
+});
+
+test('choices: a pick the hub refuses (400) shows the hub\'s message and nothing is queued', async () => {
+  const { agent, page } = await askInPanel('Refused pick', 'Postgres or SQLite?', { options: DATABASES });
+  // The hub sees an index outside the options (as a panel out of step with the question would send).
+  await page.route('**/api/reply', async (route) => {
+    const body = JSON.parse(route.request().postData());
+    await route.continue({ postData: JSON.stringify({ ...body, choices: [7] }) });
+  });
+  await page.getByTestId('choice').nth(0).click();
+  const status = page.getByTestId('reply-status');
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-status"]').dataset.state === 'error');
+  const text = await status.textContent();
+  assert.match(text, /^Could not send: /);
+  assert.match(text, /7|range|option/i, `the hub's reason is shown: ${text}`);
+  const s = await hub.api('GET', `/api/sessions/${agent.token}`);
+  assert.equal(s.queuedReplies, 0);
+  assert.equal(await page.getByTestId('choice').nth(0).isEnabled(), true, 'the person can pick again');
+});
