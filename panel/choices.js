@@ -67,9 +67,16 @@ function choiceBar(question) {
     class: `choices${multi ? ' multi' : ''}`, testid: 'choices', role: 'group',
     'aria-label': multi ? t('choicesMultiLabel') : t('choicesLabel'),
   },
-  h('p', { class: 'choices-hint muted small' }, multi ? t('choicesMultiHint') : t('choicesHint')),
+  h('p', { class: 'choices-hint muted small' }, hint(multi)),
   h('div', { class: 'choice-list' }, buttons),
   multi ? h('button', { type: 'button', class: 'primary choices-send', testid: 'choices-send', onclick: () => sendPicks() }, t('choicesSend')) : null);
+}
+
+/** How to use the buttons: with keys and Alt-click on a computer, with taps and a long press on a touch screen. */
+function hint(multi) {
+  const touch = matchMedia('(pointer: coarse)').matches;
+  if (multi) return touch ? t('choicesMultiHintTouch') : t('choicesMultiHint');
+  return touch ? t('choicesHintTouch') : t('choicesHint');
 }
 
 function optionButton(opt, i, multi) {

@@ -221,6 +221,8 @@ const STRINGS = {
     strandedNote: 'A reply waits here until an agent reconnects with a key named “{key}”.',
     strandedHandOver: 'Or hand the session to another key (Settings → Belongs to)',
     replyHeldForKey: 'Held: the agent gets it once it reconnects with a key named “{key}”.',
+    choicesHintTouch: 'Tap an option to send it. Hold one to edit it first.',
+    choicesMultiHintTouch: 'Tap the options, then Send. Hold one to edit it first.',
   },
   zh: {
     appName: 'holdline',
@@ -441,6 +443,8 @@ const STRINGS = {
     strandedNote: '回复会在这里等待，直到 agent 用名为“{key}”的密钥重新连接。',
     strandedHandOver: '或把会话交给另一个密钥（设置 → 归属）',
     replyHeldForKey: '已保留：agent 用名为“{key}”的密钥重新连接后会收到。',
+    choicesHintTouch: '点选项即发送。长按可先编辑。',
+    choicesMultiHintTouch: '点选选项后点发送。长按可先编辑。',
   },
 };
 
