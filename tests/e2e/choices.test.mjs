@@ -1,7 +1,7 @@
 // choices.test.mjs — a question with options in the panel: its options are
 // buttons under it; one click (or a digit key) sends the pick and the agent's
 // poll gets `choices`; multi-select toggles and sends with Send; Alt-click puts
-// a label in the box instead; the buttons are gone once answered and the
+// a label in the box instead (a long press on a phone); the buttons are gone once answered and the
 // person's message says what was picked; a 400 from the hub is shown as its message.
 
 import { test, before, after, afterEach } from 'node:test';
@@ -111,6 +111,30 @@ test('choices: Alt-click puts the label in the box to edit instead of sending', 
   assert.equal(reply.text, 'Postgres, but version 16');
   assert.equal(reply.choices, undefined, 'typed text picks nothing');
   await page.getByTestId('choices').waitFor({ state: 'detached' });
+});
+
+test('choices: on a phone a long press puts the label in the box; a tap sends', async () => {
+  const agent = await newAgent(hub, 'Phone pick');
+  await agent.wait('Postgres or SQLite?', { options: DATABASES });
+  const { page, context } = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await openPanel(page, hub);
+  await selectSession(page, agent.token);
+  const option = page.getByTestId('choice').nth(1);
+  await option.waitFor();
+  const r = await option.boundingBox();
+  assert.ok(r.height >= 44, `a 44 px target: ${r.height}`);
+  // A finger held on the option for 700 ms.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [{ x: r.x + r.width / 2, y: r.y + r.height / 2 }] });
+  await page.waitForTimeout(700);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await page.waitForFunction(() => document.querySelector('[data-testid="reply-input"]').value === 'SQLite');
+  await page.waitForTimeout(300);
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0, 'a long press sends nothing');
+  await page.getByTestId('reply-input').fill('');
+  await page.getByTestId('choice').nth(0).tap();
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 0, label: 'Postgres' }]);
 });
 
 test('choices: a pick the hub refuses (400) shows the hub\'s message and nothing is queued', async () => {
