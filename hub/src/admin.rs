@@ -374,17 +374,23 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
     Ok(())
 }
 
-/// `reply TOKEN TEXT [--in-reply-to SEQ]`: as if typed in the panel; with a
-/// question named, the hub refuses it (and this fails, naming the current
-/// question) when the agent has asked something newer.
+/// `reply TOKEN [TEXT] [--choose N[,M]] [--in-reply-to SEQ]`: as if typed in the
+/// panel; `choose` numbers the question's options from 1, as people see them
+/// listed. With a question named, the hub refuses it (and this fails, naming
+/// the current question) when the agent has asked something newer.
 pub async fn reply(
     config: &Config,
     token: &str,
     text: &str,
+    choose: &[u32],
     in_reply_to: Option<u64>,
 ) -> Result<()> {
     let c = Client::new(config)?;
     let mut body = serde_json::json!({"token": token, "text": text});
+    if !choose.is_empty() {
+        let indexes: Vec<u32> = choose.iter().map(|n| n.saturating_sub(1)).collect();
+        body["choices"] = indexes.into();
+    }
     if let Some(seq) = in_reply_to {
         body["inReplyTo"] = seq.into();
     }
