@@ -353,7 +353,14 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
         )
         .await?;
     let now = crate::session::now_ms();
-    say!("{:<36} {:<9} {:>8}  TITLE", "TOKEN", "STATUS", "WAITED");
+    say!(
+        "{:<36} {:<9} {:>8}  {:<16} {:<16} TITLE",
+        "TOKEN",
+        "STATUS",
+        "WAITED",
+        "MACHINE",
+        "FOLDER"
+    );
     for s in list["sessions"].as_array().into_iter().flatten() {
         let waited = s["waitingSince"]
             .as_i64()
@@ -363,11 +370,19 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
             Some(d) if !d.is_empty() => d,
             _ => s["title"].as_str().unwrap_or(""),
         };
+        let workspace = s["workspace"].as_str().unwrap_or("");
+        let folder = workspace
+            .trim_end_matches(['/', '\\'])
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(workspace);
         say!(
-            "{:<36} {:<9} {:>8}  {}",
+            "{:<36} {:<9} {:>8}  {:<16} {:<16} {}",
             s["token"].as_str().unwrap_or(""),
             s["status"].as_str().unwrap_or(""),
             waited,
+            s["machine"].as_str().unwrap_or(""),
+            folder,
             title
         );
     }

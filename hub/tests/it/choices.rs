@@ -283,6 +283,21 @@ async fn where_an_agent_lives_is_its_keys_name_else_its_host_name_else_its_addre
     assert_eq!(again, named);
     let s = session(named).await;
     assert_eq!(s["hostName"], "laptop-7.lan", "{s}");
+    // The CLI's list says it too: machine and folder beside each session.
+    let home = hub.home.clone();
+    let out = tokio::task::spawn_blocking(move || realhub::run_cli(&home, &["sessions"]))
+        .await
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        listed.lines().next().unwrap().contains("MACHINE"),
+        "{listed}"
+    );
+    let keyed_line = listed.lines().find(|l| l.contains("keyed")).unwrap();
+    assert!(
+        keyed_line.contains("buildbox") && keyed_line.contains(" api "),
+        "{listed}"
+    );
     let (_, list) = call(&hub, Method::GET, "/api/sessions", &secret, None).await;
     assert!(
         list["sessions"]
