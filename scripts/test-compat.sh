@@ -15,9 +15,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-# The previous release: the last main before the contract crate (holdline-contract)
-# changed how the wire is written. Bump it at each release to the commit it was built from.
-PREVIOUS_RELEASE=31329742a69394e3d4ae4f15614700a4ad710c46
+# The previous release: the main that landed before this tree (the contract crate's).
+# Bump it at each release to the commit it was built from.
+PREVIOUS_RELEASE=b1de9297241ef0bb4eb406ee44366019a6495412
 
 if ! command -v node >/dev/null; then
   echo "test-compat: node is needed (Debian: apt-get install nodejs)" >&2

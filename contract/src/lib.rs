@@ -7,12 +7,14 @@
 //!
 //! Code map:
 //! - [`wire`]: the agent routes' request bodies and answers, [`Status`], [`WaitEnd`].
+//! - [`choices`]: the options a question offers and the person's pick, with their rules.
 //! - [`error`]: [`ErrorCode`], the error body every route answers, [`HubError`].
 //! - [`routes`]: paths, headers and body limits.
 //! - [`hub_api`]: [`HubApi`], the hub as the tools call it, whatever the transport.
 //! - [`local_hub`]: where the hub on this machine listens.
 //! - [`clients`]: the MCP clients holdline installs into, by name.
 
+pub mod choices;
 pub mod clients;
 pub mod error;
 pub mod hub_api;
@@ -20,6 +22,7 @@ pub mod local_hub;
 pub mod routes;
 pub mod wire;
 
+pub use choices::{Choice, ChoiceOption};
 pub use error::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail, HubError};
 pub use hub_api::{CALL_LIMIT, HubAnswer, HubApi, call_limit};
 pub use wire::*;

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::choices::{Choice, ChoiceOption};
+
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
@@ -122,6 +124,10 @@ pub struct InitRequest {
     pub cursor_title: String,
     pub workspace: String,
     pub host_ip: String,
+    /// The name of the agent's machine, as the bridge knows it: the panel says where the
+    /// agent lives. Data of the binding, never part of its key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<String>,
     /// Start a new session even when the chat has one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub new_plan: bool,
@@ -149,6 +155,9 @@ pub struct SelectRequest {
     pub cursor_title: String,
     pub workspace: String,
     pub host_ip: String,
+    /// As [`InitRequest::host_name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<String>,
 }
 
 /// `POST /api/select` answer.
@@ -174,6 +183,15 @@ pub struct RegisterRequest {
     pub completion_pct: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
+    /// Answers the person may pick with one tap ([`crate::choices::check_options`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<ChoiceOption>,
+    /// Whether the person may pick several of `options`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub multi_select: bool,
+    /// As [`InitRequest::host_name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<String>,
 }
 
 /// `POST /api/wait/register` answer.
@@ -210,6 +228,10 @@ pub struct Reply {
     pub auto: bool,
     #[serde(default)]
     pub at: Millis,
+    /// The options of the question the person picked, in option order (never on an
+    /// automatic reply).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
 }
 
 /// `POST /api/wait/poll` answer.
@@ -337,6 +359,7 @@ mod tests {
             cursor_title: "t".into(),
             workspace: "/w".into(),
             host_ip: "h".into(),
+            host_name: None,
             new_plan: false,
             plan_label: None,
             thread_id: None,

@@ -353,7 +353,14 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
         )
         .await?;
     let now = crate::session::now_ms();
-    say!("{:<36} {:<9} {:>8}  TITLE", "TOKEN", "STATUS", "WAITED");
+    say!(
+        "{:<36} {:<9} {:>8}  {:<16} {:<16} TITLE",
+        "TOKEN",
+        "STATUS",
+        "WAITED",
+        "MACHINE",
+        "FOLDER"
+    );
     for s in list["sessions"].as_array().into_iter().flatten() {
         let waited = s["waitingSince"]
             .as_i64()
@@ -363,28 +370,42 @@ pub async fn sessions(config: &Config, all: bool) -> Result<()> {
             Some(d) if !d.is_empty() => d,
             _ => s["title"].as_str().unwrap_or(""),
         };
+        let workspace = s["workspace"].as_str().unwrap_or("");
+        let folder = workspace
+            .trim_end_matches(['/', '\\'])
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(workspace);
         say!(
-            "{:<36} {:<9} {:>8}  {}",
+            "{:<36} {:<9} {:>8}  {:<16} {:<16} {}",
             s["token"].as_str().unwrap_or(""),
             s["status"].as_str().unwrap_or(""),
             waited,
+            s["machine"].as_str().unwrap_or(""),
+            folder,
             title
         );
     }
     Ok(())
 }
 
-/// `reply TOKEN TEXT [--in-reply-to SEQ]`: as if typed in the panel; with a
-/// question named, the hub refuses it (and this fails, naming the current
-/// question) when the agent has asked something newer.
+/// `reply TOKEN [TEXT] [--choose N[,M]] [--in-reply-to SEQ]`: as if typed in the
+/// panel; `choose` numbers the question's options from 1, as people see them
+/// listed. With a question named, the hub refuses it (and this fails, naming
+/// the current question) when the agent has asked something newer.
 pub async fn reply(
     config: &Config,
     token: &str,
     text: &str,
+    choose: &[u32],
     in_reply_to: Option<u64>,
 ) -> Result<()> {
     let c = Client::new(config)?;
     let mut body = serde_json::json!({"token": token, "text": text});
+    if !choose.is_empty() {
+        let indexes: Vec<u32> = choose.iter().map(|n| n.saturating_sub(1)).collect();
+        body["choices"] = indexes.into();
+    }
     if let Some(seq) = in_reply_to {
         body["inReplyTo"] = seq.into();
     }

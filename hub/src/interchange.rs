@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::BindingKey;
 use crate::session::{
-    BadImage, Image, KeepAlive, Message, Millis, Review, Role, Session, Status, Token, now_ms,
-    preview_of,
+    BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, Review, Role, Session,
+    Status, Token, now_ms, preview_of,
 };
 
 /// What the Node hub writes as `continueMode` (a setting nothing reads).
@@ -59,6 +59,9 @@ pub struct ExportSession {
     pub binding_key: Option<String>,
     #[serde(default)]
     pub host_ip: String,
+    /// The agent's machine name as its bridge reported it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host_name: String,
     #[serde(default)]
     pub hub: String,
     #[serde(default)]
@@ -123,6 +126,14 @@ pub struct ExportMessage {
     /// Where a reply was written, when not in the panel (`"telegram"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
+    /// The answers an agent's question offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<ChoiceOption>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub multi_select: bool,
+    /// The options a person's reply picked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
 }
 
 fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
@@ -144,6 +155,7 @@ impl ExportSession {
             auto_streak: s.auto_streak,
             binding_key: Some(s.binding_key.clone()),
             host_ip: s.host_ip.clone(),
+            host_name: s.host_name.clone(),
             hub: s.hub.clone(),
             binding_check_count: s.binding_check_count,
             continue_mode: Some(NODE_CONTINUE_MODE.to_owned()),
@@ -176,6 +188,9 @@ impl ExportSession {
                     images: m.images,
                     reply_id: m.reply_id,
                     via: m.via,
+                    options: m.options,
+                    multi_select: m.multi_select,
+                    choices: m.choices,
                 })
                 .collect(),
         }
@@ -218,6 +233,7 @@ impl ExportSession {
         );
         let defaults = KeepAlive::default();
         s.display_title = self.display_title;
+        s.note_host_name(Some(&self.host_name));
         s.status = status;
         s.created_at = self.created_at.unwrap_or_else(now_ms);
         s.last_active_at = self.last_active_at.unwrap_or(s.created_at);
@@ -282,6 +298,9 @@ impl ExportSession {
                 images: m.images,
                 reply_id: m.reply_id,
                 via: m.via,
+                options: m.options,
+                multi_select: m.multi_select,
+                choices: m.choices,
             });
         }
         if let Some(last) = messages.last() {

@@ -82,8 +82,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Reply {
             token,
             text,
+            choose,
             in_reply_to,
-        } => Ok(admin::reply(&config, &token, &text, in_reply_to).await?),
+        } => {
+            let text = text.unwrap_or_default();
+            Ok(admin::reply(&config, &token, &text, &choose, in_reply_to).await?)
+        }
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
         Command::Import { file } => Ok(admin::import(&config, &file).await?),
         Command::Backup => Ok(admin::backup(&config).await?),

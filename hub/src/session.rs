@@ -100,7 +100,7 @@ impl From<Token> for String {
     }
 }
 
-pub use holdline_contract::{Status, WaitEnd};
+pub use holdline_contract::{Choice, ChoiceOption, Status, WaitEnd};
 
 /// Who wrote a message.
 /// What the hub keeps in memory of every session, stored or not: what lists
@@ -205,6 +205,45 @@ pub struct Message {
     /// (`"telegram"`), for the panel to show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
+    /// An agent's question: the answers it offers for one tap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<ChoiceOption>,
+    /// An agent's question: whether several options may be picked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub multi_select: bool,
+    /// A person's reply: the options picked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
+}
+
+impl Message {
+    /// A message with only its role, words and time; the rest empty.
+    pub fn new(role: Role, content: String, at: Millis) -> Self {
+        Message {
+            role,
+            content,
+            at,
+            auto: false,
+            images: Vec::new(),
+            reply_id: None,
+            via: None,
+            options: Vec::new(),
+            multi_select: false,
+            choices: Vec::new(),
+        }
+    }
+
+    /// The history's record of a reply (the person's, or an automatic one).
+    pub fn of_reply(reply: &QueuedReply, via: Option<String>) -> Self {
+        Message {
+            auto: reply.auto,
+            images: reply.images.clone(),
+            reply_id: Some(reply.id.clone()),
+            via,
+            choices: reply.choices.clone(),
+            ..Message::new(Role::User, reply.text.clone(), reply.at)
+        }
+    }
 }
 
 /// A reply waiting to be delivered to the session's agent, oldest first.
@@ -217,6 +256,9 @@ pub struct QueuedReply {
     pub images: Vec<Image>,
     pub auto: bool,
     pub at: Millis,
+    /// The options of the question the person picked (never on an automatic reply).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
 }
 
 impl QueuedReply {
@@ -227,6 +269,7 @@ impl QueuedReply {
             images,
             auto,
             at: now_ms(),
+            choices: Vec::new(),
         }
     }
 }
@@ -317,6 +360,9 @@ impl Default for KeepAlive {
     }
 }
 
+/// Longest machine name kept from a bridge's report, in characters.
+pub const MAX_HOST_NAME: usize = 64;
+
 /// A conversation between one IDE chat's agent and a person: its metadata.
 /// Messages are stored apart (see `store`) and loaded on demand.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,6 +374,10 @@ pub struct Session {
     pub status: Status,
     pub workspace: String,
     pub host_ip: String,
+    /// The agent's machine as its bridge names it ("" when it did not say): where the
+    /// panel says the agent lives. Not part of the binding key.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host_name: String,
     pub binding_key: String,
     /// The hub (`host:port`) that owns the session.
     pub hub: String,
@@ -389,6 +439,7 @@ impl Session {
             status: Status::Holding,
             workspace: workspace.to_owned(),
             host_ip: host_ip.to_owned(),
+            host_name: String::new(),
             hub: hub.to_owned(),
             created_at: now,
             last_active_at: now,
@@ -419,6 +470,22 @@ impl Session {
         self.last_active_at = self.last_active_at.max(message.at);
         self.preview = preview_of(&message.content);
         seq
+    }
+
+    /// Keeps the machine name the agent's bridge reported (one line, at most
+    /// [`MAX_HOST_NAME`] characters); an absent or blank one changes nothing.
+    pub fn note_host_name(&mut self, reported: Option<&str>) {
+        let Some(name) = reported.map(str::trim).filter(|n| !n.is_empty()) else {
+            return;
+        };
+        let name: String = name
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(MAX_HOST_NAME)
+            .collect();
+        if !name.is_empty() {
+            self.host_name = name;
+        }
     }
 
     /// Ends the open wait, if any, remembering why for its late polls.

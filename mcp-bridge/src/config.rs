@@ -23,6 +23,9 @@ pub struct Config {
     pub home: PathBuf,
     /// This machine's identity in binding keys.
     pub host_ip: String,
+    /// This machine's name as the panel shows it (`HOLDLINE_HOST_NAME`, else the system's
+    /// host name): data of the binding, never its key.
+    pub host_name: Option<String>,
     /// `HOLDLINE_MAX_WAIT_SEC`: overrides the per-client wait limit (0: no limit).
     pub max_wait: MaxWait,
     /// `MCP_TOOL_TIMEOUT` (milliseconds; Claude Code's hard limit per tool call), when the
@@ -83,6 +86,7 @@ impl Config {
     pub fn tool_settings(&self) -> Settings {
         Settings {
             host_ip: self.host_ip.clone(),
+            host_name: self.host_name.clone(),
             max_wait: self.max_wait,
             tool_timeout: self.tool_timeout,
             poll_hold: self.poll_hold,
@@ -119,6 +123,7 @@ impl Config {
             (None, None) => SecretSource::File(home.join("secret")),
         };
         let host_ip = nonempty("HOLDLINE_HOST_ID").unwrap_or_else(primary_ipv4);
+        let host_name = nonempty("HOLDLINE_HOST_NAME").or_else(system_host_name);
         let max_wait = nonempty("HOLDLINE_MAX_WAIT_SEC")
             .and_then(|v| MaxWait::parse(&v))
             .unwrap_or_default();
@@ -142,12 +147,20 @@ impl Config {
             secret,
             home,
             host_ip,
+            host_name,
             max_wait,
             tool_timeout,
             hub_bin,
             autostart,
         }
     }
+}
+
+/// The system's host name, when it has a readable one.
+fn system_host_name() -> Option<String> {
+    let name = gethostname::gethostname().into_string().ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// Splits `HOLDLINE_HUB`: comma separated, order kept, `http://` added when no scheme is given.

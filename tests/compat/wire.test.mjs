@@ -297,3 +297,21 @@ for (const pair of PAIRS) {
     assert.match(textOf(archived), /archived/, textOf(archived));
   });
 }
+
+for (const pair of PAIRS) {
+  test(`${pair.name}: a wait offering options still waits and takes a typed reply`, { timeout: 60_000 }, async (t) => {
+    // An older side knows no options: the older hub ignores them, the older bridge's tool
+    // takes no such argument. Either way the question waits and a typed answer arrives.
+    const hub = await startHub(t, pair.hub);
+    const bridge = await startBridge(t, pair.mcp, hub, { secret: hub.secret });
+    const token = await initConversation(bridge, 'Compat options');
+    const waiting = bridge.callTool('wait_for_user_input', {
+      token, message: 'Postgres or SQLite?', options: [{ label: 'Postgres' }, { label: 'SQLite' }],
+    });
+    await hub.waitStatus(token, 'waiting');
+    await hub.reply(token, 'SQLite, compat-typed-51d0');
+    const r = await waiting.result;
+    assert.notEqual(r.isError, true, textOf(r));
+    assert.ok(textOf(r).startsWith('SQLite, compat-typed-51d0'), textOf(r));
+  });
+}

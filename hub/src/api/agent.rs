@@ -60,6 +60,7 @@ pub async fn init(
             new_plan: b.new_plan,
             plan_label: b.plan_label,
             thread_id: b.thread_id,
+            host_name: b.host_name,
             agent_key: caller.agent_key().cloned(),
         })?
         .flushed(&app.hub)
@@ -86,7 +87,11 @@ pub async fn select(
         host_ip: &host_ip,
         agent_key: caller.agent_key(),
     };
-    let status = app.hub.select(&t, &binding)?.flushed(&app.hub).await?;
+    let status = app
+        .hub
+        .select(&t, &binding, b.host_name.as_deref())?
+        .flushed(&app.hub)
+        .await?;
     Ok(SelectAnswer {
         token: t.to_string(),
         status,
@@ -111,6 +116,9 @@ pub async fn register(
             request_id: b.request_id,
             completion_pct: b.completion_pct,
             next_step: b.next_step,
+            options: b.options,
+            multi_select: b.multi_select,
+            host_name: b.host_name,
             agent_key: caller.agent_key().cloned(),
         })?
         .flushed(&app.hub)

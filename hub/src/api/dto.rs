@@ -23,6 +23,7 @@ impl From<QueuedReply> for Reply {
             images: r.images,
             auto: r.auto,
             at: r.at,
+            choices: r.choices,
         }
     }
 }
@@ -55,9 +56,14 @@ pub struct ConfigBody {
 #[serde(rename_all = "camelCase")]
 pub struct ReplyBody {
     pub token: String,
+    /// May be empty when `choices` picks something.
+    #[serde(default)]
     pub text: String,
     #[serde(default)]
     pub images: Vec<Image>,
+    /// Indexes (from 0) into the options of the agent's newest question.
+    #[serde(default)]
+    pub choices: Vec<u32>,
     /// The `seq` of the agent's message this answers (the question on screen).
     #[serde(default)]
     pub in_reply_to: Option<u64>,
@@ -153,6 +159,11 @@ pub struct SessionDto {
     pub mirror: bool,
     /// The credential the session belongs to.
     pub owner: OwnerDto,
+    /// The machine name the agent's bridge reported ("" when it did not say).
+    pub host_name: String,
+    /// Where the agent lives, in one word for cards and headers: the owning agent
+    /// key's name, else the reported machine name, else the address the hub saw.
+    pub machine: String,
 }
 
 /// Whose a session is: `{"secret":true}` (the person's own agents) or
@@ -177,8 +188,15 @@ impl SessionDto {
             },
         };
         let s = info.session;
+        let machine = match (&s.owner, s.host_name.is_empty()) {
+            (Some(key), _) => key.to_string(),
+            (None, false) => s.host_name.clone(),
+            (None, true) => s.host_ip.clone(),
+        };
         SessionDto {
             owner,
+            machine,
+            host_name: s.host_name,
             head: SessionHead {
                 token: s.token.to_string(),
                 status: s.status,

@@ -123,6 +123,7 @@ pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Ans
     let reply = PersonReply {
         text: b.text,
         images: b.images,
+        choices: b.choices,
         in_reply_to: b.in_reply_to,
         via: None,
     };

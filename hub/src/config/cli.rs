@@ -47,9 +47,14 @@ pub enum Command {
         /// The session's token (`ct_` and 32 hex digits; `holdline-hub sessions` lists them).
         #[arg(value_name = "TOKEN")]
         token: String,
-        /// The reply, as the person would type it (quote it in the shell).
-        #[arg(value_name = "TEXT")]
-        text: String,
+        /// The reply, as the person would type it (quote it in the shell); may be left
+        /// out with --choose.
+        #[arg(value_name = "TEXT", required_unless_present = "choose")]
+        text: Option<String>,
+        /// Pick the agent's offered options by number as listed (1 for the first;
+        /// several comma separated when the question takes several).
+        #[arg(long, value_name = "N[,M]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=10))]
+        choose: Vec<u32>,
         /// The `seq` of the agent's message this answers: if the agent has
         /// asked something newer since, nothing is sent and the command fails
         /// naming the current question.

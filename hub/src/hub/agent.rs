@@ -82,6 +82,7 @@ impl Hub {
                 s.host_ip = req.host_ip.clone();
                 binding::migrate(s, &req.cursor_title, key.clone());
             }
+            s.note_host_name(req.host_name.as_deref());
             w.bind(
                 BindingKind::Chat,
                 &owned_name(owner, key.as_str()),
@@ -110,6 +111,7 @@ impl Hub {
         s.keep_alive.continue_prompt = self.inner.config.continue_prompt.clone();
         s.keep_alive.max_auto_streak = self.inner.config.max_auto_streak;
         s.owner = req.agent_key.clone();
+        s.note_host_name(req.host_name.as_deref());
         let mut w = Write::new();
         w.bind(
             BindingKind::Chat,
@@ -134,7 +136,13 @@ impl Hub {
     }
 
     /// `select_conversation`: strict — the caller must own the session.
-    pub fn select(&self, token: &Token, caller: &Caller<'_>) -> Result<Unflushed<Status>> {
+    /// `host_name` is the machine name the bridge reported.
+    pub fn select(
+        &self,
+        token: &Token,
+        caller: &Caller<'_>,
+        host_name: Option<&str>,
+    ) -> Result<Unflushed<Status>> {
         check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
         self.commit(token, |_, s, _| {
             own(s, caller.agent_key)?;
@@ -143,6 +151,7 @@ impl Hub {
                 return Err(rejected(s, caller));
             }
             s.binding_check_count += 1;
+            s.note_host_name(host_name);
             Ok(s.status)
         })
         .map(Unflushed::new)
@@ -162,6 +171,8 @@ impl Hub {
                 "completionPct must be 0 to 100".into(),
             ));
         }
+        holdline_contract::choices::check_options(&req.options, req.multi_select)
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -190,6 +201,7 @@ impl Hub {
                 WaitBinding::Rejected => return Err(rejected(s, &caller)),
             }
             s.binding_check_count += 1;
+            s.note_host_name(req.host_name.as_deref());
             let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
             if repeated && let Some(open) = &s.wait {
                 return Ok(open.wait_id.clone());
@@ -197,13 +209,9 @@ impl Hub {
             if !repeated {
                 s.close_wait(WaitEnd::Superseded);
                 let message = Message {
-                    role: Role::Assistant,
-                    content: req.message.clone(),
-                    at: now_ms(),
-                    auto: false,
-                    images: vec![],
-                    reply_id: None,
-                    via: None,
+                    options: req.options.clone(),
+                    multi_select: req.multi_select,
+                    ..Message::new(Role::Assistant, req.message.clone(), now_ms())
                 };
                 hub.append(s, w, message);
                 s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
@@ -242,16 +250,7 @@ impl Hub {
 
     fn queue_auto_reply(&self, s: &mut Session, w: &mut Write, text: String) {
         let reply = QueuedReply::new(text, vec![], true);
-        let message = Message {
-            role: Role::User,
-            content: reply.text.clone(),
-            at: reply.at,
-            auto: true,
-            images: vec![],
-            reply_id: Some(reply.id.clone()),
-            via: None,
-        };
-        self.append(s, w, message);
+        self.append(s, w, Message::of_reply(&reply, None));
         w.enqueue(&s.token, reply);
         self.inner
             .counters
@@ -518,20 +517,16 @@ impl Hub {
             } else {
                 &src.display_title
             };
-            let trace = Message {
-                role: Role::System,
-                content: format!(
+            let trace = Message::new(
+                Role::System,
+                format!(
                     "Merged from “{source}” ({from}, {} @ {}): {} messages follow.",
                     src.workspace,
                     src.host_ip,
                     history.len()
                 ),
-                at: now_ms(),
-                auto: false,
-                images: vec![],
-                reply_id: None,
-                via: None,
-            };
+                now_ms(),
+            );
             self.append(&mut dst, &mut w, trace);
             for (_, m) in history {
                 self.append(&mut dst, &mut w, m);

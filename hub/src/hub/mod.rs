@@ -19,8 +19,8 @@ use crate::config::{Config, Template};
 use crate::interchange;
 use crate::names::KeyName;
 use crate::session::{
-    Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status, Summary, Token, WaitEnd,
-    now_ms, preview_of,
+    Choice, ChoiceOption, Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status,
+    Summary, Token, WaitEnd, now_ms, preview_of,
 };
 use crate::store::{BindingKind, Store, StoreError, Write};
 use crate::table::SessionTable;
@@ -90,6 +90,8 @@ pub struct InitRequest {
     pub new_plan: bool,
     pub plan_label: Option<String>,
     pub thread_id: Option<String>,
+    /// The machine name the bridge reported, kept as the session's `host_name`.
+    pub host_name: Option<String>,
     /// The agent key the call came with (`None`: the secret).
     pub agent_key: Option<KeyName>,
 }
@@ -113,6 +115,11 @@ pub struct RegisterRequest {
     pub request_id: String,
     pub completion_pct: Option<u8>,
     pub next_step: Option<String>,
+    /// The answers the question offers, checked by [`holdline_contract::choices::check_options`].
+    pub options: Vec<ChoiceOption>,
+    pub multi_select: bool,
+    /// The machine name the bridge reported, kept as the session's `host_name`.
+    pub host_name: Option<String>,
     /// The agent key the call came with (`None`: the secret); the wait keeps it.
     pub agent_key: Option<KeyName>,
 }
@@ -133,6 +140,8 @@ pub enum PollOutcome {
 pub struct PersonReply {
     pub text: String,
     pub images: Vec<Image>,
+    /// Indexes of the options picked in the question answered (empty: no pick).
+    pub choices: Vec<u32>,
     /// The `seq` of the agent's message it answers; `None`: whatever the
     /// agent asks when it arrives.
     pub in_reply_to: Option<u64>,

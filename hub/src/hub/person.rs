@@ -22,8 +22,7 @@ impl Hub {
             PersonReply {
                 text,
                 images,
-                in_reply_to: None,
-                via: None,
+                ..PersonReply::default()
             },
         )
     }
@@ -40,12 +39,13 @@ impl Hub {
         let PersonReply {
             text,
             images,
+            choices,
             in_reply_to,
             via,
         } = reply;
-        if text.trim().is_empty() && images.is_empty() {
+        if text.trim().is_empty() && images.is_empty() && choices.is_empty() {
             return Err(HubError::BadRequest(
-                "a reply needs text or an image".into(),
+                "a reply needs text, an image or a choice".into(),
             ));
         }
         check_images(&images)?;
@@ -54,17 +54,9 @@ impl Hub {
             if let Some(seq) = in_reply_to {
                 hub.check_question(s, seq)?;
             }
-            let reply = QueuedReply::new(text, images, false);
-            let message = Message {
-                role: Role::User,
-                content: reply.text.clone(),
-                at: reply.at,
-                auto: false,
-                images: reply.images.clone(),
-                reply_id: Some(reply.id.clone()),
-                via: via.map(str::to_owned),
-            };
-            hub.append(s, w, message);
+            let mut reply = QueuedReply::new(text, images, false);
+            reply.choices = hub.picked(&s.token, &choices)?;
+            hub.append(s, w, Message::of_reply(&reply, via.map(str::to_owned)));
             let id = reply.id.clone();
             w.enqueue(&s.token, reply);
             let queued = s.wait.is_none();
@@ -75,6 +67,20 @@ impl Hub {
         })?;
         self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
         Ok(Unflushed::new(out))
+    }
+
+    /// The options `indexes` picks in the agent's newest question, by the
+    /// contract's one rule (none picked: none).
+    fn picked(&self, token: &Token, indexes: &[u32]) -> Result<Vec<Choice>> {
+        if indexes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let question = self.newest_question(token, 0)?.map(|(_, m)| m);
+        let (options, multi) = question
+            .map(|m| (m.options, m.multi_select))
+            .unwrap_or_default();
+        holdline_contract::choices::pick(&options, multi, indexes)
+            .map_err(|e| HubError::BadRequest(e.to_string()))
     }
 
     /// Whether `in_reply_to` names the agent's newest message: a person's

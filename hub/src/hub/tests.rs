@@ -40,6 +40,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             new_plan: false,
             plan_label: None,
             thread_id: None,
+            host_name: None,
             agent_key: None,
         })
         .unwrap()
@@ -54,6 +55,9 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             request_id: "q-1".into(),
             completion_pct: None,
             next_step: None,
+            options: vec![],
+            multi_select: false,
+            host_name: None,
             agent_key: None,
         })
         .unwrap()

@@ -119,6 +119,8 @@ impl McpEndpoint {
         let settings = Settings {
             // Set per call from the connection; never the hub's own.
             host_ip: String::new(),
+            // A remote agent is named by its key; the hub cannot know its machine.
+            host_name: None,
             max_wait: MaxWait::ClientDefault,
             tool_timeout: None,
             poll_hold: DEFAULT_POLL_HOLD,

@@ -414,6 +414,7 @@ impl TelegramChannel {
             let reply = PersonReply {
                 text,
                 images,
+                choices: Vec::new(),
                 in_reply_to: asked.question,
                 via: Some("telegram"),
             };

@@ -5,15 +5,7 @@ use super::*;
 use crate::session::Role;
 
 fn msg(i: u64) -> Message {
-    Message {
-        role: Role::Assistant,
-        content: format!("m{i}"),
-        at: i as i64,
-        auto: false,
-        images: vec![],
-        reply_id: None,
-        via: None,
-    }
+    Message::new(Role::Assistant, format!("m{i}"), i as i64)
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod notifyfake;
 mod realhub;
 
 mod api;
+mod choices;
 mod cli;
 mod connections;
 mod crash;

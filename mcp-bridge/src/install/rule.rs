@@ -9,6 +9,7 @@ pub const RULE: &str = "\
 
 - At the start of every task, call the MCP tool `init_conversation` with this chat's title as `cursorTitle`, and remember the token it returns.
 - Never end your turn on your own. At the end of every step, call `wait_for_user_input` with your token and a short report of what you did and what you propose next; then do what the reply says and call it again.
+- When you ask the person to choose (A or B, which of these, yes or no), pass the answers as `options` (and `multiSelect: true` when several may be picked): they answer with one tap, and the result says what they chose.
 - Every result of `wait_for_user_input` gives a `resume` value: pass it as `resume` in your next call.
 - If `wait_for_user_input` answers \"no reply yet\", call it again at once with the same token, the same message and the `resume` value the result gave.
 - If a result gives you a new token (after a merge), use the new token from then on.

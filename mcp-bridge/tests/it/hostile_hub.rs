@@ -130,6 +130,7 @@ fn client(hubs: &[SocketAddr], home: &std::path::Path) -> HubClient {
         secret: SecretSource::Given("0123456789abcdef0123456789abcdef".into()),
         home: home.to_owned(),
         host_ip: "127.0.0.1".into(),
+        host_name: None,
         max_wait: Default::default(),
         tool_timeout: None,
         hub_bin: None,
@@ -143,6 +144,7 @@ fn who() -> InitRequest {
         cursor_title: "t".into(),
         workspace: "/w".into(),
         host_ip: "127.0.0.1".into(),
+        host_name: None,
         new_plan: false,
         plan_label: None,
         thread_id: None,
@@ -204,6 +206,9 @@ async fn a_call_ends_within_its_time_limit_across_every_hub() {
         request_id: "rq_1".into(),
         completion_pct: None,
         next_step: None,
+        options: vec![],
+        multi_select: false,
+        host_name: None,
     };
     let answer = client(&[a, b], dir.path())
         .register(request, Some(limit))

@@ -584,3 +584,71 @@ async fn a_client_that_gives_sockets_for_stdio_is_served() -> anyhow::Result<()>
     assert!(status.success(), "bridge exited with {status}");
     Ok(())
 }
+
+/// One tap in the panel: the offered options reach the hub with the agent's message, the
+/// pick comes back said in the text and listed in `structuredContent` — over stdio and over
+/// the hub's own `/mcp`, which run the same tools; options outside the rule are a tool error
+/// and nothing is stored.
+#[tokio::test]
+async fn a_pick_among_offered_options_reaches_the_agent_over_stdio_and_mcp() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.extra_env
+        .push(("HOLDLINE_HOST_NAME", "desk-7".to_owned()));
+    let stdio = start_bridge(o).await?;
+    let key = make_key(&hub, "buildbox").await;
+    let remote = start_remote(&hub, &key, "holdline-test").await?;
+    for (client, machine) in [(&stdio, "desk-7"), (&remote, "buildbox")] {
+        let token = init(client, "Storage").await?;
+        let handle = start_call(
+            client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "Which databases?", "multiSelect": true,
+                   "options": [{"label": "Postgres", "description": "the server"},
+                               {"label": "SQLite"}, {"label": "MySQL"}]}),
+        )
+        .await?;
+        let s = hub.wait_status(&token, "waiting").await?;
+        assert_eq!(s["machine"], machine, "{s}");
+        let question = s["messages"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(question["options"][0]["description"], "the server", "{s}");
+        assert_eq!(question["multiSelect"], true, "{s}");
+        let answered = hub
+            .http
+            .post(format!("{}/api/reply", hub.url()))
+            .bearer_auth(&hub.secret)
+            .json(&json!({"token": token, "choices": [2, 0], "text": "MySQL only for the legacy app"}))
+            .send()
+            .await?;
+        assert!(answered.status().is_success(), "{}", answered.text().await?);
+        let r = finish(handle).await?;
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert!(
+            text(&r).starts_with(
+                "The person chose: \"Postgres\", \"MySQL\".\nThey added: MySQL only for the legacy app"
+            ),
+            "{}",
+            text(&r)
+        );
+        assert_eq!(
+            structured(&r)["reply"]["choices"],
+            json!([{"index": 0, "label": "Postgres"}, {"index": 2, "label": "MySQL"}])
+        );
+
+        let r = call(
+            client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "Which one?",
+                   "options": [{"label": "same"}, {"label": "same"}]}),
+        )
+        .await?;
+        assert_eq!(r.is_error, Some(true), "{}", text(&r));
+        assert!(text(&r).contains("same label"), "{}", text(&r));
+        let s = hub.session(&token).await?;
+        assert_eq!(count_messages(&s, "Which one?"), 0, "{s}");
+    }
+    stdio.cancel().await?;
+    remote.cancel().await?;
+    Ok(())
+}

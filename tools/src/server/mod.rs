@@ -74,6 +74,8 @@ pub enum WorkspaceFallback {
 pub struct Settings {
     /// The caller's host in every binding.
     pub host_ip: String,
+    /// The caller's machine name, sent with every binding call for the panel.
+    pub host_name: Option<String>,
     /// The person's longest wait.
     pub max_wait: MaxWait,
     /// The client's own tool timeout when it tells its servers (`MCP_TOOL_TIMEOUT`).
@@ -90,6 +92,7 @@ pub struct Tools {
     hub: Hub,
     delivery: Delivery,
     host_ip: String,
+    host_name: Option<String>,
     max_wait: MaxWait,
     tool_timeout: Option<Duration>,
     poll_hold: Duration,
@@ -115,6 +118,7 @@ impl Tools {
             hub,
             delivery,
             host_ip: settings.host_ip.clone(),
+            host_name: settings.host_name.clone(),
             max_wait: settings.max_wait,
             tool_timeout: settings.tool_timeout,
             poll_hold: settings.poll_hold,
@@ -267,6 +271,7 @@ impl Tools {
             cursor_title: p.cursor_title.clone(),
             workspace: workspace.clone(),
             host_ip: self.host_ip.clone(),
+            host_name: self.host_name.clone(),
             new_plan: p.new_plan.unwrap_or(false),
             plan_label: p.plan_label.filter(|s| !s.is_empty()),
             thread_id: p.thread_id.filter(|s| !s.is_empty()),
@@ -319,6 +324,7 @@ impl Tools {
             cursor_title: p.cursor_title.clone(),
             workspace: workspace.clone(),
             host_ip: self.host_ip.clone(),
+            host_name: self.host_name.clone(),
         };
         match self.hub.api().select(request).await {
             Ok(a) => {
@@ -343,7 +349,7 @@ impl Tools {
     }
 
     #[tool(
-        description = "Report what you just did and wait for the person's answer. Call this at the end of EVERY step instead of ending your turn; it blocks until the person replies (possibly a long time) and returns their reply, which may include images. Then do what the reply says and call this tool again. Every result gives a new `resume` value: pass it on your next call. If it returns \"no reply yet\", call it again at once with the same token, the same message and the new resume value.",
+        description = "Report what you just did and wait for the person's answer. Call this at the end of EVERY step instead of ending your turn; it blocks until the person replies (possibly a long time) and returns their reply, which may include images. Then do what the reply says and call this tool again. Every result gives a new `resume` value: pass it on your next call. If it returns \"no reply yet\", call it again at once with the same token, the same message and the new resume value. Whenever you ask the person to choose (A or B, which of these, yes or no), pass the answers as `options` (multiSelect for several) so they can pick with one tap.",
         annotations(
             title = "Wait for the person's reply",
             read_only_hint = false,

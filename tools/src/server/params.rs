@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use holdline_contract::ChoiceOption;
+
 use rmcp::{handler::server::common::schema_for_output, model::JsonObject};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -80,6 +82,14 @@ pub struct WaitParams {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub timeout_sec: Option<u64>,
+    /// When you ask the person to choose (A or B, which of these), offer the answers here
+    /// (1 to 10): they pick with one tap and may add words. The result says what they chose.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 10))]
+    pub options: Option<Vec<ChoiceOption>>,
+    /// true when the person may pick several of `options`.
+    #[serde(default)]
+    pub multi_select: Option<bool>,
 }
 
 /// `merge_conversation` arguments.
@@ -189,6 +199,7 @@ fn narrow_type(object: &mut serde_json::Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn has_key(value: &Value, key: &str) -> bool {
         match value {
@@ -224,5 +235,11 @@ mod tests {
         assert_eq!(wait["completionPct"]["type"], "integer");
         assert_eq!(wait["completionPct"]["maximum"], 100);
         assert_eq!(wait["resume"]["type"], "string");
+        // Options are inline (some clients do not follow `$ref`), each a label and maybe a
+        // description.
+        assert_eq!(wait["options"]["type"], "array");
+        assert_eq!(wait["options"]["maxItems"], 10);
+        assert_eq!(wait["options"]["items"]["required"], json!(["label"]));
+        assert!(!has_key(&schemas[0], "$ref"), "{}", schemas[0]);
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
-use holdline_contract::{ErrorCode, HubError, Reply};
+use holdline_contract::{ErrorCode, HubError, Reply, choices};
 
 /// The longest piece of a hub's error text the agent is shown.
 const HUB_TEXT_MAX: usize = 160;
@@ -47,11 +47,7 @@ pub fn tool_error(sentence: &str, code: &str) -> CallToolResult {
 /// The person's reply. `structured` false leaves out `structuredContent`, for clients that
 /// would then drop the images (Codex).
 pub fn reply_result(token: &str, reply: &Reply, resume: &str, structured: bool) -> CallToolResult {
-    let mut text = if reply.text.trim().is_empty() && !reply.images.is_empty() {
-        "(The person replied with images only.)".to_owned()
-    } else {
-        reply.text.clone()
-    };
+    let mut text = reply_words(reply);
     if reply.auto {
         text = format!("[automatic reply] {text}");
     }
@@ -70,11 +66,24 @@ pub fn reply_result(token: &str, reply: &Reply, resume: &str, structured: bool) 
         r.structured_content = Some(json!({
             "token": token, "status": "replied", "resume": resume,
             "reply": {"id": reply.id, "text": reply.text, "auto": reply.auto, "at": reply.at,
-                      "images": reply.images.len()},
+                      "images": reply.images.len(), "choices": reply.choices},
             "instruction": instruction,
         }));
     }
     r
+}
+
+/// What the person said, as the model reads it: the pick first, then their words.
+fn reply_words(reply: &Reply) -> String {
+    let typed = reply.text.trim();
+    match choices::chosen_sentence(&reply.choices) {
+        Some(chosen) if typed.is_empty() => chosen,
+        Some(chosen) => format!("{chosen}\nThey added: {}", reply.text),
+        None if typed.is_empty() && !reply.images.is_empty() => {
+            "(The person replied with images only.)".to_owned()
+        }
+        None => reply.text.clone(),
+    }
 }
 
 /// The call's time is up and the person has not answered.
@@ -288,6 +297,7 @@ mod tests {
             images: vec![],
             auto: false,
             at: 0,
+            choices: vec![],
         };
         let r = reply_result("ct_x", &reply, "r2", true);
         let s = r.structured_content.clone().unwrap();
@@ -301,6 +311,42 @@ mod tests {
             reply_result("ct_x", &reply, "r2", false)
                 .structured_content
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_pick_is_said_in_the_text_and_listed_in_structured_content() {
+        let pick = |text: &str| Reply {
+            id: "r_1".into(),
+            text: text.into(),
+            images: vec![],
+            auto: false,
+            at: 0,
+            choices: vec![
+                choices::Choice {
+                    index: 0,
+                    label: "Postgres".into(),
+                },
+                choices::Choice {
+                    index: 2,
+                    label: "Redis".into(),
+                },
+            ],
+        };
+        let r = reply_result("ct_x", &pick(""), "r2", true);
+        assert!(text_of(&r).starts_with("The person chose: \"Postgres\", \"Redis\".\n\n---"));
+        let s = r.structured_content.unwrap();
+        assert_eq!(
+            s["reply"]["choices"],
+            json!([{"index": 0, "label": "Postgres"}, {"index": 2, "label": "Redis"}])
+        );
+        let r = reply_result("ct_x", &pick("but keep it small"), "r2", false);
+        assert!(
+            text_of(&r).starts_with(
+                "The person chose: \"Postgres\", \"Redis\".\nThey added: but keep it small"
+            ),
+            "{}",
+            text_of(&r)
         );
     }
 

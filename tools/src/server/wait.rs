@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use holdline_contract::{HubError, PollAnswer, RegisterRequest, Reply, WaitEnd, routes};
+use holdline_contract::{HubError, PollAnswer, RegisterRequest, Reply, WaitEnd, choices, routes};
 use rmcp::{
     model::{CallToolResult, ProgressNotificationParam, ProgressToken, RequestId},
     service::{RequestContext, RoleServer},
@@ -368,7 +368,20 @@ impl Tools {
             request_id: register_request_id(token, &p.message, &self.delivery.last_reply(token)),
             completion_pct: p.completion_pct.map(|pct| pct.min(100)),
             next_step: p.next_step.clone().filter(|s| !s.is_empty()),
+            options: p.options.clone().unwrap_or_default(),
+            multi_select: p.multi_select.unwrap_or(false),
+            host_name: self.host_name.clone(),
         };
+        if let Err(e) = choices::check_options(&request.options, request.multi_select) {
+            tracing::debug!(%token, error = %e, "options refused");
+            return Err(tool_error(
+                &format!(
+                    "{e}. Offer 1 to 10 options with distinct labels of at most {} characters, or none.",
+                    choices::MAX_LABEL_CHARS
+                ),
+                "BAD_REQUEST",
+            ));
+        }
         let size = serde_json::to_vec(&request).map_or(usize::MAX, |b| b.len());
         if size > routes::JSON_LIMIT {
             tracing::debug!(%token, size, "message refused: too large");
