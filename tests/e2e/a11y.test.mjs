@@ -57,7 +57,7 @@ const LAYOUTS = {
 
 for (const scheme of ['light', 'dark']) {
   for (const [layout, options] of Object.entries(LAYOUTS)) {
-    test(`axe: no violations on login, list, conversation, settings, templates (${scheme}, ${layout})`, async () => {
+    test(`axe: no violations on login, list, conversation with options, settings, templates, info, a multi-select question, a revoked key's session (${scheme}, ${layout})`, async () => {
       // bypassCSP: the page allows only its own scripts; axe is added by the test.
       const b = await launchBrowser({ ...options, colorScheme: scheme, bypassCSP: true });
       const found = [];
