@@ -255,7 +255,7 @@ async function deliver(tok, text, images, inReplyTo, choices = []) {
     if (e.code === 'STALE_QUESTION') { pending.delete(tok); pendingChoices.delete(tok); }
     if (tok !== token) return null;
     drawStatus(null);
-    if (e.code === 'STALE_QUESTION') showStale(tok, e.currentQuestion);
+    if (e.code === 'STALE_QUESTION') showStale(tok, e.currentQuestion, choices.length > 0);
     else if (e.status === 413) showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
     else if (e.status === 409) showError(t('replyClosed'));
     else showError(t('replyFailed', { msg: e.message }));
@@ -344,9 +344,10 @@ async function sendFor(tok, text, images, inReplyTo, choices = []) {
 /**
  * The agent asked something newer than the question the reply was written
  * for: shows that question, keeps the reply in the box, and offers to send
- * it anyway (without naming a question). Redraws the conversation too.
+ * it anyway (without naming a question) — unless it `picked` options of the
+ * old question, which mean nothing to the new one. Redraws the conversation too.
  */
-function showStale(tok, current) {
+function showStale(tok, current, picked = false) {
   const box = $('#stale-question');
   const anyway = h('button', {
     type: 'button', class: 'primary', testid: 'send-anyway',
@@ -364,7 +365,7 @@ function showStale(tok, current) {
       ? h('blockquote', { class: 'stale-preview', testid: 'stale-preview' }, current.preview)
       : null,
     h('div', { class: 'stale-actions' },
-      anyway,
+      picked ? null : anyway,
       h('button', { type: 'button', testid: 'stale-dismiss', onclick: () => { hideStale(); input().focus(); } }, t('staleEdit'))),
   );
   box.hidden = false;

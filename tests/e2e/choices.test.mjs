@@ -137,6 +137,29 @@ test('choices: on a phone a long press puts the label in the box; a tap sends', 
   assert.deepEqual(reply.choices, [{ index: 0, label: 'Postgres' }]);
 });
 
+test('choices: a pick for a question the agent has moved on from is refused (409) and the new question shows', async () => {
+  const { agent, page } = await askInPanel('Moved on', 'Postgres or SQLite?', { options: DATABASES });
+  // The agent asks its next question while the pick is on its way.
+  let asked = false;
+  await page.route('**/api/reply', async (route) => {
+    if (!asked) { asked = true; await agent.wait('Which port?', { options: [{ label: '5432' }, { label: '6543' }] }); }
+    await route.continue();
+  });
+  await page.getByTestId('choice').nth(0).click();
+  await page.getByTestId('stale-question').waitFor();
+  assert.equal(await page.getByTestId('stale-preview').textContent(), 'Which port?');
+  assert.equal(await page.getByTestId('send-anyway').count(), 0, 'a pick of the old options is not sent to the new question');
+  const s = await hub.api('GET', `/api/sessions/${agent.token}`);
+  assert.equal(s.queuedReplies, 0);
+  assert.equal(s.messages.filter((m) => m.role === 'user').length, 0, 'nothing recorded');
+  // The new question's options replace the old ones.
+  await page.getByTestId('message').filter({ hasText: 'Which port?' }).getByTestId('choices').waitFor();
+  assert.equal(await page.getByTestId('choices').count(), 1);
+  await page.getByTestId('choice').nth(1).click();
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 1, label: '6543' }]);
+});
+
 test('choices: a pick the hub refuses (400) shows the hub\'s message and nothing is queued', async () => {
   const { agent, page } = await askInPanel('Refused pick', 'Postgres or SQLite?', { options: DATABASES });
   // The hub sees an index outside the options (as a panel out of step with the question would send).
