@@ -19,7 +19,7 @@ let actions = { send: async () => null, edit: () => {} };
 let open = null;
 /** The options toggled on in a multi-select question, for `open` only. */
 const picked = new Set();
-/** A pick is on its way to the hub: the buttons wait for its answer. */
+/** A pick is on its way to the hub, or the hub took it: the buttons wait (until the answer shows, for good). */
 let sending = false;
 
 /** Sets what a pick does (`send`) and where a label goes to be edited (`edit`); listens for the digit keys. */
@@ -127,14 +127,19 @@ function sendPicks() {
 }
 
 async function sendIndexes(indexes) {
-  const { seq } = open;
+  const { token, seq } = open;
   sending = true;
   drawBusy(true);
+  let taken = false;
   try {
-    await actions.send(indexes, seq);
+    taken = !!(await actions.send(indexes, seq));
   } finally {
-    sending = false;
-    drawBusy(false);
+    // Taken: the question is answered and its buttons leave with the next redraw; no second pick meanwhile.
+    const same = open && open.token === token && open.seq === seq;
+    if (!taken || !same) {
+      sending = false;
+      if (same) drawBusy(false);
+    }
   }
 }
 
@@ -165,7 +170,9 @@ function pickByDigit(e) {
   if (!/^[1-9]$/.test(e.key)) return;
   const el = e.target;
   if (el instanceof HTMLElement && (el.isContentEditable || el.closest('input, textarea, select, dialog[open]'))) return;
-  if (document.querySelector('dialog[open]') || !document.querySelector('#message-list .choices')) return;
+  const bar = document.querySelector('#message-list .choices');
+  // Not on screen (a phone showing the list) or behind a dialog: the digit is not a pick.
+  if (!bar || bar.offsetParent === null || document.querySelector('dialog[open]')) return;
   const i = Number(e.key) - 1;
   if (i >= open.count) return;
   e.preventDefault();

@@ -44,7 +44,18 @@ test('choices: the options show as buttons; one click sends the pick (with the b
   const sent = [];
   page.on('request', (r) => { if (r.url().endsWith('/api/reply')) sent.push(JSON.parse(r.postData())); });
   await page.getByTestId('reply-input').fill('it is a small tool');
-  await buttons.nth(1).click();
+  // The conversation's refresh after the pick is held back a moment: until it shows the
+  // answer, the buttons stay disabled (a double click, an impatient second tap send nothing more).
+  let slow = false;
+  await page.route(/\/api\/sessions\/ct_[0-9a-f]{32}\?/, async (route) => {
+    if (slow) await new Promise((r) => setTimeout(r, 1500));
+    await route.continue();
+  });
+  slow = true;
+  const answered = page.waitForResponse((r) => r.url().endsWith('/api/reply'));
+  await buttons.nth(1).dblclick();
+  assert.equal((await answered).status(), 200);
+  assert.equal(await buttons.nth(0).isDisabled(), true, 'no second pick while the answer is on its way to the screen');
   const reply = await agent.reply(10_000);
   assert.deepEqual(reply.choices, [{ index: 1, label: 'SQLite' }]);
   assert.match(reply.text, /it is a small tool/);
