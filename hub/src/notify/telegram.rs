@@ -563,22 +563,17 @@ impl TelegramChannel {
                 .await;
             return;
         }
-        if let Some(seq) = Self::newer_question(hub, &asked) {
-            self.toast(http, cq, Some(MOVED_ON)).await;
-            self.tell(
-                hub,
-                http,
-                chat,
-                Some(message),
-                &asked.token,
-                Handed::Stale(seq),
-            )
-            .await;
-            return;
-        }
         let picks = match (tap, offer.multi_select) {
             (Tap::Option(i), false) => vec![i],
             (Tap::Option(i), true) => {
+                // A tick sends nothing, so the hub's stale check is asked here.
+                if let Some(seq) = Self::newer_question(hub, &asked) {
+                    self.toast(http, cq, Some(MOVED_ON)).await;
+                    let stale = Handed::Stale(seq);
+                    self.tell(hub, http, chat, Some(message), &asked.token, stale)
+                        .await;
+                    return;
+                }
                 let refusal = self.tick(http, chat, message, offer, i).await;
                 self.toast(http, cq, refusal.as_deref()).await;
                 return;
@@ -594,6 +589,23 @@ impl TelegramChannel {
                 return;
             }
         };
+        self.send_pick(hub, http, (chat, message), cq, &asked, picks)
+            .await;
+    }
+
+    /// Gives the hub a pick from the message `at` (chat, id) and answers the
+    /// tap: "Sent: …", the agent moved on (the chat shown its newer
+    /// question), or the hub's refusal (nothing sent).
+    async fn send_pick(
+        &self,
+        hub: &Hub,
+        http: &reqwest::Client,
+        at: (i64, i64),
+        cq: &Value,
+        asked: &Asked,
+        picks: Vec<u32>,
+    ) {
+        let (chat, message) = at;
         let reply = PersonReply {
             text: String::new(),
             images: Vec::new(),
@@ -601,19 +613,20 @@ impl TelegramChannel {
             in_reply_to: asked.question,
             via: Some("telegram"),
         };
-        match self.give(hub, &asked.token, reply).await {
-            Handed::Refused(why) => self.toast(http, cq, Some(&why)).await,
-            handed => {
-                if matches!(handed, Handed::Recorded { .. }) {
-                    self.sent().pick_sent(chat, message);
-                    self.toast(http, cq, Some(&sent_note(&offer.options, &picks)))
-                        .await;
-                } else {
-                    self.toast(http, cq, Some(MOVED_ON)).await;
-                }
-                self.tell(hub, http, chat, Some(message), &asked.token, handed)
-                    .await;
+        let handed = self.give(hub, &asked.token, reply).await;
+        let note = match &handed {
+            Handed::Recorded { .. } => {
+                self.sent().pick_sent(chat, message);
+                let options = asked.offer.as_ref().map_or(&[][..], |o| &o.options[..]);
+                sent_note(options, &picks)
             }
+            Handed::Stale(_) => MOVED_ON.to_owned(),
+            Handed::Refused(why) => why.clone(),
+        };
+        self.toast(http, cq, Some(&note)).await;
+        if !matches!(handed, Handed::Refused(_)) {
+            self.tell(hub, http, chat, Some(message), &asked.token, handed)
+                .await;
         }
     }
 

@@ -284,4 +284,18 @@ async fn a_tap_on_an_older_question_is_not_given_to_the_next_one() {
         "{said}"
     );
     nothing_delivered(&hub, &token, &wait).await;
+
+    // A tick there changes nothing either: it says the agent moved on.
+    tap(&fake, q1, "o1", "cb2", CHAT);
+    let told = toast(&fake, "cb2").await;
+    assert!(
+        told["text"].as_str().unwrap().contains("moved on"),
+        "{told}"
+    );
+    assert_eq!(
+        fake.seen(&format!("/bot{BOT}/editMessageReplyMarkup"))
+            .len(),
+        1
+    );
+    nothing_delivered(&hub, &token, &wait).await;
 }
