@@ -317,8 +317,8 @@ test('the keep-alive mode shows in the header and the list, with the timed reply
   await page.getByTestId('settings-open').click();
   await page.getByTestId('mode-auto').check();
   await page.getByTestId('settings-save').click();
-  await page.waitForFunction(() => /Auto-continue/.test(document.querySelector('[data-testid="conv-keepalive"]')?.textContent || ''));
-  assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /Auto/);
+  await page.waitForFunction(() => /names a next step \(up to \d+ in a row\)/.test(document.querySelector('[data-testid="conv-keepalive"]')?.textContent || ''));
+  assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /next step/);
 });
 
 test('small things: a dark centred image viewer, toasts clear of the reply box, coloured diffs, bubbles that use the width', async () => {
