@@ -234,7 +234,7 @@ test('list previews are plain text, not Markdown', async () => {
   assert.match(text, /^Done The retry loop in ci\.yml: run: pg_isready docs next\?$/);
 });
 
-test('quick replies insert their text to send, and the defaults follow the UI language', async () => {
+test('quick replies insert their text to send, and the defaults follow the conversation\'s language', async () => {
   const { page } = await browser({ locale: 'en-US' });
   await openPanel(page, hub);
   const a = await newAgent(hub, 'Quick insert');
@@ -256,8 +256,12 @@ test('quick replies insert their text to send, and the defaults follow the UI la
   await page.getByTestId('reply-input').press('Enter');
   assert.equal((await a.reply()).text, text);
 
+  // The agent writes English: a Chinese UI keeps the English quick replies (daily2 has a Chinese conversation).
   await page.getByTestId('lang-toggle').click();
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="quick-reply"]')].every((b) => /[\u4e00-\u9fff]/.test(b.textContent)));
+  await page.waitForFunction(() => document.documentElement.lang === 'zh-CN');
+  await chips.first().waitFor();
+  for (const label of await chips.allTextContents()) assert.match(label, /^[\x20-\x7e]+$/, `English conversation: ${label}`);
+  await page.getByTestId('lang-toggle').click();
 });
 
 test('phone: the conversation gets most of the screen, touch targets are 44 px, every quick reply is reachable', async () => {
