@@ -143,6 +143,25 @@ test('a long message opens on its question: body folded, changed files listed, c
   assert.equal(await scrolls(), true);
 });
 
+test('on a phone the long message opens on its question too, its buttons 44 px', async () => {
+  const { page } = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await openPanel(page, hub);
+  const a = await newAgent(hub, 'Long report on a phone');
+  await a.wait(LONG_MESSAGE);
+  await item(page, a.token).waitFor();
+  await selectSession(page, a.token);
+  const msg = page.getByTestId('message').filter({ hasText: 'Shall I merge' });
+  await msg.getByTestId('fold-question').waitFor();
+  assert.equal(await inView(msg.getByTestId('fold-question')), true, 'the question is in view on open');
+  await msg.getByTestId('fold-toggle').click();
+  const small = await msg.evaluate((el) => [...el.querySelectorAll('button')]
+    .map((b) => ({ id: b.dataset.testid, r: b.getBoundingClientRect() }))
+    .filter(({ r }) => r.width > 0 && (r.height < 44 || r.width < 44))
+    .map(({ id, r }) => `${id} ${Math.round(r.width)}×${Math.round(r.height)}`));
+  assert.deepEqual(small, []);
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), true, 'no sideways scroll of the page');
+});
+
 test('quick replies follow the conversation\'s language, and a session can have its own', async () => {
   const { page } = await browser();
   await openPanel(page, hub);
