@@ -6,8 +6,10 @@
 // quick replies are never shown in another session.
 
 const OWN_PREFIX = 'holdline.templates.';
-/** The newest agent messages that decide a conversation's language. */
+/** The newest agent messages that decide a conversation's language… */
 const SAMPLE = 5;
+/** …each read this far (a 1 MB report says no more about its language than its start). */
+const SAMPLE_CHARS = 4000;
 
 /**
  * The language the agent writes in, from its newest messages: 'zh' when Han
@@ -15,7 +17,7 @@ const SAMPLE = 5;
  * a short word), 'en' when there are letters, null when it has said nothing.
  */
 export function conversationLanguage(messages) {
-  const said = (messages || []).filter((m) => m.role === 'assistant').slice(-SAMPLE).map((m) => m.content || '').join('\n')
+  const said = (messages || []).filter((m) => m.role === 'assistant').slice(-SAMPLE).map((m) => String(m.content || '').slice(0, SAMPLE_CHARS)).join('\n')
     // Code says nothing of the person's language.
     .replace(/```[\s\S]*?```/g, ' ').replace(/`[^`\n]*`/g, ' ');
   const han = (said.match(/\p{Script=Han}/gu) || []).length;
