@@ -1,5 +1,6 @@
 // a11y.test.mjs — axe-core (from npm, run offline in the page) finds no
-// violation on the login screen, the session list, a conversation, the
+// violation on the login screen, the session list, a conversation (with a long
+// message folded and unfolded, a table and code wider than the pane), the
 // keep-alive settings, the quick-reply editor, the info/export dialog and the
 // agent keys (desktop; a phone has no room for them): light and dark, desktop and phone.
 
@@ -20,8 +21,12 @@ before(async () => {
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, commit it.' });
   await quiet.reply();
   agent = await newAgent(hub, 'Fix flaky CI', { hostIp: '192.168.1.31' });
-  await agent.wait('## Done\nThe retry loop in `ci.yml` now waits.\n\n```yaml\nrun: pg_isready\n```\n\n> Go ahead?',
-    { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
+  // A long report (folded to its question) with a diff, a table and a code line wider than the pane.
+  const rows = Array.from({ length: 12 }, (_, i) => `| step ${i} | done |`).join('\n');
+  await agent.wait(`## Done\nThe retry loop in \`ci.yml\` now waits.\n\n| step | state |\n|---|---|\n${rows}\n\n`
+    + '```diff\n--- a/ci.yml\n+++ b/ci.yml\n@@ -1 +1 @@\n-run: sleep 5\n+run: pg_isready\n```\n\n'
+    + `\`\`\`yaml\nrun: pg_isready ${'--timeout 30 '.repeat(30)}\n\`\`\`\n\n> Go ahead?`,
+  { completionPct: 80, nextStep: 'remove the sleep from Makefile' });
   await hub.api('POST', '/api/session/config', { token: agent.token, timedReplyEnabled: true, timedReplyIntervalMs: 3_600_000 });
   await hub.api('POST', '/api/keys', { name: 'laptop' });
 });
@@ -64,6 +69,9 @@ for (const scheme of ['light', 'dark']) {
         await selectSession(page, agent.token);
         await page.getByTestId('message').first().waitFor();
         await check('conversation');
+        await page.getByTestId('fold-toggle').click(); // the long report unfolded: its table and code blocks
+        await page.getByTestId('fold-body').waitFor();
+        await check('conversation, long message unfolded');
         if (layout === 'phone') {
           await page.getByTestId('conv-menu').click(); // the actions sit behind ⋯ on a phone
           await check('conversation actions');

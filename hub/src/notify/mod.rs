@@ -10,6 +10,7 @@
 //! never a 4xx), so a channel down or slow changes no reply latency.
 
 pub mod channels;
+pub mod hint;
 pub mod notice;
 pub mod telegram;
 
@@ -117,6 +118,9 @@ pub struct ChannelState {
     pub last_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error_at: Option<i64>,
+    /// What to fix, when the last error is of a kind people can fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error_hint: Option<hint::ErrorHint>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_sent_at: Option<i64>,
 }
@@ -130,12 +134,14 @@ impl ChannelState {
             failed: 0,
             last_error: None,
             last_error_at: None,
+            last_error_hint: None,
             last_sent_at: None,
         }
     }
 
     fn error(&mut self, state: &'static str, e: String) {
         self.state = state;
+        self.last_error_hint = hint::error_hint(&e);
         self.last_error = Some(e);
         self.last_error_at = Some(now_ms());
     }

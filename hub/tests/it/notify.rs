@@ -265,6 +265,10 @@ async fn a_refusing_channel_is_reported_once_a_failing_one_is_retried_and_health
         channels[0]["lastError"].as_str().unwrap().contains("400"),
         "{health}"
     );
+    assert_eq!(
+        channels[0]["lastErrorHint"]["kind"], "badRequest",
+        "{health}"
+    );
     assert_eq!(channels[1]["state"], "ok");
     assert_eq!(channels[1]["sent"], 1);
     assert!(
@@ -279,6 +283,40 @@ async fn a_refusing_channel_is_reported_once_a_failing_one_is_retried_and_health
         .await
         .unwrap();
     assert!(anonymous.get("notify").is_none(), "{anonymous}");
+}
+
+#[tokio::test]
+async fn a_channel_nothing_listens_at_shows_what_to_fix_in_healthz() {
+    let closed = realhub::free_addr();
+    let hub = hub_with(NotifyConfig {
+        after: Duration::ZERO,
+        webhooks: vec![Webhook {
+            url: Hidden(format!("http://{closed}/hook")),
+            format: WebhookFormat::Json,
+        }],
+        ..NotifyConfig::default()
+    })
+    .await;
+    let token = hub.init("t").await;
+    hub.register(&token, "t", "?", "q1").await;
+    let until = Instant::now() + WAIT;
+    let channel = loop {
+        let (_, health) = hub.get("/healthz").await;
+        let channel = health["notify"][0].clone();
+        if channel.get("lastError").is_some() || Instant::now() > until {
+            break channel;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let error = channel["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("onnection refused"), "{channel}");
+    assert_eq!(channel["lastErrorHint"]["kind"], "refused", "{channel}");
+    let hint = channel["lastErrorHint"]["text"].as_str().unwrap();
+    assert!(hint.contains("Nothing listens"), "{hint}");
+    assert!(
+        !hint.contains(&closed.to_string()),
+        "a hint repeats no URL: {hint}"
+    );
 }
 
 /// Waits until the fake has seen a `sendMessage` to `CHAT` carrying `needle`.
