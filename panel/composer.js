@@ -12,7 +12,7 @@ import { api } from './api.js';
 import { $, h, toast, runDialog } from './ui.js';
 import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
 import { queuedReplyIds, deliveryState, questionOnScreen } from './conversation.js';
-import { conversationLanguage, ownTemplates, saveOwnTemplates, templatesFor } from './quickreplies.js';
+import { conversationLanguage, templatesFor } from './quickreplies.js';
 
 /** The hub's body cap for /api/reply. */
 export const REPLY_LIMIT = 10 * 1024 * 1024;
@@ -26,6 +26,8 @@ let mirror = false;
 let templates = [];
 /** The language the open conversation's agent writes in (null: not known yet; the panel's is used). */
 let convLang = null;
+/** The open session's own quick replies, as the hub last reported them. */
+let own = [];
 /** Images waiting to be sent, per session token (kept in memory only: they can be large). */
 const attachments = new Map();
 /** The last reply sent per token: `{replyId, state}`; drives the status line. */
@@ -114,6 +116,7 @@ export function showSession(tok, isClosed, isMirror = false) {
     box.value = loadDraft(tok);
     hideStale();
     convLang = null;
+    own = [];
     drawTemplates();
   }
   closed = isClosed;
@@ -135,8 +138,10 @@ export function sessionChanged(session) {
   const sent = lastSent.get(token);
   const messages = session.messages || [];
   const spoken = conversationLanguage(messages);
-  if (spoken && spoken !== convLang) {
-    convLang = spoken;
+  const ownNow = session.quickReplies || [];
+  if ((spoken && spoken !== convLang) || JSON.stringify(ownNow) !== JSON.stringify(own)) {
+    convLang = spoken || convLang;
+    own = ownNow;
     drawTemplates();
   }
   if (sent && sent.replyId && messages.some((m) => m.replyId === sent.replyId)) {
@@ -375,7 +380,7 @@ export async function loadTemplates() {
 /** The session's own quick replies, then the shared ones in the conversation's language (else the panel's). */
 function shownTemplates() {
   return [
-    ...ownTemplates(token).map((tpl) => ({ ...tpl, own: true })),
+    ...own.map((tpl) => ({ ...tpl, own: true })),
     ...templatesFor(templates, convLang || lang),
   ];
 }
@@ -412,7 +417,7 @@ function templateRow(tpl) {
 
 /**
  * The quick-reply editor: the shared templates (kept by the hub) or, chosen
- * at the top, the open session's own (kept in this browser).
+ * at the top, the open session's own (kept by the hub with the session).
  */
 async function editTemplates() {
   const dialog = $('#templates-dialog');
@@ -420,7 +425,7 @@ async function editTemplates() {
   const editing = token;
   scope.value = 'shared';
   scope.querySelector('option[value="session"]').disabled = !editing;
-  const fill = () => $('#template-rows').replaceChildren(...(scope.value === 'session' ? ownTemplates(editing) : templates).map(templateRow));
+  const fill = () => $('#template-rows').replaceChildren(...(scope.value === 'session' ? own : templates).map(templateRow));
   scope.onchange = fill;
   fill();
   if ((await runDialog(dialog)) !== 'ok') return;
@@ -430,7 +435,8 @@ async function editTemplates() {
     .map((tpl) => ({ label: tpl.label || tpl.text.slice(0, 20), text: tpl.text, ...(tpl.lang ? { lang: tpl.lang } : {}) }));
   try {
     if (scope.value === 'session') {
-      saveOwnTemplates(editing, next);
+      const s = await api.config(editing, { quickReplies: next });
+      if (editing === token) own = s?.quickReplies || [];
     } else {
       await api.saveTemplates(next);
       templates = next.length ? next : DEFAULT_TEMPLATES;

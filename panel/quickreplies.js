@@ -1,11 +1,10 @@
-// quickreplies.js — which quick replies a conversation gets: the shared ones
-// in the conversation's own language (read from what the agent writes, so a
-// Chinese conversation gets the zh templates in an English panel), and the
-// session's own, kept in this browser's localStorage keyed by the session's
-// token (the hub keeps no per-session templates). Invariant: a session's own
-// quick replies are never shown in another session.
+// quickreplies.js — which shared quick replies a conversation gets: those in
+// the conversation's own language (read from what the agent writes, so a
+// Chinese conversation gets the zh templates in an English panel). A
+// session's own quick replies are the hub's (`quickReplies` of the session),
+// shown before these. Invariant: the language is read from the agent's words,
+// never from code blocks.
 
-const OWN_PREFIX = 'holdline.templates.';
 /** The newest agent messages that decide a conversation's language… */
 const SAMPLE = 5;
 /** …each read this far (a 1 MB report says no more about its language than its start). */
@@ -24,23 +23,6 @@ export function conversationLanguage(messages) {
   const words = (said.match(/[A-Za-z]+/g) || []).length;
   if (!han && !words) return null;
   return han >= words ? 'zh' : 'en';
-}
-
-/** The quick replies of session `token` only (`[{label, text}]`). */
-export function ownTemplates(token) {
-  if (!token) return [];
-  try {
-    const list = JSON.parse(localStorage.getItem(OWN_PREFIX + token) || '[]');
-    return Array.isArray(list) ? list.filter((tpl) => tpl && typeof tpl.text === 'string' && tpl.text.trim()) : [];
-  } catch {
-    return [];
-  }
-}
-
-/** Keeps `list` as session `token`'s own quick replies (none: forgets them). */
-export function saveOwnTemplates(token, list) {
-  if (list.length) localStorage.setItem(OWN_PREFIX + token, JSON.stringify(list.map(({ label, text }) => ({ label, text }))));
-  else localStorage.removeItem(OWN_PREFIX + token);
 }
 
 /** The shared templates a conversation in `language` shows: those tagged with it and those with none. */

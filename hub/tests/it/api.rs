@@ -1679,3 +1679,51 @@ mod fuzz {
         });
     }
 }
+
+#[tokio::test]
+async fn a_sessions_own_quick_replies_are_kept_by_the_hub_and_travel_with_an_export() {
+    let hub = TestHub::start().await;
+    let token = hub.init("Release").await;
+    let other = hub.init("Other").await;
+    let own = json!([{"label": "Tag it", "text": "Tag v2 and push the tag."},
+                     {"label": "回滚", "text": "回滚到上一个版本。", "lang": "zh"}]);
+    let s = hub
+        .ok(
+            "/api/session/config",
+            json!({"token": token, "quickReplies": own}),
+        )
+        .await;
+    assert_eq!(s["quickReplies"], own, "{s}");
+    assert_eq!(hub.session(&token).await["quickReplies"], own);
+    assert!(hub.session(&other).await.get("quickReplies").is_none());
+
+    // Outside the rule: 400, and the list kept is the one before.
+    let too_many: Vec<Value> = (0..21)
+        .map(|i| json!({"label": format!("q{i}"), "text": "x"}))
+        .collect();
+    for bad in [json!(too_many), json!([{"label": " ", "text": "x"}])] {
+        let (status, v) = hub
+            .post(
+                "/api/session/config",
+                json!({"token": token, "quickReplies": bad}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    }
+    assert_eq!(hub.session(&token).await["quickReplies"], own);
+
+    // An export carries them; an import into another hub gives them back.
+    let (_, export) = hub.get("/api/export").await;
+    assert_eq!(export[&token]["quickReplies"], own, "{export}");
+    let fresh = TestHub::start().await;
+    fresh.ok("/api/import", export).await;
+    assert_eq!(fresh.session(&token).await["quickReplies"], own);
+
+    // [] removes them.
+    hub.ok(
+        "/api/session/config",
+        json!({"token": token, "quickReplies": []}),
+    )
+    .await;
+    assert!(hub.session(&token).await.get("quickReplies").is_none());
+}
