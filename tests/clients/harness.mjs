@@ -103,6 +103,8 @@ export async function startHub(home, env = {}, { bin = HUB_BIN, baseEnv = proces
     sessions: async () => (await api('GET', '/api/sessions?status=all&limit=200')).sessions,
     session: (token) => api('GET', `/api/sessions/${token}?limit=200`),
     reply: (token, text, images) => api('POST', '/api/reply', { token, text, ...(images ? { images } : {}) }),
+    /** The person's pick among the options of the agent's newest message (0-based, as the panel sends it). */
+    pick: (token, choices, text = '') => api('POST', '/api/reply', { token, text, choices }),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
