@@ -200,9 +200,15 @@ async function replyScenario(driver, transport) {
     out.first = await hub.reply(token, `${marker}: looks good, please go on.`, [{ mimeType: 'image/png', data: pngBase64() }]);
     await waitFor('the reply to reach the model', () => brain.results.some((r) => r.text?.includes(marker)) || stillRunning(client, 'the reply to reach the model'), 60_000);
     // The agent reports and asks with options; the person picks, as the panel's buttons do.
-    // The second pick adds "FINISH", which ends the agent's turn.
+    // The second pick adds "FINISH", which ends the agent's turn. A pick that does not reach
+    // the model fails the choices check alone: the person then ends the turn in words.
     out.picks = [];
-    for (const step of [2, 3]) out.picks.push(await pickOffered(hub, client, brain, token, step));
+    try {
+      for (const step of [2, 3]) out.picks.push(await pickOffered(hub, client, brain, token, step));
+    } catch (e) {
+      out.pickError = e;
+      out.finish = await hub.reply(token, 'FINISH: that is all, thank you.');
+    }
     out.exit = await Promise.race([client.exited, sleep(60_000).then(() => null)]);
     out.history = await hub.session(token);
   }, transport, { offers: OFFERS });
@@ -257,6 +263,7 @@ export function pickForms(text, offer) {
  * or both), for the test's diagnostic.
  */
 export function judgePicks(r) {
+  if (r.pickError) throw new Error(`${r.pickError.message} (run folder: ${r.dir})`);
   const shown = schemaShown(r.requests);
   assert.ok(shown, 'some request showed the model the wait tool\'s schema with `options` (items with `label`) and `multiSelect`');
   assert.equal(r.picks?.length, 2, `both questions were asked and answered (${r.picks?.length ?? 0})`);
