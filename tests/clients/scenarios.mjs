@@ -18,7 +18,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFakeModel } from './fake-model/server.mjs';
-import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor } from './harness.mjs';
+import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor, within } from './harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Wait calls before the person answers: Gemini's and Qwen's detectors stop the 5th identical one. */
@@ -209,7 +209,7 @@ async function replyScenario(driver, transport) {
       out.pickError = e;
       out.finish = await hub.reply(token, 'FINISH: that is all, thank you.');
     }
-    out.exit = await Promise.race([client.exited, sleep(60_000).then(() => null)]);
+    out.exit = await within(client.exited, 60_000);
     out.history = await hub.session(token);
   }, transport, { offers: OFFERS });
 }
@@ -329,13 +329,13 @@ async function ctrlCScenario(driver, transport) {
     out.bridgesAfter = await waitFor('the bridge to exit', () => { const b = bridgesOf(hub.home); return b.length ? null : b; }, 3000).catch(() => bridgesOf(hub.home));
     out.marker = `QUEUED-${Math.random().toString(36).slice(2, 8)}`;
     out.later = await hub.reply(token, `${out.marker}: I was away. FINISH`);
-    await Promise.race([client.exited, sleep(10_000)]);
+    await within(client.exited, 10_000);
     // The person's reply waits for the agent: the next turn (the client started again in
     // the same chat) gets it at its first wait.
     const again = await restart();
     await waitFor('the queued reply to reach the model', () => brain.results.some((r) => r.text?.includes(out.marker)) || stillRunning(again, 'the queued reply'), 90_000);
     out.restartToken = agentToken(brain);
-    out.exit = await Promise.race([again.exited, sleep(60_000).then(() => null)]);
+    out.exit = await within(again.exited, 60_000);
   }, transport);
 }
 
@@ -358,7 +358,7 @@ async function revokeScenario(driver) {
       out.leftAfterMs = Date.now() - revoked;
     } catch { /* judged by the check */ }
     // The client goes on (the agent re-calls, or gives up): its calls make no new wait.
-    out.exit = await Promise.race([client.exited, sleep(45_000).then(() => null)]);
+    out.exit = await within(client.exited, 45_000);
     out.statusAfter = (await hub.session(token)).status;
     out.resultsAfter = brain.results.slice(out.resultsBefore);
     out.later = await hub.reply(token, 'Are you still there?');
