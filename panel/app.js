@@ -1,8 +1,9 @@
 // app.js — the panel's entry point: login, the session list (held still
 // under the pointer, new-since-you-looked marks, Alt+N to the next waiting
-// session), the open conversation and its actions (settings, rename, merge,
-// archive, restore), live updates from SSE with a banner while the hub is
-// away, notifications, language and theme switches.
+// session; on a desktop the longest-waiting one opens first), the open
+// conversation and its actions (settings, rename, merge, archive, restore),
+// search (the waiting sessions kept above the results), live updates from
+// SSE with a banner while the hub is away, notifications, language and theme switches.
 
 import { api, followEvents } from './api.js';
 import { t, lang, setLang, applyStatic, duration, ago } from './i18n.js';
@@ -22,6 +23,8 @@ import { initChoices, drawChoices } from './choices.js';
 import { whereTag, onChosenMachine, drawMachineFilter } from './machine.js';
 import { drawWaitingPill } from './pill.js';
 import { drawStrandedNote } from './stranded.js';
+import { searchHit as hitOf, searchGroups, HIT_LIMIT } from './search.js';
+import { unfold } from './longmessage.js';
 
 const CLOSED = new Set(['merged', 'archived']);
 const PAGE = 50;
@@ -51,8 +54,10 @@ const state = {
   heardDuringFetch: null,
   /** The selected session keeps the list position it had when picked: `{token, index}`. */
   pin: null,
-  /** token → `{q, seq, snippet}` where the search `q` matched (seq null: in the title only). */
+  /** token → `{q, seq, snippets, more}` where the search `q` matched (seq null: in the title only). */
   hits: new Map(),
+  /** The panel was opened with no session to reopen: the first list opens the longest-waiting one. */
+  openFirst: false,
 };
 
 function isNew(s) {
@@ -144,6 +149,8 @@ function start() {
   drawToolbar();
   const linked = takeSessionFromHash();
   const saved = linked || sessionStorage.getItem('holdline.current');
+  // Nothing to reopen: the first list that arrives opens the longest-waiting session.
+  state.openFirst = !saved;
   refreshList().then(() => {
     if (saved && (linked || !state.current)) select(saved, { quiet: !linked });
   });
@@ -301,6 +308,10 @@ async function refreshList() {
     state.nextCursor = res.nextCursor || null;
     drawList();
     if (q) findHits();
+    if (state.openFirst) {
+      state.openFirst = false;
+      if (!state.current) openLongestWaiting();
+    }
   } catch (e) {
     if (e.status === 401) showLogin('');
     else if (e.status !== 0) toast(t('errorGeneric', { msg: e.message }), 'error');
@@ -376,9 +387,14 @@ function drawList() {
   const listed = listOrder();
   drawMachineFilter($('#machine-filter'), listed, drawList);
   const sessions = onChosenMachine(listed);
-  ul.replaceChildren(...sessions.map((s) => sessionItem(s, {
+  const draw = (s) => sessionItem(s, {
     selected: s.token === state.current, isNew: isNew(s), q: state.q, hit: searchHit(s.token), title: title(s), onSelect: select,
-  })));
+  });
+  // While searching, the agents that wait stay in view above the results.
+  const waiting = state.q
+    ? onChosenMachine(sortSessions([...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror && belongsInView(s) && !state.listed.has(s.token))))
+    : [];
+  ul.replaceChildren(...searchGroups(waiting, sessions, draw));
   if (state.nextCursor) {
     ul.append(h('li', { class: 'more' }, h('button', { type: 'button', testid: 'load-more-sessions', onclick: loadMoreSessions }, t('loadMore'))));
   }
@@ -395,8 +411,7 @@ async function findHits() {
   if (!q || !todo.length) return;
   await Promise.all(todo.map(async (tok) => {
     try {
-      const hit = (await api.find(tok, q, 1)).hits[0];
-      state.hits.set(tok, hit ? { q, seq: hit.seq, snippet: hit.snippet } : { q, seq: null });
+      state.hits.set(tok, hitOf(q, (await api.find(tok, q, HIT_LIMIT)).hits));
     } catch { /* the result stays listed without a snippet */ }
   }));
   if (state.q === q) drawList();
@@ -423,6 +438,7 @@ async function jumpToHit(token) {
   clearMarks(list);
   for (const old of list.querySelectorAll('.msg.hit')) old.classList.remove('hit');
   el.classList.add('hit');
+  unfold(el);
   markMatches(el.querySelector('.content'), q);
   el.scrollIntoView({ block: 'center' });
   state.stick = false;
@@ -438,6 +454,13 @@ function nextWaiting() {
   }
   if (!state.listed.has(next.token) && !state.q) state.listed.set(next.token, next);
   select(next.token);
+}
+
+/** On a desktop with nothing open yet, the conversation of the agent that has waited longest (a phone keeps the list). */
+function openLongestWaiting() {
+  if (matchMedia(PHONE).matches) return;
+  const first = sortSessions([...state.known.values()]).find((s) => s.status === 'waiting' && !s.mirror && belongsInView(s));
+  if (first) select(first.token, { quiet: true });
 }
 
 function drawWaitingCount() {

@@ -1,7 +1,8 @@
 // composer.js — the reply box: Enter sends / Shift+Enter breaks a line,
 // per-session drafts in localStorage (keyed by token, never shared), pasted
 // and dropped images, quick replies (put in the box, then sent) from the
-// editable templates, replies that wait while the hub is away and go out
+// editable templates — in the conversation's language, plus the session's own
+// (quickreplies.js) — replies that wait while the hub is away and go out
 // when it is back, and the queued/delivered line under the box. Each reply
 // names the question on screen (`inReplyTo`); when the agent has asked
 // something newer the hub refuses it and the box shows that question with
@@ -12,6 +13,7 @@ import { $, h, toast, runDialog } from './ui.js';
 import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
 import { queuedReplyIds, deliveryState, questionOnScreen } from './conversation.js';
 import { strandedKey } from './stranded.js';
+import { conversationLanguage, templatesFor } from './quickreplies.js';
 
 /** The hub's body cap for /api/reply. */
 export const REPLY_LIMIT = 10 * 1024 * 1024;
@@ -23,6 +25,10 @@ let closed = false;
 /** The session is a read-only copy of another hub's (closed is then true too). */
 let mirror = false;
 let templates = [];
+/** The language the open conversation's agent writes in (null: not known yet; the panel's is used). */
+let convLang = null;
+/** The open session's own quick replies, as the hub last reported them. */
+let own = [];
 /** Images waiting to be sent, per session token (kept in memory only: they can be large). */
 const attachments = new Map();
 /** The last reply sent per token: `{replyId, state}`; drives the status line. */
@@ -115,6 +121,9 @@ export function showSession(tok, isClosed, isMirror = false) {
     stranded = null;
     box.value = loadDraft(tok);
     hideStale();
+    convLang = null;
+    own = [];
+    drawTemplates();
   }
   closed = isClosed;
   box.disabled = isClosed;
@@ -135,6 +144,13 @@ export function sessionChanged(session) {
   stranded = strandedKey(session);
   const sent = lastSent.get(token);
   const messages = session.messages || [];
+  const spoken = conversationLanguage(messages);
+  const ownNow = session.quickReplies || [];
+  if ((spoken && spoken !== convLang) || JSON.stringify(ownNow) !== JSON.stringify(own)) {
+    convLang = spoken || convLang;
+    own = ownNow;
+    drawTemplates();
+  }
   if (sent && sent.replyId && messages.some((m) => m.replyId === sent.replyId)) {
     sent.state = deliveryState(session, queuedReplyIds(session, messages), sent.replyId);
   }
@@ -389,14 +405,19 @@ export async function loadTemplates() {
   drawTemplates();
 }
 
-/** The templates for the panel's language: those tagged with it and those with no language. */
+/** The session's own quick replies, then the shared ones in the conversation's language (else the panel's). */
 function shownTemplates() {
-  return templates.filter((tpl) => !tpl.lang || tpl.lang === lang);
+  return [
+    ...own.map((tpl) => ({ ...tpl, own: true })),
+    ...templatesFor(templates, convLang || lang),
+  ];
 }
 
 function drawTemplates() {
   $('#quick-replies').replaceChildren(...shownTemplates().map((tpl) => h('button', {
-    type: 'button', class: 'chip', testid: 'quick-reply', title: tpl.text, disabled: closed,
+    type: 'button', class: `chip${tpl.own ? ' own' : ''}`, testid: tpl.own ? 'own-quick-reply' : 'quick-reply',
+    title: tpl.own ? `${t('sessionTemplate')}: ${tpl.text}` : tpl.text, disabled: closed,
+    dataset: { lang: tpl.lang || '' },
     onclick: () => insertTemplate(tpl.text),
   }, tpl.label || tpl.text)));
 }
@@ -422,17 +443,32 @@ function templateRow(tpl) {
   return row;
 }
 
+/**
+ * The quick-reply editor: the shared templates (kept by the hub) or, chosen
+ * at the top, the open session's own (kept by the hub with the session).
+ */
 async function editTemplates() {
   const dialog = $('#templates-dialog');
-  $('#template-rows').replaceChildren(...templates.map(templateRow));
+  const scope = $('#template-scope');
+  const editing = token;
+  scope.value = 'shared';
+  scope.querySelector('option[value="session"]').disabled = !editing;
+  const fill = () => $('#template-rows').replaceChildren(...(scope.value === 'session' ? own : templates).map(templateRow));
+  scope.onchange = fill;
+  fill();
   if ((await runDialog(dialog)) !== 'ok') return;
   const next = [...document.querySelectorAll('#template-rows .template-row')]
     .map((row) => ({ label: row.querySelector('.tpl-label').value.trim(), text: row.querySelector('.tpl-text').value, lang: row.dataset.lang }))
     .filter((tpl) => tpl.text.trim())
     .map((tpl) => ({ label: tpl.label || tpl.text.slice(0, 20), text: tpl.text, ...(tpl.lang ? { lang: tpl.lang } : {}) }));
   try {
-    await api.saveTemplates(next);
-    templates = next.length ? next : DEFAULT_TEMPLATES;
+    if (scope.value === 'session') {
+      const s = await api.config(editing, { quickReplies: next });
+      if (editing === token) own = s?.quickReplies || [];
+    } else {
+      await api.saveTemplates(next);
+      templates = next.length ? next : DEFAULT_TEMPLATES;
+    }
     drawTemplates();
     toast(t('saved'));
   } catch (e) {

@@ -1,12 +1,16 @@
 // conversation.js — draws a session's messages: roles, Markdown, images,
-// automatic replies, queued/delivered marks, a copy button each; keeps one element per message
-// (keyed by seq) so live updates do not re-render the whole history.
+// automatic replies, queued/delivered marks, a copy button each, long messages folded to their
+// question, code blocks with copy/wrap, merged-in messages marked with where they came from;
+// keeps one element per message (keyed by seq) so live updates do not re-render the whole history.
 
 import { h, icon } from './ui.js';
 import { t, clock, bytes } from './i18n.js';
 import { renderInto } from './markdown.js';
 import { copyText } from './export.js';
 import { pickedNote } from './choices.js';
+import { enhanceCodeBlocks } from './codeblock.js';
+import { foldLongMessage, changedFilesList, resetFolds } from './longmessage.js';
+import { markMergedIn } from './mergedin.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
 const cache = new Map();
@@ -48,6 +52,8 @@ function buildMessage(m) {
         );
       },
     });
+    enhanceCodeBlocks(content);
+    if (role === 'assistant') foldLongMessage(content, m);
   };
   draw(expanded.has(m.seq));
 
@@ -67,6 +73,7 @@ function buildMessage(m) {
     m.auto ? h('span', { class: 'tag auto', testid: 'auto-tag' }, t('auto')) : null,
     m.via ? h('span', { class: 'tag via', testid: 'via-tag' }, t('via', { via: viaName(m.via) })) : null,
     h('span', { class: 'delivery', testid: 'delivery' }),
+    h('span', { class: 'tag merged-in', testid: 'merged-in', hidden: true }),
     h('time', { class: 'when', datetime: new Date(m.at || 0).toISOString() }, m.at ? clock(m.at) : ''),
     h('button', {
       type: 'button', class: 'icon copy', testid: 'copy-message', title: t('copyMessage'), 'aria-label': t('copyMessage'),
@@ -78,7 +85,7 @@ function buildMessage(m) {
     class: `msg ${role}${m.auto ? ' auto' : ''}`,
     testid: 'message',
     dataset: { role, seq: String(m.seq ?? '') },
-  }, meta, pickedNote(m.choices), content, note, gallery);
+  }, meta, pickedNote(m.choices), role === 'assistant' ? changedFilesList(m.content) : null, content, note, gallery);
 }
 
 /**
@@ -110,6 +117,7 @@ export function renderMessages(list, session, messages) {
   if (cacheToken !== session.token) {
     cache.clear();
     expanded.clear();
+    resetFolds();
     cacheToken = session.token;
   }
   const els = [];
@@ -138,6 +146,8 @@ export function renderMessages(list, session, messages) {
       mark.textContent = t(state);
     }
   }
+
+  markMergedIn(messages, els);
 
   // Append only what moved or is new, so the scroll position and images stay put.
   let prev = null;

@@ -1,6 +1,7 @@
-// keepalive.js — a session's keep-alive mode in words, for the header and
-// the list: timed reply (with the countdown to the next one), auto-continue,
-// paused at the streak limit; nothing for a true hold.
+// keepalive.js — a session's keep-alive mode in words that say what happens, for the header and
+// the list: timed reply while no one answers (with the countdown to the next one), the
+// continue prompt sent whenever the agent names a next step, paused at the streak limit;
+// nothing for a true hold.
 
 import { t, duration, countdown } from './i18n.js';
 import { h } from './ui.js';
@@ -37,7 +38,7 @@ export function keepAliveText(s, now = Date.now()) {
     if (due === null) return t('keepTimedEvery', { every: duration(s.timedReplyIntervalMs) });
     return due ? t('keepTimedIn', { left: countdown(due - now) }) : t('keepTimedDue');
   }
-  return s.sessionAutoContinue ? t('keepAuto') : null;
+  return s.sessionAutoContinue ? t('keepAuto', { n: s.maxAutoStreak ?? 20 }) : null;
 }
 
 /** The short keep-alive tag of a list item (null for a true hold). */

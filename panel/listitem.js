@@ -1,16 +1,17 @@
 // listitem.js — one session in the list: title (search words marked), "new"
 // mark, status, how long it has waited or when it was last active, queued
-// replies, keep-alive mode, progress, and a plain-text preview or the search snippet.
+// replies, keep-alive mode, progress, and a plain-text preview or the search snippets.
 
 import { t, duration, ago } from './i18n.js';
 import { h, withMarks } from './ui.js';
 import { plainText } from './markdown.js';
 import { keepAliveTag } from './keepalive.js';
 import { whereTag } from './machine.js';
+import { snippetsView } from './search.js';
 
 /**
  * The list item of session `s`. `view`: `selected`, `isNew`, `q` (the search),
- * `hit` (where it matched: `{snippet}`), `title` (the name shown), `onSelect`.
+ * `hit` (where it matched: `{snippets, more}`), `title` (the name shown), `onSelect`.
  */
 export function sessionItem(s, view) {
   const waiting = s.status === 'waiting';
@@ -45,9 +46,8 @@ export function sessionItem(s, view) {
         pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
         review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
       : null,
-    view.hit?.snippet
-      ? h('div', { class: 'preview snippet small', testid: 'session-snippet' }, withMarks(view.hit.snippet, view.q))
-      : s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null,
+    snippetsView(view.hit, view.q)
+      || (s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null),
   ));
   return item;
 }

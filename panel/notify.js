@@ -2,11 +2,12 @@
 // notification and a short sound made with WebAudio (no sound file), behind
 // one remembered on/off switch and a remembered choice of sound, set in the
 // bell's dialog (with a test); what stands in the way (a page that is not a
-// secure context, a blocked permission); and the hub's messenger channels.
+// secure context, a blocked permission); and the hub's messenger channels, each
+// failing one with the hub's hint of what to fix.
 
 import { api } from './api.js';
 import { t } from './i18n.js';
-import { $, runDialog } from './ui.js';
+import { $, h, runDialog } from './ui.js';
 
 const KEY = 'holdline.notify';
 const SOUND_KEY = 'holdline.sound';
@@ -170,8 +171,18 @@ async function drawChannels() {
     const parts = [`${c.name}: ${t(`channel.${c.state}`)}`, t('channelCounts', { sent: c.sent, failed: c.failed })];
     if (c.lastError) parts.push(t('channelError', { error: c.lastError }));
     li.textContent = parts.join(' · ');
+    const hint = channelHint(c.lastErrorHint);
+    if (hint) li.append(h('div', { class: 'channel-hint small', testid: 'channel-hint' }, t('channelHint', { hint })));
     return li;
   }));
+}
+
+/** The hub's hint for a channel error (`{kind, text}`) in the panel's language (its English text for a kind the panel does not know). */
+function channelHint(hint) {
+  if (!hint?.kind) return '';
+  const key = `hint.${hint.kind}`;
+  const words = t(key);
+  return words === key ? String(hint.text || '') : words;
 }
 
 function drawNotifyNote() {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::BindingKey;
 use crate::session::{
-    BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, Review, Role, Session,
+    BadImage, Choice, ChoiceOption, Image, Template, KeepAlive, Message, Millis, Review, Role, Session,
     Status, Token, now_ms, preview_of,
 };
 
@@ -62,6 +62,9 @@ pub struct ExportSession {
     /// The agent's machine name as its bridge reported it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub host_name: String,
+    /// The session's own quick replies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quick_replies: Vec<Template>,
     #[serde(default)]
     pub hub: String,
     #[serde(default)]
@@ -156,6 +159,7 @@ impl ExportSession {
             binding_key: Some(s.binding_key.clone()),
             host_ip: s.host_ip.clone(),
             host_name: s.host_name.clone(),
+            quick_replies: s.quick_replies.clone(),
             hub: s.hub.clone(),
             binding_check_count: s.binding_check_count,
             continue_mode: Some(NODE_CONTINUE_MODE.to_owned()),
@@ -234,6 +238,10 @@ impl ExportSession {
         let defaults = KeepAlive::default();
         s.display_title = self.display_title;
         s.note_host_name(Some(&self.host_name));
+        // Quick replies outside the rule are left behind, not the session.
+        if crate::session::check_templates(&self.quick_replies, crate::session::MAX_SESSION_TEMPLATES).is_ok() {
+            s.quick_replies = self.quick_replies;
+        }
         s.status = status;
         s.created_at = self.created_at.unwrap_or_else(now_ms);
         s.last_active_at = self.last_active_at.unwrap_or(s.created_at);

@@ -360,6 +360,39 @@ impl Default for KeepAlive {
     }
 }
 
+/// A quick-reply template shown in the panel, shared or a session's own; one
+/// with a `lang` (`en`, `zh`) shows only in a conversation in that language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Template {
+    pub label: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+}
+
+/// Most shared quick replies.
+pub const MAX_SHARED_TEMPLATES: usize = 100;
+/// Most quick replies of one session's own.
+pub const MAX_SESSION_TEMPLATES: usize = 20;
+
+/// The one rule for a list of quick replies: at most `max` of them, each a
+/// label of 1 to 64 characters and a text of at most 8,192.
+pub fn check_templates(templates: &[Template], max: usize) -> Result<(), String> {
+    if templates.len() > max {
+        return Err(format!("at most {max} quick replies"));
+    }
+    let bad = |t: &Template| {
+        t.label.trim().is_empty() || t.label.chars().count() > 64 || t.text.chars().count() > 8192
+    };
+    if templates.iter().any(bad) {
+        return Err(
+            "each quick reply needs a label of 1 to 64 characters and a text of at most 8192"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 /// Longest machine name kept from a bridge's report, in characters.
 pub const MAX_HOST_NAME: usize = 64;
 
@@ -417,6 +450,9 @@ pub struct Session {
     /// it (a hand-over); agent calls act only on their own sessions.
     #[serde(default, alias = "boundKey", skip_serializing_if = "Option::is_none")]
     pub owner: Option<KeyName>,
+    /// The session's own quick replies, shown before the shared ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quick_replies: Vec<Template>,
 }
 
 /// A hub taking over a session from another (multi-hub over MongoDB, docs/operations.md).
@@ -460,6 +496,7 @@ impl Session {
             mirror: false,
             adoptions: Vec::new(),
             owner: None,
+            quick_replies: Vec::new(),
         }
     }
 

@@ -20,6 +20,16 @@ export const CACHE = process.env.HOLDLINE_CLIENTS_CACHE || join(homedir(), '.cac
 export const RUNS = process.env.HOLDLINE_CLIENTS_RUNS || join(repoRoot, 'target', 'test-clients');
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `promise`'s value, or null once `ms` have passed. The timer is cleared when the promise
+ * settles: a pending one would keep the test file's process alive until it fires.
+ */
+export function within(promise, ms) {
+  let timer;
+  const late = new Promise((r) => { timer = setTimeout(() => r(null), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 const run = promisify(execFile);
 
 /** Polls `fn` until it returns a truthy value; throws `what` with the last value after `ms`. */
@@ -103,6 +113,8 @@ export async function startHub(home, env = {}, { bin = HUB_BIN, baseEnv = proces
     sessions: async () => (await api('GET', '/api/sessions?status=all&limit=200')).sessions,
     session: (token) => api('GET', `/api/sessions/${token}?limit=200`),
     reply: (token, text, images) => api('POST', '/api/reply', { token, text, ...(images ? { images } : {}) }),
+    /** The person's pick among the options of the agent's newest message (0-based, as the panel sends it). */
+    pick: (token, choices, text = '') => api('POST', '/api/reply', { token, text, choices }),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');

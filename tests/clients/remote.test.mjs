@@ -12,7 +12,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_CLIENT_TIMEOUT_SEC, ROUNDS, drivers, holdlineResults, needs, scenarios } from './scenarios.mjs';
+import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_CLIENT_TIMEOUT_SEC, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
 
 /** The client whose key is revoked mid-wait (a light native binary). */
 const REVOKE_CLIENT = 'codex';
@@ -80,6 +80,11 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         const session = r.waiting;
         assert.equal(session.hostIp, '127.0.0.1', `hostIp (claimed: ${CLAIMED_ADDRESS}, hub environment: hub-environment-host)`);
         assert.ok(session.bindingKey.endsWith('@127.0.0.1'), `bindingKey ${session.bindingKey}`);
+      });
+
+      it("R7. a pick among the agent's options reaches the model over /mcp (one, then several)", opts(driver, 'R7'), async (t) => {
+        const r = needs(await s.reply, 'the picks');
+        t.diagnostic(judgePicks(r));
       });
 
       if (driver.name === HEADER_CLIENT) {

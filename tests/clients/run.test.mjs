@@ -7,7 +7,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, ROUNDS, drivers, holdlineResults, needs, scenarios } from './scenarios.mjs';
+import { GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
 
 describe('real clients', { concurrency: true }, () => {
   for (const driver of drivers) {
@@ -82,6 +82,11 @@ describe('real clients', { concurrency: true }, () => {
         needs(r, 'the reminder after a reply');
         const reply = brain.results.find((x) => x.text?.includes(r.marker));
         assert.match(reply.text, GUIDANCE, `the reply as the model got it carries the reminder: ${reply.text.slice(0, 300)}`);
+      });
+
+      it('6. a pick among the agent\'s options reaches the model (one, then several)', async (t) => {
+        const r = needs(await s.reply, 'the picks');
+        t.diagnostic(judgePicks(r));
       });
     });
   }

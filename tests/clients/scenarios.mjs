@@ -7,15 +7,18 @@
 // Scenario "reply": the agent starts a session and waits; each wait ends "no reply yet"
 // after WAIT_SEC (the bridge's HOLDLINE_MAX_WAIT_SEC; over /mcp the call's timeoutSec), the
 // agent re-calls; after ROUNDS wait calls the person replies with text and an image; the
-// agent waits again; "FINISH" ends its turn.
+// agent reports and asks a question with options (OFFERS); the person picks one, as the
+// panel's button does (`POST /api/reply {choices}`); the agent asks again with several to
+// pick (multiSelect); the person picks two and adds "FINISH", which ends its turn.
 // Scenario "ctrl-c": the agent waits; Ctrl-C goes to the client's process group; the hub
 // must show the session not waiting within its grace period and queue a later reply.
 
+import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFakeModel } from './fake-model/server.mjs';
-import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor } from './harness.mjs';
+import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor, within } from './harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Wait calls before the person answers: Gemini's and Qwen's detectors stop the 5th identical one. */
@@ -42,6 +45,26 @@ export const GRACE_SEC = 3;
 /** How long after the grace the hub may take to notice (one sweep, a loaded machine). */
 export const GRACE_SLACK_MS = 3000;
 export const GUIDANCE = /call wait_for_user_input/;
+/**
+ * The questions with options the agent asks in the reply scenario, by step (the step after
+ * the first reply, then the one after the first pick), and what the person picks (indexes,
+ * as the panel sends them) and adds.
+ */
+export const OFFERS = {
+  2: {
+    question: 'Which database should I use?',
+    options: [{ label: 'Postgres', description: 'the server the team already runs' }, { label: 'SQLite' }],
+    pick: [1],
+    text: '',
+  },
+  3: {
+    question: 'What should I do next?',
+    options: [{ label: 'Tests' }, { label: 'Docs' }, { label: 'Benchmarks', description: 'before and after' }],
+    multiSelect: true,
+    pick: [0, 2],
+    text: 'FINISH: that is all, thank you.',
+  },
+};
 const PROMPT = 'Work on this repository with the person through holdline: call init_conversation, then report with wait_for_user_input and follow the replies.';
 
 const selected = (process.env.HOLDLINE_CLIENTS || '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -65,7 +88,7 @@ try {
  * `out`; everything is stopped after. A failure is returned as `out.error` (with the run
  * folder and the client's last words), so checks that need only part of the run still judge.
  */
-async function withClient(driver, scenario, fn, transport = 'stdio') {
+async function withClient(driver, scenario, fn, transport = 'stdio', brainKnobs = {}) {
   // 'remote-header': over /mcp, each wait bounded by the entry's Holdline-Max-Wait-Sec.
   const remote = transport.startsWith('remote');
   const byHeader = transport === 'remote-header';
@@ -80,7 +103,7 @@ async function withClient(driver, scenario, fn, transport = 'stdio') {
   // Over /mcp there is no bridge environment: the agent asks for the short wait itself,
   // or the entry's Holdline-Max-Wait-Sec header sets it.
   const waitArgs = remote && !byHeader ? { timeoutSec: WAIT_SEC } : undefined;
-  const model = await startFakeModel({ dir, brain: { title: `${driver.name} ${scenario}`, hooks: driver.brainHooks, waitArgs } });
+  const model = await startFakeModel({ dir, brain: { title: `${driver.name} ${scenario}`, hooks: driver.brainHooks, waitArgs, ...brainKnobs } });
   const out = { dir, brain: model.brain, requests: model.requests };
   let client;
   let earlier = [];
@@ -176,12 +199,110 @@ async function replyScenario(driver, transport) {
     const marker = out.marker = `PINEAPPLE-${Math.random().toString(36).slice(2, 8)}`;
     out.first = await hub.reply(token, `${marker}: looks good, please go on.`, [{ mimeType: 'image/png', data: pngBase64() }]);
     await waitFor('the reply to reach the model', () => brain.results.some((r) => r.text?.includes(marker)) || stillRunning(client, 'the reply to reach the model'), 60_000);
-    // The agent reports its next step and waits again; the person ends the conversation.
-    await waitFor('the next wait', async () => { stillRunning(client, 'the next wait'); return waitingNow(hub, token); }, 60_000);
-    out.finish = await hub.reply(token, 'FINISH: that is all, thank you.');
-    out.exit = await Promise.race([client.exited, sleep(60_000).then(() => null)]);
+    // The agent reports and asks with options; the person picks, as the panel's buttons do.
+    // The second pick adds "FINISH", which ends the agent's turn. A pick that does not reach
+    // the model fails the choices check alone: the person then ends the turn in words.
+    out.picks = [];
+    try {
+      for (const step of [2, 3]) out.picks.push(await pickOffered(hub, client, brain, token, step));
+    } catch (e) {
+      out.pickError = e;
+      out.finish = await hub.reply(token, 'FINISH: that is all, thank you.');
+    }
+    out.exit = await within(client.exited, 60_000);
     out.history = await hub.session(token);
-  }, transport);
+  }, transport, { offers: OFFERS });
+}
+
+/**
+ * Waits for the agent's question of `step` (OFFERS) with the session waiting, picks as the
+ * panel does and waits until a tool result the model was given names the pick. Returns
+ * `{ step, offered, queued, seen }`: the agent's message as the hub stored it, the hub's
+ * answer to the pick, and the tool results that showed the pick to the model.
+ */
+async function pickOffered(hub, client, brain, token, step) {
+  const offer = OFFERS[step];
+  const offered = await waitFor(`the agent's question of step ${step} with options`, async () => {
+    stillRunning(client, `the question of step ${step}`);
+    const s = await waitingNow(hub, token);
+    const asked = s?.messages.findLast((m) => m.role === 'assistant');
+    return asked?.content.includes(offer.question) ? asked : null;
+  }, 60_000);
+  const before = brain.results.length;
+  const queued = await hub.pick(token, offer.pick, offer.text);
+  const labels = offer.pick.map((i) => offer.options[i].label);
+  await waitFor(`the pick ${labels.join(', ')} to reach the model`, () => brain.results.slice(before).some((r) => pickForms(r.text, offer).length) || stillRunning(client, 'the pick to reach the model'), 60_000);
+  return { step, offered, queued, seen: brain.results.slice(before).filter((r) => pickForms(r.text, offer).length) };
+}
+
+/**
+ * How a tool result's text, as the model got it, names the person's pick of `offer`:
+ * 'text' — the result's sentence `The person chose: "SQLite".` (JSON escapes undone: Cline
+ * and Continue hand results over JSON-encoded); 'json' — `structuredContent.reply.choices`
+ * `[{"index":1,"label":"SQLite"}]` (clients that pass the structured content).
+ */
+export function pickForms(text, offer) {
+  const t = String(text ?? '').replace(/\\+"/g, '"');
+  const chosen = offer.pick.map((i) => ({ index: i, label: offer.options[i].label }));
+  const forms = [];
+  if (t.includes(`The person chose: ${chosen.map((c) => `"${c.label}"`).join(', ')}.`)) forms.push('text');
+  // The JSON with any spacing a client's re-serialisation adds.
+  const json = JSON.stringify({ choices: chosen }).slice(1, -1)
+    .replace(/[\[\]{}]/g, (c) => `\\${c}`)
+    .replace(/(\\?[\[\]{}:,])/g, '\\s*$1\\s*');
+  if (new RegExp(json).test(t)) forms.push('json');
+  return forms;
+}
+
+/**
+ * The choices check of the reply scenario (run.test.mjs 6, remote.test.mjs R7): each
+ * question reached the hub with the options as the agent sent them (the client accepted
+ * the tool's schema and passed `options` / `multiSelect` intact), the pick is stored once
+ * on the person's message, and the model was given it in exactly one tool result. Returns
+ * where the model was shown the options' schema and how it saw each pick ('text', 'json'
+ * or both), for the test's diagnostic.
+ */
+export function judgePicks(r) {
+  if (r.pickError) throw new Error(`${r.pickError.message} (run folder: ${r.dir})`);
+  const shown = schemaShown(r.requests);
+  assert.ok(shown, 'some request showed the model the wait tool\'s schema with `options` (items with `label`) and `multiSelect`');
+  assert.equal(r.picks?.length, 2, `both questions were asked and answered (${r.picks?.length ?? 0})`);
+  const said = [];
+  for (const p of r.picks) {
+    const offer = OFFERS[p.step];
+    const chosen = offer.pick.map((i) => ({ index: i, label: offer.options[i].label }));
+    assert.deepEqual(p.offered.options, offer.options, `the options of step ${p.step} reached the hub as the agent sent them`);
+    assert.equal(p.offered.multiSelect ?? false, offer.multiSelect ?? false, `multiSelect of step ${p.step} reached the hub`);
+    const stored = r.history.messages.filter((m) => m.role === 'user' && JSON.stringify(m.choices) === JSON.stringify(chosen));
+    assert.equal(stored.length, 1, `the pick of step ${p.step} is stored once with its choices`);
+    assert.equal(p.seen.length, 1, `the model got the pick of step ${p.step} in exactly one tool result (got ${p.seen.length})`);
+    assert.equal(p.seen[0].kind, 'replied', `the pick came as the person's reply: ${p.seen[0].text.slice(0, 300)}`);
+    said.push(`${chosen.map((c) => c.label).join('+')}: ${pickForms(p.seen[0].text, offer).join('+')}`);
+  }
+  return `the options' schema shown ${shown}; the picks seen as ${said.join('; ')}`;
+}
+
+/**
+ * Where the model was shown `wait_for_user_input`'s `options` (items with a `label`) and
+ * `multiSelect`: 'in its tools' (a schema object in a request), 'in a tool result' (a
+ * deferred tool's schema handed over as text: Qwen's tool_search), or null — a client
+ * whose sanitiser dropped them would leave a real model unaware it can offer choices.
+ */
+function schemaShown(requests) {
+  let found = null;
+  const visit = (v) => {
+    if (found || v == null) return;
+    if (typeof v === 'string') {
+      if (/"options"\s*:\s*\{[^]*"label"/.test(v) && /"multiSelect"\s*:\s*\{/.test(v)) found = 'in a tool result';
+      return;
+    }
+    if (typeof v !== 'object') return;
+    const p = v.properties;
+    if (p?.options?.items?.properties?.label && p.multiSelect && p.token) { found = 'in its tools'; return; }
+    for (const k of Object.keys(v)) visit(v[k]);
+  };
+  for (const q of requests) visit(q.body);
+  return found;
 }
 
 async function ctrlCScenario(driver, transport) {
@@ -208,13 +329,13 @@ async function ctrlCScenario(driver, transport) {
     out.bridgesAfter = await waitFor('the bridge to exit', () => { const b = bridgesOf(hub.home); return b.length ? null : b; }, 3000).catch(() => bridgesOf(hub.home));
     out.marker = `QUEUED-${Math.random().toString(36).slice(2, 8)}`;
     out.later = await hub.reply(token, `${out.marker}: I was away. FINISH`);
-    await Promise.race([client.exited, sleep(10_000)]);
+    await within(client.exited, 10_000);
     // The person's reply waits for the agent: the next turn (the client started again in
     // the same chat) gets it at its first wait.
     const again = await restart();
     await waitFor('the queued reply to reach the model', () => brain.results.some((r) => r.text?.includes(out.marker)) || stillRunning(again, 'the queued reply'), 90_000);
     out.restartToken = agentToken(brain);
-    out.exit = await Promise.race([again.exited, sleep(60_000).then(() => null)]);
+    out.exit = await within(again.exited, 60_000);
   }, transport);
 }
 
@@ -237,7 +358,7 @@ async function revokeScenario(driver) {
       out.leftAfterMs = Date.now() - revoked;
     } catch { /* judged by the check */ }
     // The client goes on (the agent re-calls, or gives up): its calls make no new wait.
-    out.exit = await Promise.race([client.exited, sleep(45_000).then(() => null)]);
+    out.exit = await within(client.exited, 45_000);
     out.statusAfter = (await hub.session(token)).status;
     out.resultsAfter = brain.results.slice(out.resultsBefore);
     out.later = await hub.reply(token, 'Are you still there?');

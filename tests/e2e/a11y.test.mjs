@@ -1,5 +1,6 @@
 // a11y.test.mjs — axe-core (from npm, run offline in the page) finds no
-// violation on the login screen, the session list, a conversation, the
+// violation on the login screen, the session list, a conversation (with a long
+// message folded and unfolded, a table and code wider than the pane), the
 // keep-alive settings, the quick-reply editor, the info/export dialog and the
 // agent keys (desktop; a phone has no room for them), the list's machine filter, a
 // question's option buttons (single and multi-select, with the phone's "N waiting ›"
@@ -24,8 +25,12 @@ before(async () => {
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, commit it.' });
   await quiet.reply();
   agent = await newAgent(hub, 'Fix flaky CI', { hostIp: '192.168.1.31', hostName: 'buildbox' });
-  await agent.wait('## Done\nThe retry loop in `ci.yml` now waits.\n\n```yaml\nrun: pg_isready\n```\n\n> Go ahead?',
-    { completionPct: 80, nextStep: 'remove the sleep from Makefile', options: [{ label: 'Go ahead', description: 'and drop the sleep' }, { label: 'Stop' }] });
+  // A long report (folded to its question) with a diff, a table and a code line wider than the pane; options to answer it.
+  const rows = Array.from({ length: 12 }, (_, i) => `| step ${i} | done |`).join('\n');
+  await agent.wait(`## Done\nThe retry loop in \`ci.yml\` now waits.\n\n| step | state |\n|---|---|\n${rows}\n\n`
+    + '```diff\n--- a/ci.yml\n+++ b/ci.yml\n@@ -1 +1 @@\n-run: sleep 5\n+run: pg_isready\n```\n\n'
+    + `\`\`\`yaml\nrun: pg_isready ${'--timeout 30 '.repeat(30)}\n\`\`\`\n\n> Go ahead?`,
+  { completionPct: 80, nextStep: 'remove the sleep from Makefile', options: [{ label: 'Go ahead', description: 'and drop the sleep' }, { label: 'Stop' }] });
   multi = await newAgent(hub, 'CI matrix', { hostIp: '192.168.1.20', hostName: 'laptop', workspace: '/home/dev/ci' });
   await multi.wait('Which jobs should run on every push?', { multiSelect: true, options: [{ label: 'lint' }, { label: 'unit' }, { label: 'e2e' }] });
   const gpu = (await hub.api('POST', '/api/keys', { name: 'gpu-box' })).key;
@@ -78,6 +83,9 @@ for (const scheme of ['light', 'dark']) {
         await page.getByTestId('choices').waitFor();
         if (layout === 'phone') await page.getByTestId('waiting-pill').waitFor();
         await check('conversation');
+        await page.getByTestId('fold-toggle').click(); // the long report unfolded: its table and code blocks
+        await page.getByTestId('fold-body').waitFor();
+        await check('conversation, long message unfolded');
         if (layout === 'phone') {
           await page.getByTestId('conv-menu').click(); // the actions sit behind ⋯ on a phone
           await check('conversation actions');

@@ -234,7 +234,7 @@ test('list previews are plain text, not Markdown', async () => {
   assert.match(text, /^Done The retry loop in ci\.yml: run: pg_isready docs next\?$/);
 });
 
-test('quick replies insert their text to send, and the defaults follow the UI language', async () => {
+test('quick replies insert their text to send, and the defaults follow the conversation\'s language', async () => {
   const { page } = await browser({ locale: 'en-US' });
   await openPanel(page, hub);
   const a = await newAgent(hub, 'Quick insert');
@@ -256,8 +256,12 @@ test('quick replies insert their text to send, and the defaults follow the UI la
   await page.getByTestId('reply-input').press('Enter');
   assert.equal((await a.reply()).text, text);
 
+  // The agent writes English: a Chinese UI keeps the English quick replies (daily2 has a Chinese conversation).
   await page.getByTestId('lang-toggle').click();
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="quick-reply"]')].every((b) => /[\u4e00-\u9fff]/.test(b.textContent)));
+  await page.waitForFunction(() => document.documentElement.lang === 'zh-CN');
+  await chips.first().waitFor();
+  for (const label of await chips.allTextContents()) assert.match(label, /^[\x20-\x7e]+$/, `English conversation: ${label}`);
+  await page.getByTestId('lang-toggle').click();
 });
 
 test('phone: the conversation gets most of the screen, touch targets are 44 px, every quick reply is reachable', async () => {
@@ -317,8 +321,8 @@ test('the keep-alive mode shows in the header and the list, with the timed reply
   await page.getByTestId('settings-open').click();
   await page.getByTestId('mode-auto').check();
   await page.getByTestId('settings-save').click();
-  await page.waitForFunction(() => /Auto-continue/.test(document.querySelector('[data-testid="conv-keepalive"]')?.textContent || ''));
-  assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /Auto/);
+  await page.waitForFunction(() => /names a next step \(up to \d+ in a row\)/.test(document.querySelector('[data-testid="conv-keepalive"]')?.textContent || ''));
+  assert.match(await item(page, a.token).getByTestId('session-keepalive').textContent(), /next step/);
 });
 
 test('small things: a dark centred image viewer, toasts clear of the reply box, coloured diffs, bubbles that use the width', async () => {

@@ -543,15 +543,28 @@ test('search finds sessions by title and message text', async () => {
   await a.wait('the needle is zebra-quartz-17');
   await b.wait('nothing to see');
   await item(page, b.token).waitFor();
+  // The results follow the group of waiting sessions that do not match (they stay in view).
+  const results = () => page.evaluate(() => {
+    const items = [...document.querySelectorAll('#session-list > li')];
+    return items.slice(items.findIndex((li) => li.dataset.testid === 'search-results-group') + 1).map((li) => li.dataset.token);
+  });
+  const waitingAbove = (tok) => page.evaluate((t) => {
+    const items = [...document.querySelectorAll('#session-list > li')];
+    const at = items.findIndex((li) => li.dataset.token === t);
+    return at > 0 && at < items.findIndex((li) => li.dataset.testid === 'search-results-group');
+  }, tok);
   await page.getByTestId('search').fill('zebra-quartz');
-  await item(page, b.token).waitFor({ state: 'detached' });
-  await item(page, a.token).waitFor();
-  assert.equal(await page.getByTestId('session-item').count(), 1);
+  await page.waitForFunction((tok) => document.querySelector('[data-testid="search-results-group"] ~ [data-token]')?.dataset.token === tok, a.token);
+  assert.deepEqual(await results(), [a.token]);
+  assert.equal(await waitingAbove(b.token), true, 'b waits: shown above the results');
   await page.getByTestId('search').fill('search beta');
-  await item(page, b.token).waitFor();
-  await item(page, a.token).waitFor({ state: 'detached' });
+  await page.waitForFunction((tok) => document.querySelector('[data-testid="search-results-group"] ~ [data-token]')?.dataset.token === tok, b.token);
+  assert.deepEqual(await results(), [b.token]);
+  assert.equal(await waitingAbove(a.token), true);
   await page.getByTestId('search').fill('');
+  await page.getByTestId('search-results-group').waitFor({ state: 'detached' });
   await item(page, a.token).waitFor();
+  await item(page, b.token).waitFor();
 });
 
 test('long histories page back with "load older"', async () => {

@@ -164,6 +164,9 @@ pub struct SessionDto {
     /// Where the agent lives, in one word for cards and headers: the owning agent
     /// key's name, else the reported machine name, else the address the hub saw.
     pub machine: String,
+    /// The session's own quick replies (left out when it has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quick_replies: Vec<Template>,
 }
 
 /// Whose a session is: `{"secret":true}` (the person's own agents) or
@@ -197,6 +200,7 @@ impl SessionDto {
             owner,
             machine,
             host_name: s.host_name,
+            quick_replies: s.quick_replies,
             head: SessionHead {
                 token: s.token.to_string(),
                 status: s.status,

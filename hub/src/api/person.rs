@@ -232,8 +232,53 @@ pub async fn find(
     Ok(Json(FindAnswer { hits }))
 }
 
-/// About 40 characters either side of the first match of `needle` (lowercased) in `text`, on one line.
+/// About 40 characters either side of the first match of `needle` (lowercased) in `text`, on one line,
+/// without Markdown's inline marks (unless the match is in them: then the text as written).
 fn snippet(text: &str, needle: &str) -> String {
+    let plain = without_inline_marks(text);
+    if plain.to_lowercase().contains(needle) {
+        return window(&plain, needle);
+    }
+    window(text, needle)
+}
+
+/// `text` without the Markdown marks a search snippet would show raw: code
+/// fences (with their language), backticks, `**`, `__`, `~~` and the `#`s of
+/// headings. The words stay where they were.
+fn without_inline_marks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let line = if let Some(fence) = trimmed.strip_prefix("```") {
+            // The fence and its language go; a one-line fenced code keeps its code.
+            fence.trim_start_matches(|c: char| c.is_alphanumeric() || "+#.-_".contains(c))
+        } else if trimmed.starts_with('#') {
+            let rest = trimmed.trim_start_matches('#');
+            if rest.starts_with(' ') {
+                rest.trim_start()
+            } else {
+                line
+            }
+        } else {
+            line
+        };
+        let line = line
+            .replace("**", "")
+            .replace("__", "")
+            .replace("~~", "")
+            .replace('`', "");
+        // A line that was only marks (a fence) leaves no gap.
+        if !line.trim().is_empty() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// About 40 characters either side of the first match of `needle` in `text`, on one line.
+fn window(text: &str, needle: &str) -> String {
     const SIDE: usize = 40;
     let chars: Vec<char> = text.chars().collect();
     // One lowercase character per character, so positions match the original.
@@ -359,4 +404,38 @@ pub async fn merge(
     let to = token(&b.to_token)?;
     app.hub.merge(&from, &to, None)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(app.hub.info(&to)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snippet;
+
+    #[test]
+    fn a_snippet_drops_markdowns_inline_marks() {
+        let text = "## Done\n**Fixed** the `retry` loop in ~~old~~ `ci.yml`.\n```yaml\nrun: pg_isready\n```";
+        let s = snippet(text, "retry");
+        assert_eq!(
+            s,
+            "Done Fixed the retry loop in old ci.yml. run: pg_isready"
+        );
+        assert!(
+            !s.contains("**") && !s.contains('`') && !s.contains('#'),
+            "{s}"
+        );
+        // A match in the text away from the start still gets its window and the ellipses.
+        let long = format!("{} **bold needle** {}", "a".repeat(60), "b".repeat(60));
+        let s = snippet(&long, "needle");
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(s.contains("bold needle") && !s.contains("**"), "{s}");
+    }
+
+    #[test]
+    fn a_search_for_the_marks_themselves_shows_them() {
+        assert_eq!(
+            snippet("use **kwargs here", "**kwargs"),
+            "use **kwargs here"
+        );
+        // A `#` that starts no heading stays.
+        assert_eq!(snippet("#hashtag and issue", "issue"), "#hashtag and issue");
+    }
 }

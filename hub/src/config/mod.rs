@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 
 mod cli;
 mod env;
@@ -33,15 +32,8 @@ use notify::NotifyConfig;
 /// Default listen address: loopback only (SPEC §8).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:13458";
 
-/// A quick-reply template shown in the panel; one with a `lang` (`en`,
-/// `zh`) shows only when the panel speaks that language.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Template {
-    pub label: String,
-    pub text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lang: Option<String>,
-}
+/// Quick-reply templates are session data too (a session may have its own).
+pub use crate::session::Template;
 
 /// sled's page cache when `cache_mb` is not set. Every session's metadata is
 /// in memory anyway; the cache serves history reads and writes, and each MiB

@@ -510,6 +510,11 @@ impl Hub {
                 }
             }
             let mut w = Write::new();
+            // The progress the target shows is the newer of the two: merging a fresh
+            // session into an old one must not bring the old one's "next step" back.
+            if src.last_review.has_review && src.last_active_at >= dst.last_active_at {
+                dst.last_review = src.last_review.clone();
+            }
             let history = store.messages(from, None, usize::MAX)?;
             // A trace in the target: where the messages that follow came from.
             let source = if src.display_title.is_empty() {

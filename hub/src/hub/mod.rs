@@ -161,6 +161,8 @@ pub struct SessionSettings {
     pub continue_prompt: Option<String>,
     pub max_auto_streak: Option<u32>,
     pub display_title: Option<String>,
+    /// The session's own quick replies (replaces them; `[]` removes them).
+    pub quick_replies: Option<Vec<Template>>,
 }
 
 /// A session with what only the hub's memory knows.

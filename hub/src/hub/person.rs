@@ -5,6 +5,7 @@
 //! and answers 200.
 
 use super::*;
+use crate::session::{MAX_SESSION_TEMPLATES, MAX_SHARED_TEMPLATES, check_templates};
 
 impl Hub {
     // ---- person side ----------------------------------------------------
@@ -172,6 +173,9 @@ impl Hub {
                 )));
             }
         }
+        if let Some(list) = &c.quick_replies {
+            check_templates(list, MAX_SESSION_TEMPLATES).map_err(HubError::BadRequest)?;
+        }
         if c.continue_prompt
             .as_ref()
             .is_some_and(|p| p.trim().is_empty())
@@ -199,6 +203,9 @@ impl Hub {
             }
             if let Some(v) = c.display_title {
                 s.display_title = v.trim().to_owned();
+            }
+            if let Some(v) = c.quick_replies {
+                s.quick_replies = v;
             }
             Ok(s.wait.as_ref().map(|w| w.wait_id.clone()))
         })?;
@@ -412,20 +419,7 @@ impl Hub {
     }
 
     pub fn set_templates(&self, templates: Vec<Template>) -> Result<Unflushed<()>> {
-        if templates.len() > 100 {
-            return Err(HubError::BadRequest("at most 100 templates".into()));
-        }
-        for t in &templates {
-            if t.label.trim().is_empty()
-                || t.label.chars().count() > 64
-                || t.text.chars().count() > 8192
-            {
-                return Err(HubError::BadRequest(
-                    "each template needs a label of 1 to 64 characters and a text of at most 8192"
-                        .into(),
-                ));
-            }
-        }
+        check_templates(&templates, MAX_SHARED_TEMPLATES).map_err(HubError::BadRequest)?;
         self.inner.store.meta_put("templates", &templates)?;
         Ok(Unflushed::new(()))
     }

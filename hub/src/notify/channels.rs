@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::notice::Outcome;
+use super::notice::{Outcome, cut};
 use super::{Event, SendError};
 use crate::config::notify::{Ntfy, Webhook, WebhookFormat};
 
@@ -55,6 +55,8 @@ pub fn webhook_body(format: WebhookFormat, ev: &Event) -> Value {
                 "message": n.text,
                 "completionPct": n.completion_pct,
                 "nextStep": n.next_step,
+                "options": n.options,
+                "multiSelect": n.multi_select,
                 "url": n.link,
                 "text": text,
             }),
@@ -163,15 +165,6 @@ pub fn clip(s: &str) -> String {
         .take(300)
         .collect();
     one.trim().to_owned()
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! never a 4xx), so a channel down or slow changes no reply latency.
 
 pub mod channels;
+pub mod hint;
 pub mod notice;
 pub mod telegram;
 
@@ -117,6 +118,9 @@ pub struct ChannelState {
     pub last_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error_at: Option<i64>,
+    /// What to fix, when the last error is of a kind people can fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error_hint: Option<hint::ErrorHint>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_sent_at: Option<i64>,
 }
@@ -130,12 +134,14 @@ impl ChannelState {
             failed: 0,
             last_error: None,
             last_error_at: None,
+            last_error_hint: None,
             last_sent_at: None,
         }
     }
 
     fn error(&mut self, state: &'static str, e: String) {
         self.state = state;
+        self.last_error_hint = hint::error_hint(&e);
         self.last_error = Some(e);
         self.last_error_at = Some(now_ms());
     }
@@ -402,10 +408,14 @@ impl Watch {
         let since = s.wait.as_ref().map_or(now_ms(), |w| w.since);
         let asked = self.hub.current_question(token).ok().flatten();
         let question = asked.as_ref().map(|(seq, _)| *seq);
-        let text = asked
-            .filter(|_| self.include_text)
-            .map(|(_, m)| notice::plain(&m.content))
+        let shown = asked.filter(|_| self.include_text).map(|(_, m)| m);
+        let text = shown
+            .as_ref()
+            .map(|m| notice::plain(&m.content))
             .filter(|t| !t.is_empty());
+        let (options, multi_select) = shown
+            .map(|m| (notice::offered(&m.options), m.multi_select))
+            .unwrap_or_default();
         let next_step = (self.include_text && !s.last_review.next_step.trim().is_empty())
             .then(|| notice::plain(&s.last_review.next_step));
         let notice = Arc::new(Notice {
@@ -415,6 +425,8 @@ impl Watch {
             title: s.shown_title().to_owned(),
             waited: Duration::from_millis(now_ms().saturating_sub(since).max(0) as u64),
             text,
+            options,
+            multi_select,
             completion_pct: s.last_review.completion_pct,
             next_step,
             link: format!("{}#session={}", self.link, token),
@@ -439,6 +451,8 @@ pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), Sen
         title: "holdline".into(),
         waited: Duration::ZERO,
         text: None,
+        options: Vec::new(),
+        multi_select: false,
         completion_pct: None,
         next_step: None,
         link: link.to_owned(),

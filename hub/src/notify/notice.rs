@@ -1,17 +1,23 @@
 //! What a notification says: a waiting session's title, how long it has
-//! waited, the agent's message made plain, its progress and a panel link;
-//! and the line that closes it when the wait ends.
+//! waited, the agent's message made plain, the options it offers as numbered
+//! lines, its progress and a panel link; and the line that closes it when the
+//! wait ends.
 //!
 //! Invariant: never the secret, a key or a login link; with
-//! `include_text = false`, never a word the agent wrote.
+//! `include_text = false`, never a word the agent wrote (no options either).
 
 use std::time::Duration;
+
+use holdline_contract::choices::{self, ChoiceOption};
 
 use crate::config::Template;
 use crate::session::{Token, WaitEnd};
 
 /// The longest message text a notification carries (characters).
 pub const MAX_TEXT: usize = 1000;
+/// The longest option description a notification carries (characters): ten
+/// options with their labels still fit one Telegram message (4,096).
+pub const MAX_OPTION_DESCRIPTION: usize = 120;
 
 /// One waiting session to tell the person about.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +32,11 @@ pub struct Notice {
     pub waited: Duration,
     /// The agent's message, plain and trimmed; `None` with `include_text = false`.
     pub text: Option<String>,
+    /// The answers the question offers (descriptions cut at
+    /// [`MAX_OPTION_DESCRIPTION`]); empty with `include_text = false`.
+    pub options: Vec<ChoiceOption>,
+    /// Whether several options may be picked.
+    pub multi_select: bool,
     pub completion_pct: Option<u8>,
     pub next_step: Option<String>,
     pub link: String,
@@ -106,6 +117,14 @@ impl Notice {
             out.push_str(t);
             out.push('\n');
         }
+        if !self.options.is_empty() {
+            out.push('\n');
+            out.push_str(&choices::numbered(&self.options));
+            out.push('\n');
+            if self.multi_select {
+                out.push_str("(pick one or more)\n");
+            }
+        }
         match (self.completion_pct, &self.next_step) {
             (Some(p), Some(n)) => out.push_str(&format!("\n{p}% done · next: {n}\n")),
             (Some(p), None) => out.push_str(&format!("\n{p}% done\n")),
@@ -125,6 +144,32 @@ impl Notice {
     pub fn follow_up(&self, outcome: Outcome) -> String {
         format!("holdline · {} — {}", self.title, outcome.sentence())
     }
+}
+
+/// A question's options as a notification carries them: descriptions made
+/// plain and cut at [`MAX_OPTION_DESCRIPTION`] characters.
+pub fn offered(options: &[ChoiceOption]) -> Vec<ChoiceOption> {
+    options
+        .iter()
+        .map(|o| ChoiceOption {
+            label: o.label.clone(),
+            description: o
+                .description
+                .as_deref()
+                .map(|d| cut(&plain(d).replace('\n', " "), MAX_OPTION_DESCRIPTION))
+                .filter(|d| !d.is_empty()),
+        })
+        .collect()
+}
+
+/// `s` cut at `max` characters, `…` marking the cut.
+pub fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
 }
 
 /// `45 s`, `3 min`, `2 h 5 min`.
@@ -237,6 +282,48 @@ mod tests {
         );
         let long = "x".repeat(5000);
         assert_eq!(plain(&long).chars().count(), MAX_TEXT + 1);
+    }
+
+    #[test]
+    fn offered_options_read_as_numbered_lines_with_short_descriptions() {
+        let options = offered(&[
+            ChoiceOption {
+                label: "Postgres".into(),
+                description: Some(format!("the **server**\nwe run {}", "x".repeat(300))),
+            },
+            ChoiceOption {
+                label: "SQLite".into(),
+                description: Some("  ".into()),
+            },
+        ]);
+        let first = options[0].description.as_deref().unwrap();
+        assert!(first.starts_with("the server we run x"), "{first}");
+        assert_eq!(first.chars().count(), MAX_OPTION_DESCRIPTION);
+        assert_eq!(options[1].description, None);
+        let n = Notice {
+            token: Token::generate(),
+            request_id: "r".into(),
+            question: Some(0),
+            title: "Storage".into(),
+            waited: Duration::from_secs(61),
+            text: Some("Which database?".into()),
+            options,
+            multi_select: true,
+            completion_pct: None,
+            next_step: None,
+            link: "http://h/".into(),
+            quick_replies: Vec::new(),
+            test: false,
+        };
+        let body = n.body();
+        assert!(
+            body.starts_with("Which database?\n\n1. Postgres — the server we run x"),
+            "{body}"
+        );
+        assert!(
+            body.contains("…\n2. SQLite\n(pick one or more)\n\nOpen: http://h/"),
+            "{body}"
+        );
     }
 
     #[test]

@@ -1,19 +1,23 @@
-//! Telegram, both ways: notifications out (`sendMessage` with quick-reply
-//! buttons, `editMessageText` when the wait ends) and the person's answers
-//! in (`getUpdates` long poll; a reply to a notification, a button, a photo).
+//! Telegram, both ways: notifications out (`sendMessage` with the question's
+//! options and the quick replies as buttons, `editMessageText` when the wait
+//! ends) and the person's answers in (`getUpdates` long poll; a reply to a
+//! notification, a button, a photo; multi-select options ticked, then Done).
 //!
 //! Invariant: only chats in `chat_ids` are told or heard (and, with
 //! `user_ids`, only those people); an answer reaches a session only through
 //! a message this hub sent (a forged or unknown reply target is ignored), and
 //! answers the question that message showed — never a newer one (the hub
 //! refuses it as stale); it goes through `Hub::reply_with`, the panel's own
-//! operation. The bot token is in URLs only, never in a log or error text.
+//! operation, which also judges every pick (a button's data is an index,
+//! never trusted further). The bot token is in URLs only, never in a log or
+//! error text.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
+use holdline_contract::choices::{self, ChoiceOption};
 use serde_json::{Value, json};
 
 use super::channels::{clip, read_bounded, transport};
@@ -37,6 +41,8 @@ const REMEMBERED: usize = 2048;
 const REMEMBERED_MESSAGES: usize = 8192;
 /// Quick-reply buttons per notification.
 const MAX_BUTTONS: usize = 6;
+/// The longest text a callback's answer (the toast) shows.
+const MAX_TOAST_CHARS: usize = 200;
 
 /// The Telegram channel: its settings and the notifications it sent.
 pub struct TelegramChannel {
@@ -56,8 +62,62 @@ struct Asked {
     token: Token,
     /// The `seq` of the agent's message it showed; `None`: whatever the agent asks.
     question: Option<u64>,
-    /// The texts its buttons send, in button order, as they were when it was sent.
-    buttons: Arc<[String]>,
+    /// Its quick-reply buttons, in button order, as they were when it was sent.
+    buttons: Arc<[QuickReply]>,
+    /// The options it showed as buttons, if the question offered any.
+    offer: Option<Offer>,
+}
+
+/// A quick-reply button: what it shows and the text it sends.
+#[derive(Debug, Clone, PartialEq)]
+struct QuickReply {
+    label: String,
+    text: String,
+}
+
+/// The options one message shows as buttons, and what the person did with them there.
+#[derive(Debug, Clone)]
+struct Offer {
+    /// As the notice carried them; shared by the messages of one notice.
+    options: Arc<[ChoiceOption]>,
+    multi_select: bool,
+    /// Multi-select: the options ticked so far, ascending; each an existing
+    /// option, so at most `options.len()` of them.
+    ticked: Vec<u32>,
+    /// A pick from this message was recorded: a later tap sends nothing.
+    sent: bool,
+}
+
+/// What a button's `callback_data` names: a quick reply (`q{i}`), an option
+/// (`o{i}`) or multi-select's Done (`done`). Only indexes: 64 bytes always do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tap {
+    QuickReply(usize),
+    Option(u32),
+    Done,
+}
+
+impl Tap {
+    fn of(data: &str) -> Option<Tap> {
+        if data == "done" {
+            return Some(Tap::Done);
+        }
+        if let Some(i) = data.strip_prefix('q') {
+            return i.parse().ok().map(Tap::QuickReply);
+        }
+        data.strip_prefix('o')?.parse().ok().map(Tap::Option)
+    }
+}
+
+/// What the hub made of an answer from Telegram.
+enum Handed {
+    Recorded {
+        queued: bool,
+    },
+    /// The agent asks something newer (its `seq`): nothing was sent.
+    Stale(u64),
+    /// Refused, with the sentence to show the person.
+    Refused(String),
 }
 
 #[derive(Default)]
@@ -69,9 +129,9 @@ struct Sent {
     /// (token, requestId) → the messages that told about it, with their text.
     by_wait: HashMap<Question, Vec<Told>>,
     wait_order: VecDeque<Question>,
-    /// The last button texts remembered: the next notice with the same
+    /// The last quick replies remembered: the next notice with the same
     /// templates shares them, so the snapshots cost one copy per template set.
-    last_buttons: Option<Arc<[String]>>,
+    last_buttons: Option<Arc<[QuickReply]>>,
 }
 
 impl Sent {
@@ -99,21 +159,64 @@ impl Sent {
         }
     }
 
-    /// The texts a notice's buttons send, shared with the last notice's when equal.
-    fn buttons(&mut self, n: &Notice) -> Arc<[String]> {
-        let texts: Vec<String> = n
+    /// A notice's quick-reply buttons, shared with the last notice's when equal.
+    fn buttons(&mut self, n: &Notice) -> Arc<[QuickReply]> {
+        let buttons: Vec<QuickReply> = n
             .quick_replies
             .iter()
             .take(MAX_BUTTONS)
-            .map(|t| t.text.clone())
+            .map(|t| QuickReply {
+                label: t.label.clone(),
+                text: t.text.clone(),
+            })
             .collect();
         match &self.last_buttons {
-            Some(last) if **last == texts[..] => last.clone(),
+            Some(last) if **last == buttons[..] => last.clone(),
             _ => {
-                let shared: Arc<[String]> = texts.into();
+                let shared: Arc<[QuickReply]> = buttons.into();
                 self.last_buttons = Some(shared.clone());
                 shared
             }
+        }
+    }
+
+    /// What a message telling `n` asks, before it is sent (its keyboard is drawn from it).
+    fn asked(&mut self, n: &Notice, options: &Arc<[ChoiceOption]>) -> Asked {
+        Asked {
+            token: n.token.clone(),
+            question: n.question,
+            buttons: self.buttons(n),
+            offer: (!options.is_empty()).then(|| Offer {
+                options: options.clone(),
+                multi_select: n.multi_select,
+                ticked: Vec::new(),
+                sent: false,
+            }),
+        }
+    }
+
+    /// Ticks option `index` of a remembered multi-select message, or unticks
+    /// it; the message as it is now (`None`: forgotten, or nothing to tick).
+    fn tick(&mut self, chat: i64, message: i64, index: u32) -> Option<Asked> {
+        let asked = self.by_message.get_mut(&(chat, message))?;
+        let offer = asked.offer.as_mut().filter(|o| o.multi_select)?;
+        match offer.ticked.binary_search(&index) {
+            Ok(at) => {
+                offer.ticked.remove(at);
+            }
+            Err(at) => offer.ticked.insert(at, index),
+        }
+        Some(asked.clone())
+    }
+
+    /// Marks a message's pick as sent: its option buttons send nothing more.
+    fn pick_sent(&mut self, chat: i64, message: i64) {
+        if let Some(offer) = self
+            .by_message
+            .get_mut(&(chat, message))
+            .and_then(|a| a.offer.as_mut())
+        {
+            offer.sent = true;
         }
     }
 }
@@ -174,6 +277,7 @@ impl TelegramChannel {
         match ev {
             Event::Waiting(n) => {
                 let key = (n.token.clone(), n.request_id.clone());
+                let options: Arc<[ChoiceOption]> = n.options.clone().into();
                 for &chat in &self.cfg.chat_ids {
                     let done = self
                         .sent()
@@ -189,23 +293,19 @@ impl TelegramChannel {
                         "text": text,
                         "disable_web_page_preview": true,
                     });
-                    if !n.test && !n.quick_replies.is_empty() {
-                        body["reply_markup"] = keyboard(n);
+                    let asked = (!n.test).then(|| self.sent().asked(n, &options));
+                    if let Some(k) = asked.as_ref().and_then(keyboard) {
+                        body["reply_markup"] = k;
                     }
                     let sent = self
                         .call(http, "sendMessage", &body, Duration::from_secs(15))
                         .await?;
-                    if n.test {
+                    let Some(asked) = asked else {
                         continue;
-                    }
+                    };
                     match sent["message_id"].as_i64() {
                         Some(id) => {
                             let mut sent = self.sent();
-                            let asked = Asked {
-                                token: n.token.clone(),
-                                question: n.question,
-                                buttons: sent.buttons(n),
-                            };
                             sent.remember_message(chat, id, asked);
                             sent.remember_wait(key.clone(), chat, id, text);
                         }
@@ -406,7 +506,22 @@ impl TelegramChannel {
         };
         let answered_msg = msg["message_id"].as_i64();
         let content = if from_button {
-            self.button_text(http, &u["callback_query"], &asked).await
+            let cq = &u["callback_query"];
+            match Tap::of(cq["data"].as_str().unwrap_or("")) {
+                Some(Tap::QuickReply(i)) => {
+                    self.toast(http, cq, None).await;
+                    asked.buttons.get(i).map(|b| (b.text.clone(), Vec::new()))
+                }
+                Some(tap) => {
+                    self.choose(hub, http, (chat, answered_msg), cq, asked, tap)
+                        .await;
+                    return;
+                }
+                None => {
+                    self.toast(http, cq, None).await;
+                    None
+                }
+            }
         } else {
             self.message_content(http, chat, msg).await
         };
@@ -418,32 +533,153 @@ impl TelegramChannel {
                 in_reply_to: asked.question,
                 via: Some("telegram"),
             };
-            self.hand_over(hub, http, chat, answered_msg, &asked.token, reply)
+            let handed = self.give(hub, &asked.token, reply).await;
+            self.tell(hub, http, chat, answered_msg, &asked.token, handed)
                 .await;
         }
     }
 
-    /// The text a pressed button sends: the one shown with its message.
-    async fn button_text(
+    /// A tap on an option or on Done, under the message `at` (chat, id): a
+    /// single-select option sends its pick; a multi-select option is ticked or
+    /// unticked (the buttons redrawn); Done sends what is ticked. The tap is
+    /// answered with what became of it ("Sent: Postgres", the hub's refusal).
+    async fn choose(
         &self,
+        hub: &Hub,
         http: &reqwest::Client,
+        at: (i64, Option<i64>),
+        cq: &Value,
+        asked: Asked,
+        tap: Tap,
+    ) {
+        let (chat, message) = at;
+        let (Some(offer), Some(message)) = (&asked.offer, message) else {
+            self.toast(http, cq, Some("This message offers no options."))
+                .await;
+            return;
+        };
+        if offer.sent {
+            self.toast(http, cq, Some("Already sent from this message."))
+                .await;
+            return;
+        }
+        let picks = match (tap, offer.multi_select) {
+            (Tap::Option(i), false) => vec![i],
+            (Tap::Option(i), true) => {
+                // A tick sends nothing, so the hub's stale check is asked here.
+                if let Some(seq) = Self::newer_question(hub, &asked) {
+                    self.toast(http, cq, Some(MOVED_ON)).await;
+                    let stale = Handed::Stale(seq);
+                    self.tell(hub, http, chat, Some(message), &asked.token, stale)
+                        .await;
+                    return;
+                }
+                let refusal = self.tick(http, chat, message, offer, i).await;
+                self.toast(http, cq, refusal.as_deref()).await;
+                return;
+            }
+            (Tap::Done, true) if offer.ticked.is_empty() => {
+                self.toast(http, cq, Some("Pick at least one option first, then Done."))
+                    .await;
+                return;
+            }
+            (Tap::Done, true) => offer.ticked.clone(),
+            (Tap::Done | Tap::QuickReply(_), _) => {
+                self.toast(http, cq, None).await;
+                return;
+            }
+        };
+        self.send_pick(hub, http, (chat, message), cq, &asked, picks)
+            .await;
+    }
+
+    /// Gives the hub a pick from the message `at` (chat, id) and answers the
+    /// tap: "Sent: …", the agent moved on (the chat shown its newer
+    /// question), or the hub's refusal (nothing sent).
+    async fn send_pick(
+        &self,
+        hub: &Hub,
+        http: &reqwest::Client,
+        at: (i64, i64),
         cq: &Value,
         asked: &Asked,
-    ) -> Option<(String, Vec<Image>)> {
-        let _ = self
+        picks: Vec<u32>,
+    ) {
+        let (chat, message) = at;
+        let reply = PersonReply {
+            text: String::new(),
+            images: Vec::new(),
+            choices: picks.clone(),
+            in_reply_to: asked.question,
+            via: Some("telegram"),
+        };
+        let handed = self.give(hub, &asked.token, reply).await;
+        let note = match &handed {
+            Handed::Recorded { .. } => {
+                self.sent().pick_sent(chat, message);
+                let options = asked.offer.as_ref().map_or(&[][..], |o| &o.options[..]);
+                sent_note(options, &picks)
+            }
+            Handed::Stale(_) => MOVED_ON.to_owned(),
+            Handed::Refused(why) => why.clone(),
+        };
+        self.toast(http, cq, Some(&note)).await;
+        if !matches!(handed, Handed::Refused(_)) {
+            self.tell(hub, http, chat, Some(message), &asked.token, handed)
+                .await;
+        }
+    }
+
+    /// The `seq` of the agent's question when it is newer than the one `asked` showed.
+    fn newer_question(hub: &Hub, asked: &Asked) -> Option<u64> {
+        let shown = asked.question?;
+        let (now, _) = hub.current_question(&asked.token).ok().flatten()?;
+        (now > shown).then_some(now)
+    }
+
+    /// Ticks or unticks option `index` of a multi-select message and redraws
+    /// its buttons; the contract's sentence when there is no such option.
+    async fn tick(
+        &self,
+        http: &reqwest::Client,
+        chat: i64,
+        message: i64,
+        offer: &Offer,
+        index: u32,
+    ) -> Option<String> {
+        if let Err(e) = choices::pick(&offer.options, true, &[index]) {
+            return Some(e.to_string());
+        }
+        let now = self.sent().tick(chat, message, index)?;
+        let body = json!({
+            "chat_id": chat,
+            "message_id": message,
+            "reply_markup": keyboard(&now).unwrap_or_else(|| json!({"inline_keyboard": []})),
+        });
+        if let Err(e) = self
             .call(
                 http,
-                "answerCallbackQuery",
-                &json!({ "callback_query_id": cq["id"] }),
+                "editMessageReplyMarkup",
+                &body,
                 Duration::from_secs(10),
             )
+            .await
+        {
+            tracing::warn!(chat, error = %e, "redrawing a Telegram message's options failed");
+        }
+        None
+    }
+
+    /// Answers a button tap (Telegram shows a spinner until then), with a
+    /// short note shown over the chat when there is something to say.
+    async fn toast(&self, http: &reqwest::Client, cq: &Value, note: Option<&str>) {
+        let mut body = json!({ "callback_query_id": cq["id"] });
+        if let Some(n) = note {
+            body["text"] = json!(notice::cut(n, MAX_TOAST_CHARS));
+        }
+        let _ = self
+            .call(http, "answerCallbackQuery", &body, Duration::from_secs(10))
             .await;
-        let index = cq["data"]
-            .as_str()
-            .and_then(|d| d.strip_prefix('q'))
-            .and_then(|i| i.parse::<usize>().ok())?;
-        let text = asked.buttons.get(index)?;
-        Some((text.clone(), Vec::new()))
     }
 
     /// A message's text (or caption) and photo; `None` (the person told)
@@ -475,36 +711,55 @@ impl TelegramChannel {
         Some((text, images))
     }
 
-    /// Gives a reply to the hub and tells the chat what became of it.
-    async fn hand_over(
+    /// Gives a reply to the hub.
+    async fn give(&self, hub: &Hub, token: &Token, reply: PersonReply) -> Handed {
+        let result = async { hub.reply_with(token, reply)?.flushed(hub).await };
+        match result.await {
+            Ok((reply, queued)) => {
+                tracing::info!(token = %token, reply = %reply, queued, via = "telegram", "reply recorded");
+                Handed::Recorded { queued }
+            }
+            Err(HubError::StaleQuestion(current)) => {
+                tracing::info!(token = %token, "a Telegram reply to an older question was not sent");
+                Handed::Stale(current.seq)
+            }
+            Err(e) => {
+                tracing::warn!(token = %token, error = %e, "a reply from Telegram was refused");
+                Handed::Refused(match e {
+                    HubError::Closed(m) | HubError::BadRequest(m) | HubError::Forbidden(m) => m,
+                    _ => "The hub could not take this reply; answer from the panel.".into(),
+                })
+            }
+        }
+    }
+
+    /// Tells the chat what became of a reply, when there is something to tell.
+    async fn tell(
         &self,
         hub: &Hub,
         http: &reqwest::Client,
         chat: i64,
         answered_msg: Option<i64>,
         token: &Token,
-        reply: PersonReply,
+        handed: Handed,
     ) {
-        let result = async { hub.reply_with(token, reply)?.flushed(hub).await };
-        match result.await {
-            Ok((reply, queued)) => {
-                tracing::info!(token = %token, reply = %reply, queued, via = "telegram", "reply recorded");
-                if queued {
-                    self.say(http, chat, answered_msg, "Queued: the agent is not waiting right now; it gets this at its next wait.").await;
-                }
+        match handed {
+            Handed::Recorded { queued: false } => {}
+            Handed::Recorded { queued: true } => {
+                self.say(
+                    http,
+                    chat,
+                    answered_msg,
+                    "Queued: the agent is not waiting right now; it gets this at its next wait.",
+                )
+                .await;
             }
-            Err(HubError::StaleQuestion(current)) => {
-                tracing::info!(token = %token, "a Telegram reply to an older question was not sent");
-                self.moved_on(hub, http, chat, answered_msg, token, current.seq)
+            Handed::Stale(seq) => {
+                self.moved_on(hub, http, chat, answered_msg, token, seq)
                     .await;
             }
-            Err(e) => {
-                tracing::warn!(token = %token, error = %e, "a reply from Telegram was refused");
-                let text = match e {
-                    HubError::Closed(m) | HubError::BadRequest(m) | HubError::Forbidden(m) => m,
-                    _ => "The hub could not take this reply; answer from the panel.".into(),
-                };
-                self.say(http, chat, answered_msg, &text).await;
+            Handed::Refused(why) => {
+                self.say(http, chat, answered_msg, &why).await;
             }
         }
     }
@@ -541,6 +796,7 @@ impl TelegramChannel {
                 token: token.clone(),
                 question: Some(seq),
                 buttons: Arc::from(Vec::new()),
+                offer: None,
             };
             self.sent().remember_message(chat, id, asked);
         }
@@ -618,17 +874,53 @@ impl TelegramChannel {
     }
 }
 
-/// The inline keyboard of a notice: button `i` sends `q{i}`, the `i`th text
-/// remembered with the message ([`Sent::buttons`]).
-fn keyboard(n: &Notice) -> Value {
-    let row: Vec<Value> = n
-        .quick_replies
+/// The line a tap that gave no answer shows: the chat gets the newer question.
+const MOVED_ON: &str = "Not sent: the agent has moved on.";
+
+/// The inline keyboard of a message, drawn from what it asks: first the
+/// options, one per row (`o{i}`; multi-select: ✓ on the ticked ones, then
+/// Done), then the quick replies three per row (`q{i}`, the `i`th remembered
+/// with the message, [`Sent::buttons`]). `None`: no buttons.
+fn keyboard(asked: &Asked) -> Option<Value> {
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    if let Some(offer) = &asked.offer {
+        for (i, o) in offer.options.iter().enumerate() {
+            let ticked = offer.ticked.binary_search(&(i as u32)).is_ok();
+            let text = if ticked {
+                format!("✓ {}", o.label)
+            } else {
+                o.label.clone()
+            };
+            rows.push(vec![
+                json!({ "text": text, "callback_data": format!("o{i}") }),
+            ]);
+        }
+        if offer.multi_select {
+            let text = match offer.ticked.len() {
+                0 => "Done".to_owned(),
+                n => format!("Done ({n})"),
+            };
+            rows.push(vec![json!({ "text": text, "callback_data": "done" })]);
+        }
+    }
+    let quick: Vec<Value> = asked
+        .buttons
         .iter()
-        .take(MAX_BUTTONS)
         .enumerate()
-        .map(|(i, t)| json!({ "text": t.label, "callback_data": format!("q{i}") }))
+        .map(|(i, b)| json!({ "text": b.label, "callback_data": format!("q{i}") }))
         .collect();
-    json!({ "inline_keyboard": row.chunks(3).map(|c| c.to_vec()).collect::<Vec<_>>() })
+    rows.extend(quick.chunks(3).map(<[Value]>::to_vec));
+    (!rows.is_empty()).then(|| json!({ "inline_keyboard": rows }))
+}
+
+/// What a tap that sent a pick says: `Sent: Postgres, SQLite`.
+fn sent_note(options: &[ChoiceOption], picks: &[u32]) -> String {
+    let labels: Vec<&str> = picks
+        .iter()
+        .filter_map(|&i| options.get(i as usize))
+        .map(|o| o.label.as_str())
+        .collect();
+    format!("Sent: {}", labels.join(", "))
 }
 
 /// The image type by its first bytes.
@@ -688,6 +980,8 @@ mod tests {
             title: "t".into(),
             waited: Duration::ZERO,
             text: None,
+            options: Vec::new(),
+            multi_select: false,
             completion_pct: None,
             next_step: None,
             link: String::new(),
@@ -710,18 +1004,81 @@ mod tests {
         let b = sent.buttons(&notice_with(&["Ship it.", "Hold on."]));
         let c = sent.buttons(&notice_with(&["Ship it to prod."]));
         assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(&c[..], ["Ship it to prod.".to_owned()]);
+        assert_eq!(
+            c.iter().map(|b| b.text.as_str()).collect::<Vec<_>>(),
+            ["Ship it to prod."]
+        );
         for m in 0..(REMEMBERED_MESSAGES as i64 + 10) {
             let asked = Asked {
                 token: Token::generate(),
                 question: Some(0),
                 buttons: a.clone(),
+                offer: None,
             };
             sent.remember_message(1, m, asked);
         }
         assert_eq!(sent.by_message.len(), REMEMBERED_MESSAGES);
         assert!(!sent.by_message.contains_key(&(1, 9)));
         assert!(sent.by_message.contains_key(&(1, 10)));
+    }
+
+    #[test]
+    fn button_data_names_an_index_never_a_label() {
+        assert_eq!(Tap::of("q2"), Some(Tap::QuickReply(2)));
+        assert_eq!(Tap::of("o9"), Some(Tap::Option(9)));
+        assert_eq!(Tap::of("done"), Some(Tap::Done));
+        for forged in ["o-1", "o99999999999", "oPostgres", "x1", ""] {
+            assert_eq!(Tap::of(forged), None, "{forged}");
+        }
+    }
+
+    #[test]
+    fn options_come_first_one_per_row_and_ticks_show() {
+        let mut sent = Sent::default();
+        let mut n = notice_with(&["Ship it.", "Hold on."]);
+        n.multi_select = true;
+        let options: Arc<[ChoiceOption]> = ["Postgres", "SQLite"]
+            .map(|l| ChoiceOption {
+                label: l.into(),
+                description: None,
+            })
+            .into();
+        let asked = sent.asked(&n, &options);
+        sent.remember_message(1, 7, asked);
+        let now = sent.tick(1, 7, 1).unwrap();
+        let k = keyboard(&now).unwrap();
+        let rows = k["inline_keyboard"].as_array().unwrap();
+        let texts: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|r| {
+                r.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b["text"].as_str().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                vec!["Postgres"],
+                vec!["✓ SQLite"],
+                vec!["Done (1)"],
+                vec!["l", "l"]
+            ]
+        );
+        assert_eq!(rows[1][0]["callback_data"], "o1");
+        assert_eq!(rows[2][0]["callback_data"], "done");
+        assert_eq!(rows[3][1]["callback_data"], "q1");
+        let again = sent.tick(1, 7, 1).unwrap();
+        assert!(
+            again.offer.unwrap().ticked.is_empty(),
+            "a second tap unticks"
+        );
+        assert!(
+            sent.tick(1, 8, 0).is_none(),
+            "an unknown message ticks nothing"
+        );
     }
 
     #[test]

@@ -391,6 +391,61 @@ async fn images_travel_with_the_reply() {
 // ---- merge, archive, restore -------------------------------------------
 
 #[tokio::test]
+async fn a_merge_keeps_the_newer_progress() {
+    let hub = TestHub::start().await;
+    let wait_with = |token: &str, title: &str, pct: u8, step: &str, request: &str| {
+        json!({"token": token, "message": format!("{title} asks"), "cursorTitle": title,
+               "workspace": "/w", "hostIp": "10.0.0.2", "requestId": request,
+               "completionPct": pct, "nextStep": step})
+    };
+    let old = hub.init("Old chat").await;
+    hub.ok(
+        "/api/wait/register",
+        wait_with(&old, "Old chat", 40, "write the parser", "o1"),
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let fresh = hub.init("Fresh chat").await;
+    hub.ok(
+        "/api/wait/register",
+        wait_with(&fresh, "Fresh chat", 90, "tag the release", "f1"),
+    )
+    .await;
+    // The fresh chat goes on in the old session: the old session now says where the work is.
+    hub.ok(
+        &format!("/api/sessions/{fresh}/merge"),
+        json!({"toToken": old}),
+    )
+    .await;
+    let review = &hub.session(&old).await["lastReview"];
+    assert_eq!(review["completionPct"], 90, "{review}");
+    assert_eq!(review["nextStep"], "tag the release", "{review}");
+
+    // Merging an older session into a newer one keeps the newer one's progress.
+    let stale = hub.init("Stale chat").await;
+    hub.ok(
+        "/api/wait/register",
+        wait_with(&stale, "Stale chat", 10, "start over", "s1"),
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let newest = hub.init("Newest chat").await;
+    hub.ok(
+        "/api/wait/register",
+        wait_with(&newest, "Newest chat", 70, "ship it", "n1"),
+    )
+    .await;
+    hub.ok(
+        &format!("/api/sessions/{stale}/merge"),
+        json!({"toToken": newest}),
+    )
+    .await;
+    let review = &hub.session(&newest).await["lastReview"];
+    assert_eq!(review["completionPct"], 70, "{review}");
+    assert_eq!(review["nextStep"], "ship it", "{review}");
+}
+
+#[tokio::test]
 async fn merge_moves_history_and_ends_the_sources_wait() {
     let hub = TestHub::start().await;
     let from = hub.init("Old").await;
@@ -1623,4 +1678,52 @@ mod fuzz {
             assert_eq!(h["ok"], true);
         });
     }
+}
+
+#[tokio::test]
+async fn a_sessions_own_quick_replies_are_kept_by_the_hub_and_travel_with_an_export() {
+    let hub = TestHub::start().await;
+    let token = hub.init("Release").await;
+    let other = hub.init("Other").await;
+    let own = json!([{"label": "Tag it", "text": "Tag v2 and push the tag."},
+                     {"label": "回滚", "text": "回滚到上一个版本。", "lang": "zh"}]);
+    let s = hub
+        .ok(
+            "/api/session/config",
+            json!({"token": token, "quickReplies": own}),
+        )
+        .await;
+    assert_eq!(s["quickReplies"], own, "{s}");
+    assert_eq!(hub.session(&token).await["quickReplies"], own);
+    assert!(hub.session(&other).await.get("quickReplies").is_none());
+
+    // Outside the rule: 400, and the list kept is the one before.
+    let too_many: Vec<Value> = (0..21)
+        .map(|i| json!({"label": format!("q{i}"), "text": "x"}))
+        .collect();
+    for bad in [json!(too_many), json!([{"label": " ", "text": "x"}])] {
+        let (status, v) = hub
+            .post(
+                "/api/session/config",
+                json!({"token": token, "quickReplies": bad}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    }
+    assert_eq!(hub.session(&token).await["quickReplies"], own);
+
+    // An export carries them; an import into another hub gives them back.
+    let (_, export) = hub.get("/api/export").await;
+    assert_eq!(export[&token]["quickReplies"], own, "{export}");
+    let fresh = TestHub::start().await;
+    fresh.ok("/api/import", export).await;
+    assert_eq!(fresh.session(&token).await["quickReplies"], own);
+
+    // [] removes them.
+    hub.ok(
+        "/api/session/config",
+        json!({"token": token, "quickReplies": []}),
+    )
+    .await;
+    assert!(hub.session(&token).await.get("quickReplies").is_none());
 }

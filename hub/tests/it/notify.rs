@@ -21,9 +21,9 @@ const FORMATS: [(WebhookFormat, &str); 6] = [
     (WebhookFormat::Wecom, "wecom"),
     (WebhookFormat::Dingtalk, "dingtalk"),
 ];
-const BOT: &str = "123456:TEST-token_abc";
-const CHAT: i64 = 111;
-const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const BOT: &str = "123456:TEST-token_abc";
+pub(crate) const CHAT: i64 = 111;
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 
 fn webhooks(fake: &Fake) -> Vec<Webhook> {
     FORMATS
@@ -35,7 +35,7 @@ fn webhooks(fake: &Fake) -> Vec<Webhook> {
         .collect()
 }
 
-fn one_way(fake: &Fake, after_sec: u64) -> NotifyConfig {
+pub(crate) fn one_way(fake: &Fake, after_sec: u64) -> NotifyConfig {
     NotifyConfig {
         after: Duration::from_secs(after_sec),
         webhooks: webhooks(fake),
@@ -46,7 +46,7 @@ fn one_way(fake: &Fake, after_sec: u64) -> NotifyConfig {
     }
 }
 
-fn telegram(fake: &Fake) -> NotifyConfig {
+pub(crate) fn telegram(fake: &Fake) -> NotifyConfig {
     NotifyConfig {
         after: Duration::ZERO,
         telegram: Some(Telegram {
@@ -59,7 +59,7 @@ fn telegram(fake: &Fake) -> NotifyConfig {
     }
 }
 
-async fn hub_with(notify: NotifyConfig) -> TestHub {
+pub(crate) async fn hub_with(notify: NotifyConfig) -> TestHub {
     TestHub::start_with(Options {
         notify: Some(notify),
         ..Options::default()
@@ -68,7 +68,7 @@ async fn hub_with(notify: NotifyConfig) -> TestHub {
 }
 
 /// Bodies of the requests under `prefix`.
-fn bodies(fake: &Fake, prefix: &str) -> Vec<Value> {
+pub(crate) fn bodies(fake: &Fake, prefix: &str) -> Vec<Value> {
     fake.seen(prefix).into_iter().map(|s| s.body).collect()
 }
 
@@ -220,7 +220,8 @@ async fn include_text_false_sends_title_and_link_but_no_word_of_the_agent() {
             "/api/wait/register",
             json!({"token": token, "message": "the PRIVATE customer list is in dump.sql",
                    "cursorTitle": "Billing service", "workspace": "/w", "hostIp": "10.0.0.2",
-                   "requestId": "q1", "completionPct": 80, "nextStep": "drop the PRIVATE table"}),
+                   "requestId": "q1", "completionPct": 80, "nextStep": "drop the PRIVATE table",
+                   "options": [{"label": "PRIVATE rows", "description": "the PRIVATE ones"}]}),
         )
         .await;
     assert_eq!(v["status"], "waiting");
@@ -234,6 +235,7 @@ async fn include_text_false_sends_title_and_link_but_no_word_of_the_agent() {
         "{all}"
     );
     assert_eq!(bodies(&fake, "/hook/json")[0]["message"], Value::Null);
+    assert_eq!(bodies(&fake, "/hook/json")[0]["options"], json!([]));
 }
 
 #[tokio::test]
@@ -263,6 +265,10 @@ async fn a_refusing_channel_is_reported_once_a_failing_one_is_retried_and_health
         channels[0]["lastError"].as_str().unwrap().contains("400"),
         "{health}"
     );
+    assert_eq!(
+        channels[0]["lastErrorHint"]["kind"], "badRequest",
+        "{health}"
+    );
     assert_eq!(channels[1]["state"], "ok");
     assert_eq!(channels[1]["sent"], 1);
     assert!(
@@ -279,8 +285,42 @@ async fn a_refusing_channel_is_reported_once_a_failing_one_is_retried_and_health
     assert!(anonymous.get("notify").is_none(), "{anonymous}");
 }
 
+#[tokio::test]
+async fn a_channel_nothing_listens_at_shows_what_to_fix_in_healthz() {
+    let closed = realhub::free_addr();
+    let hub = hub_with(NotifyConfig {
+        after: Duration::ZERO,
+        webhooks: vec![Webhook {
+            url: Hidden(format!("http://{closed}/hook")),
+            format: WebhookFormat::Json,
+        }],
+        ..NotifyConfig::default()
+    })
+    .await;
+    let token = hub.init("t").await;
+    hub.register(&token, "t", "?", "q1").await;
+    let until = Instant::now() + WAIT;
+    let channel = loop {
+        let (_, health) = hub.get("/healthz").await;
+        let channel = health["notify"][0].clone();
+        if channel.get("lastError").is_some() || Instant::now() > until {
+            break channel;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let error = channel["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("onnection refused"), "{channel}");
+    assert_eq!(channel["lastErrorHint"]["kind"], "refused", "{channel}");
+    let hint = channel["lastErrorHint"]["text"].as_str().unwrap();
+    assert!(hint.contains("Nothing listens"), "{hint}");
+    assert!(
+        !hint.contains(&closed.to_string()),
+        "a hint repeats no URL: {hint}"
+    );
+}
+
 /// Waits until the fake has seen a `sendMessage` to `CHAT` carrying `needle`.
-async fn notification(fake: &Fake, needle: &str) -> Value {
+pub(crate) async fn notification(fake: &Fake, needle: &str) -> Value {
     let until = Instant::now() + WAIT;
     loop {
         let found = fake
@@ -302,13 +342,13 @@ async fn notification(fake: &Fake, needle: &str) -> Value {
 }
 
 /// The message id the fake gave the `n`th sendMessage (from 501).
-fn message_id_of(fake: &Fake, body: &Value) -> i64 {
+pub(crate) fn message_id_of(fake: &Fake, body: &Value) -> i64 {
     let sends = fake.seen(&format!("/bot{BOT}/sendMessage"));
     let i = sends.iter().position(|s| &s.body == body).unwrap();
     501 + i as i64
 }
 
-async fn taken(fake: &Fake) {
+pub(crate) async fn taken(fake: &Fake) {
     let until = Instant::now() + WAIT;
     while fake.untaken() > 0 {
         assert!(Instant::now() < until, "the hub does not take updates");
@@ -671,7 +711,7 @@ async fn notify_test_reports_each_channel_and_a_bad_table_is_refused_with_its_li
 
 /// Waits until the fake has seen a `sendMessage` to `CHAT` that replies to
 /// `message` and carries `needle`.
-async fn said_in_reply(fake: &Fake, message: i64, needle: &str) -> Value {
+pub(crate) async fn said_in_reply(fake: &Fake, message: i64, needle: &str) -> Value {
     let until = Instant::now() + WAIT;
     loop {
         let found = fake
@@ -694,7 +734,7 @@ async fn said_in_reply(fake: &Fake, message: i64, needle: &str) -> Value {
 }
 
 /// The agent's wait gets nothing: no reply queued, its poll renews.
-async fn nothing_delivered(hub: &TestHub, token: &str, wait: &str) {
+pub(crate) async fn nothing_delivered(hub: &TestHub, token: &str, wait: &str) {
     let s = hub.session(token).await;
     assert_eq!(s["queuedReplies"], 0, "{s}");
     let v = hub.poll(token, wait, 300).await;

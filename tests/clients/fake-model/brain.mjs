@@ -72,6 +72,8 @@ export function classifyResult(text, isError, bare) {
  *   finishWord     a reply containing this word makes the agent end its turn (default FINISH)
  *   waitArgs       further arguments of every wait_for_user_input call (e.g. { timeoutSec: 4 })
  *   maxErrors      tool errors tolerated before giving up with a text answer (default 3)
+ *   offers         { [step]: { question, options, multiSelect? } }: the wait of that step (1 before
+ *                  the first reply, +1 after each) asks `question` and offers `options`
  *   hooks.resolve  (conv, bare) => { name, args } | null: how to reach a tool the client
  *                  defers (Claude Code's ToolSearch, Qwen's tool_search / tool_call)
  *   hooks.wrap     (conv, exposed, args) => { name, args }: how to call a resolved tool
@@ -139,9 +141,11 @@ export function createBrain(knobs = {}) {
     const lastKind = classifyResult(lastHoldline.text, lastHoldline.isError, lastHoldline.bare);
     const replies = holdlineResults.filter((m) => m.bare === 'wait_for_user_input' && classifyResult(m.text, m.isError, m.bare) === 'replied');
     const step = replies.length + 1;
-    const message = `Step ${step} done: checked the fake repository. Next I will wait for your word.`;
+    const offer = knobs.offers?.[step];
+    const message = `Step ${step} done: checked the fake repository. ${offer ? offer.question : 'Next I will wait for your word.'}`;
     const resume = findResume(lastHoldline.text);
     const args = { token, message, ...knobs.waitArgs };
+    if (offer) Object.assign(args, { options: offer.options }, offer.multiSelect ? { multiSelect: true } : {});
     if (resume) args.resume = resume;
     if (lastHoldline.bare === 'wait_for_user_input' && lastKind === 'replied') {
       const replyText = lastHoldline.text;
