@@ -15,8 +15,9 @@ pub const MAX_LABEL_CHARS: usize = 100;
 /// Longest option description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
 
-/// One answer the agent offers with its question (its schema, with the feature `schema`,
-/// is what `wait_for_user_input` shows the model: the field docs are written for it).
+// With the feature `schema`, this type's docs are what `wait_for_user_input`'s schema
+// shows the model: they are written for it.
+/// One answer the person can pick with one tap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema), schemars(inline))]
 pub struct ChoiceOption {

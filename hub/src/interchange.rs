@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::BindingKey;
 use crate::session::{
-    BadImage, Choice, ChoiceOption, Image, Template, KeepAlive, Message, Millis, Review, Role, Session,
-    Status, Token, now_ms, preview_of,
+    BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, Review, Role, Session,
+    Status, Template, Token, now_ms, preview_of,
 };
 
 /// What the Node hub writes as `continueMode` (a setting nothing reads).
@@ -239,7 +239,12 @@ impl ExportSession {
         s.display_title = self.display_title;
         s.note_host_name(Some(&self.host_name));
         // Quick replies outside the rule are left behind, not the session.
-        if crate::session::check_templates(&self.quick_replies, crate::session::MAX_SESSION_TEMPLATES).is_ok() {
+        if crate::session::check_templates(
+            &self.quick_replies,
+            crate::session::MAX_SESSION_TEMPLATES,
+        )
+        .is_ok()
+        {
             s.quick_replies = self.quick_replies;
         }
         s.status = status;

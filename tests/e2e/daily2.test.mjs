@@ -212,6 +212,13 @@ test('quick replies follow the conversation\'s language, and a session can have 
   await page.getByTestId('own-quick-reply').waitFor();
   const shared = (await hub.api('GET', '/api/templates')).templates || [];
   assert.ok(!shared.some((tpl) => tpl.text === 'Deploy it to staging first.'));
+  // The hub keeps them with the session: another browser (the phone) sees them too.
+  const session = await hub.api('GET', `/api/sessions/${en.token}`);
+  assert.deepEqual(session.quickReplies, [{ label: 'Staging', text: 'Deploy it to staging first.' }]);
+  const { page: phone } = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  await openPanel(phone, hub);
+  await selectSession(phone, en.token);
+  await phone.getByTestId('own-quick-reply').waitFor();
 });
 
 test('search: waiting agents stay in view, up to three plain snippets per session and how many more', async () => {

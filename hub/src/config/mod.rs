@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-
 mod cli;
 mod env;
 mod file;

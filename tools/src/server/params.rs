@@ -177,6 +177,10 @@ fn make_portable(value: &mut Value) {
     match value {
         Value::Object(object) => {
             object.remove("format");
+            // An optional field's `"default": null` would contradict its narrowed type.
+            if object.get("default") == Some(&Value::Null) {
+                object.remove("default");
+            }
             narrow_type(object);
             for v in object.values_mut() {
                 make_portable(v);
@@ -241,5 +245,10 @@ mod tests {
         assert_eq!(wait["options"]["maxItems"], 10);
         assert_eq!(wait["options"]["items"]["required"], json!(["label"]));
         assert!(!has_key(&schemas[0], "$ref"), "{}", schemas[0]);
+        assert!(wait["options"].get("default").is_none(), "{}", schemas[0]);
+        assert_eq!(
+            wait["options"]["items"]["description"],
+            "One answer the person can pick with one tap."
+        );
     }
 }
