@@ -120,8 +120,14 @@ async function login(key) {
   }
 }
 
+/** Takes the start-up placeholder away once the page shows the login or the app. */
+function booted() {
+  document.getElementById('booting')?.remove();
+}
+
 function showLogin(error) {
   if (state.stopEvents) { state.stopEvents(); state.stopEvents = null; }
+  booted();
   $('#app').hidden = true;
   $('#login').hidden = false;
   const err = $('#login-error');
@@ -144,6 +150,7 @@ async function logout(everywhere = false) {
 // ---------------------------------------------------------------- app
 
 function start() {
+  booted();
   $('#login').hidden = true;
   $('#app').hidden = false;
   drawToolbar();
