@@ -123,6 +123,16 @@ export async function startHub({ config = '' } = {}) {
  * An IDE agent bound to `{workspace}::{title}@{hostIp}` that talks to `hub` as the bridge would
  * (`hostName`: the host's name its bridge reports, sent only when given).
  */
+/** Calls the hub's agent route `path` with an agent key as the Bearer: `{status, body}`. */
+export async function agentCall(hub, key, path, body) {
+  const res = await fetch(hub.base + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
 export async function newAgent(hub, title, { workspace = '/home/dev/project', hostIp = '127.0.0.1', hostName } = {}) {
   const host = hostName ? { hostName } : {};
   const init = await hub.api('POST', '/api/init', { cursorTitle: title, workspace, hostIp, ...host, newPlan: true });

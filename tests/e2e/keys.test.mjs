@@ -4,31 +4,22 @@
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, openPanel, browsersPerTest } from './harness.mjs';
+import { startHub, openPanel, browsersPerTest, agentCall } from './harness.mjs';
 
 let hub;
 before(async () => { hub = await startHub(); });
 after(async () => { if (hub) await hub.stop(); });
 const browser = browsersPerTest(afterEach);
 
-/** Calls the hub with an agent key as the Bearer. */
-async function asAgent(key, path, body) {
-  const res = await fetch(hub.base + path, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
 
 test('keys: the panel lists agent keys with their last use and revokes one after a confirm', async () => {
   const laptop = (await hub.api('POST', '/api/keys', { name: 'laptop' })).key;
   await hub.api('POST', '/api/keys', { name: 'desk' });
   // The laptop's agent waits with its key.
   const fp = { cursorTitle: 'Remote chat', workspace: '/home/dev/app', hostIp: '192.168.1.40' };
-  const init = await asAgent(laptop, '/api/init', fp);
+  const init = await agentCall(hub, laptop, '/api/init', fp);
   assert.equal(init.status, 200);
-  const reg = await asAgent(laptop, '/api/wait/register', { ...fp, token: init.body.token, message: 'Next?', requestId: 'q1' });
+  const reg = await agentCall(hub, laptop, '/api/wait/register', { ...fp, token: init.body.token, message: 'Next?', requestId: 'q1' });
   assert.equal(reg.status, 200);
 
   const { page } = await browser();
@@ -55,7 +46,7 @@ test('keys: the panel lists agent keys with their last use and revokes one after
   assert.match(await page.getByTestId('toast').textContent(), /Revoked “laptop”/);
 
   // The hub refuses the key at once; its wait ended and a reply now queues.
-  const poll = await asAgent(laptop, '/api/wait/poll', { token: init.body.token, waitId: reg.body.waitId, timeoutMs: 0 });
+  const poll = await agentCall(hub, laptop, '/api/wait/poll', { token: init.body.token, waitId: reg.body.waitId, timeoutMs: 0 });
   assert.equal(poll.status, 401);
   const s = await hub.api('GET', `/api/sessions/${init.body.token}`);
   assert.equal(s.status, 'holding');
@@ -76,9 +67,9 @@ test('keys: a revoked key\'s session says so, and the person hands it to another
   const old = (await hub.api('POST', '/api/keys', { name: 'buildbox' })).key;
   const next = (await hub.api('POST', '/api/keys', { name: 'buildbox-2' })).key;
   const fp = { cursorTitle: 'Nightly', workspace: '/srv/app', hostIp: '192.168.1.41' };
-  const init = await asAgent(old, '/api/init', fp);
+  const init = await agentCall(hub, old, '/api/init', fp);
   const token = init.body.token;
-  assert.equal((await asAgent(old, '/api/wait/register', { ...fp, token, message: 'Ship it?', requestId: 'n1' })).status, 200);
+  assert.equal((await agentCall(hub, old, '/api/wait/register', { ...fp, token, message: 'Ship it?', requestId: 'n1' })).status, 200);
   await hub.api('DELETE', '/api/keys/buildbox');
 
   const { page } = await browser();
@@ -92,7 +83,7 @@ test('keys: a revoked key\'s session says so, and the person hands it to another
   assert.match(await notice.textContent(), /agent key “buildbox” this session belongs to was revoked/);
 
   // The new key does not see the session until the person hands it over.
-  assert.equal((await asAgent(next, '/api/init', fp)).body.created, true);
+  assert.equal((await agentCall(hub, next, '/api/init', fp)).body.created, true);
   await page.getByTestId('settings-open').click();
   const owner = page.getByTestId('set-owner');
   assert.equal(await owner.inputValue(), 'buildbox');
@@ -100,11 +91,11 @@ test('keys: a revoked key\'s session says so, and the person hands it to another
   await page.getByTestId('settings-save').click();
   await notice.waitFor({ state: 'hidden' });
   assert.match(await page.getByTestId('toast').last().textContent(), /Handed over to Agent key “buildbox-2”/);
-  const again = await asAgent(next, '/api/init', fp);
+  const again = await agentCall(hub, next, '/api/init', fp);
   assert.deepEqual([again.status, again.body.token, again.body.created], [200, token, false]);
   // The queued question is answerable by the new key's next wait.
   await hub.api('POST', '/api/reply', { token, text: 'yes, ship it' });
-  const reg = await asAgent(next, '/api/wait/register', { ...fp, token, message: 'Back, ship it?', requestId: 'n2' });
-  const poll = await asAgent(next, '/api/wait/poll', { token, waitId: reg.body.waitId, timeoutMs: 0 });
+  const reg = await agentCall(hub, next, '/api/wait/register', { ...fp, token, message: 'Back, ship it?', requestId: 'n2' });
+  const poll = await agentCall(hub, next, '/api/wait/poll', { token, waitId: reg.body.waitId, timeoutMs: 0 });
   assert.equal(poll.body.reply?.text, 'yes, ship it');
 });

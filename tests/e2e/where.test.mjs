@@ -7,7 +7,7 @@
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, openPanel, item, selectSession, browsersPerTest, hasHorizontalScroll } from './harness.mjs';
+import { startHub, newAgent, openPanel, item, selectSession, browsersPerTest, hasHorizontalScroll, agentCall } from './harness.mjs';
 
 let hub;
 before(async () => { hub = await startHub(); });
@@ -16,21 +16,12 @@ const browser = browsersPerTest(afterEach);
 
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
 
-/** Calls the hub with an agent key as the Bearer. */
-async function asAgent(key, path, body) {
-  const res = await fetch(hub.base + path, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
 
 /** A session made by the agent holding `key`, waiting on `message`; answers its token. */
 async function keyedAgentWaits(key, fp, message, extra = {}) {
-  const init = await asAgent(key, '/api/init', fp);
+  const init = await agentCall(hub, key, '/api/init', fp);
   assert.equal(init.status, 200, JSON.stringify(init.body));
-  const reg = await asAgent(key, '/api/wait/register', { ...fp, token: init.body.token, message, requestId: `r-${init.body.token}`, ...extra });
+  const reg = await agentCall(hub, key, '/api/wait/register', { ...fp, token: init.body.token, message, requestId: `r-${init.body.token}`, ...extra });
   assert.equal(reg.status, 200, JSON.stringify(reg.body));
   return init.body.token;
 }

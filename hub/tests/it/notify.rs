@@ -745,23 +745,40 @@ pub(crate) async fn nothing_delivered(hub: &TestHub, token: &str, wait: &str) {
 /// in the panel, the agent asks Q2 ("Deploy to prod now?"), and a reply to
 /// Q1's notification comes in from Telegram. `(token, Q2's wait, what the bot
 /// said back)`.
+/// The person answers `wait` with `text` in the panel, the agent receives it and asks
+/// `question` in the chat `title`: the new wait.
+pub(crate) async fn answered_then_asks(
+    hub: &TestHub,
+    token: &str,
+    wait: &str,
+    text: &str,
+    (title, question): (&str, &str),
+) -> String {
+    hub.ok("/api/reply", json!({"token": token, "text": text}))
+        .await;
+    let v = hub.poll(token, wait, 2000).await;
+    hub.ok(
+        "/api/wait/ack",
+        json!({"token": token, "waitId": wait, "replyId": v["reply"]["id"]}),
+    )
+    .await;
+    hub.register(token, title, question, "q2").await
+}
+
 async fn late_reply(fake: &Fake, hub: &TestHub) -> (String, String, Value) {
     let token = hub.init("Release").await;
     let wait = hub
         .register(&token, "Release", "Is the changelog right?", "q1")
         .await;
     let q1 = message_id_of(fake, &notification(fake, "Release").await);
-    hub.ok("/api/reply", json!({"token": token, "text": "yes"}))
-        .await;
-    let v = hub.poll(&token, &wait, 2000).await;
-    hub.ok(
-        "/api/wait/ack",
-        json!({"token": token, "waitId": wait, "replyId": v["reply"]["id"]}),
+    let wait = answered_then_asks(
+        hub,
+        &token,
+        &wait,
+        "yes",
+        ("Release", "Deploy to prod now?"),
     )
     .await;
-    let wait = hub
-        .register(&token, "Release", "Deploy to prod now?", "q2")
-        .await;
     let sends = fake.seen(&format!("/bot{BOT}/sendMessage")).len();
     fake.wait_for(&format!("/bot{BOT}/sendMessage"), sends + 1, WAIT)
         .await;

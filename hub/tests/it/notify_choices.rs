@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::inproc::TestHub;
 use crate::notify::{
-    BOT, CHAT, WAIT, bodies, hub_with, message_id_of, nothing_delivered, notification, one_way,
-    said_in_reply, taken, telegram,
+    BOT, CHAT, WAIT, answered_then_asks, bodies, hub_with, message_id_of, nothing_delivered,
+    notification, one_way, said_in_reply, taken, telegram,
 };
 use crate::notifyfake::Fake;
 
@@ -256,17 +256,14 @@ async fn a_tap_on_an_older_question_is_not_given_to_the_next_one() {
         .await;
 
     // Answered in the panel; the agent asks something else.
-    hub.ok("/api/reply", json!({"token": token, "text": "SQLite"}))
-        .await;
-    let v = hub.poll(&token, &wait, 2000).await;
-    hub.ok(
-        "/api/wait/ack",
-        json!({"token": token, "waitId": wait, "replyId": v["reply"]["id"]}),
+    let wait = answered_then_asks(
+        &hub,
+        &token,
+        &wait,
+        "SQLite",
+        ("Storage", "Migrate the data now?"),
     )
     .await;
-    let wait = hub
-        .register(&token, "Storage", "Migrate the data now?", "q2")
-        .await;
     notification(&fake, "Migrate the data now?").await;
 
     tap(&fake, q1, "done", "cb1", CHAT);
