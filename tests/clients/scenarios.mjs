@@ -89,10 +89,25 @@ try {
  * folder and the client's last words), so checks that need only part of the run still judge.
  */
 async function withClient(driver, scenario, fn, transport = 'stdio', brainKnobs = {}) {
+  const first = await withClientOnce(driver, scenario, fn, transport, brainKnobs, '');
+  if (!first.error || !startedWithoutHoldline(first.brain)) return first;
+  // The client asked its model before it had connected to holdline (seen with Copilot CLI
+  // over /mcp on a loaded host): nothing under test ran. Once more, in a folder of its own.
+  console.log(`# ${driver.name} ${transport} ${scenario}: its client had no holdline tools at its first model call (${first.dir}); run again`);
+  return withClientOnce(driver, scenario, fn, transport, brainKnobs, '-again');
+}
+
+/** Whether the model's first answer was that holdline's tools were missing. */
+function startedWithoutHoldline(brain) {
+  const first = brain.turns.find((t) => !t.side);
+  return first?.action?.kind === 'text' && first.action.text.startsWith('I cannot find the tool init_conversation');
+}
+
+async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attempt) {
   // 'remote-header': over /mcp, each wait bounded by the entry's Holdline-Max-Wait-Sec.
   const remote = transport.startsWith('remote');
   const byHeader = transport === 'remote-header';
-  const dir = join(RUNS, runId, `${driver.name}-${remote ? `${transport}-` : ''}${scenario}`);
+  const dir = join(RUNS, runId, `${driver.name}-${remote ? `${transport}-` : ''}${scenario}${attempt}`);
   rmSync(dir, { recursive: true, force: true });
   const home = join(dir, 'home');
   const project = join(dir, 'project');
