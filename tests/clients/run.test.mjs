@@ -7,7 +7,9 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
+import { pngBase64 } from './harness.mjs';
 
 describe('real clients', { concurrency: true }, () => {
   for (const driver of drivers) {
@@ -64,9 +66,13 @@ describe('real clients', { concurrency: true }, () => {
         const brain = r.brain;
         const got = brain.results.find((x) => x.text?.includes(r.marker));
         assert.ok(got, 'the reply reached the model');
-        if (driver.expects?.images === false) {
+        if (driver.expects?.images === 'file') {
           t.diagnostic(`${driver.name} cannot pass images to the model: ${driver.expects.why}`);
-          assert.equal(got.images, 0);
+          assert.equal(got.images, 0, 'no image part');
+          assert.doesNotMatch(got.text, /iVBORw0KGgo/, 'no base64 image data in what the model read');
+          const saved = got.text.match(/The person attached 1 image: \.holdline\/images\/\S+\.png \(absolute path ([^)]+\.png)\)/);
+          assert.ok(saved, `the model read where the image was saved: ${got.text.slice(0, 400)}`);
+          assert.deepEqual(readFileSync(saved[1]), Buffer.from(pngBase64(), 'base64'), `${saved[1]} holds the image the person sent`);
           return;
         }
         assert.ok(got.images >= 1, `the tool result with the reply carries an image part (got ${got.images}; text: ${got.text.slice(0, 300)})`);

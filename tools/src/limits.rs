@@ -22,6 +22,8 @@ pub struct ClientLimit {
     /// `structuredContent` (Codex hands the model only `structuredContent` when there is
     /// one, and drops the images).
     pub images_beside_structure: bool,
+    /// What the client does with a result's image blocks.
+    pub images: Images,
     /// Over HTTP, an idle watchdog that only progress resets: a wait without progress
     /// ends this many seconds in (Claude Code: 300 s, less a margin).
     pub http_idle_wait: Option<u64>,
@@ -40,6 +42,7 @@ const fn client(
         wait_secs,
         progress_resets,
         images_beside_structure: true,
+        images: Images::Blocks,
         http_idle_wait: None,
         reads_tool_timeout: false,
     }
@@ -56,6 +59,26 @@ pub fn images_beside_structure(client_name: Option<&str>) -> bool {
     client_name
         .and_then(known_client)
         .is_none_or(|c| c.images_beside_structure)
+}
+
+/// What a client does with the image blocks of a tool result, as measured
+/// (tests/clients: check 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Images {
+    /// The model gets them as images.
+    Blocks,
+    /// The client serialises the result as JSON text: an image block reaches the model as
+    /// base64 text (hundreds of KB of tokens), never as an image (Cline, Continue).
+    AsText,
+    /// The client drops image blocks; the model never sees them (Copilot CLI).
+    Dropped,
+}
+
+/// What this client does with image blocks; clients not in the table get them.
+pub fn images(client_name: Option<&str>) -> Images {
+    client_name
+        .and_then(known_client)
+        .map_or(Images::Blocks, |c| c.images)
 }
 
 /// Known clients, most specific first. The measured ones are described in
@@ -81,12 +104,23 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
     client("qwen", Some(570), false),
     // opencode: the SDK's 60 s unless `timeout`, reset by progress (held 662 s).
     client("opencode", Some(50), true),
-    // Copilot CLI: no limit seen in 661 s while progress flows.
-    client("copilot", Some(50), true),
-    // Continue CLI: the SDK's 60 s, no progress token.
-    client("continue", Some(50), false),
-    // Cline (CLI and extension): 60 s unless `timeout` (seconds), no progress token.
-    client("cline", Some(50), false),
+    // Copilot CLI: no limit seen in 661 s while progress flows; drops image blocks.
+    ClientLimit {
+        images: Images::Dropped,
+        ..client("copilot", Some(50), true)
+    },
+    // Continue CLI: the SDK's 60 s, no progress token; hands the model the content array
+    // as JSON text.
+    ClientLimit {
+        images: Images::AsText,
+        ..client("continue", Some(50), false)
+    },
+    // Cline (CLI and extension): 60 s unless `timeout` (seconds), no progress token; hands
+    // the model the whole result as JSON text.
+    ClientLimit {
+        images: Images::AsText,
+        ..client("cline", Some(50), false)
+    },
     // Public reports, not measured here.
     client("cursor", Some(540), false),
     client("visual studio code", Some(270), false),
@@ -337,5 +371,18 @@ mod tests {
         assert!(!images_beside_structure(Some("Codex")));
         assert!(images_beside_structure(Some("claude-code")));
         assert!(images_beside_structure(None));
+    }
+
+    #[test]
+    fn cline_and_continue_turn_images_into_text_and_copilot_drops_them() {
+        assert_eq!(images(Some("@cline/core")), Images::AsText);
+        assert_eq!(images(Some("cline")), Images::AsText);
+        assert_eq!(images(Some("continue-cli-client")), Images::AsText);
+        assert_eq!(images(Some("Continue")), Images::AsText);
+        assert_eq!(images(Some("github-copilot-cli")), Images::Dropped);
+        assert_eq!(images(Some("claude-code")), Images::Blocks);
+        assert_eq!(images(Some("codex-mcp-client")), Images::Blocks);
+        assert_eq!(images(Some("something-new")), Images::Blocks);
+        assert_eq!(images(None), Images::Blocks);
     }
 }

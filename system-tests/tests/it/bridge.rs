@@ -79,6 +79,159 @@ async fn images_in_a_reply_become_image_content() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// No image block and no image data anywhere in the result's JSON.
+fn assert_no_image_data(r: &rmcp::model::CallToolResult, who: &str) {
+    assert!(
+        r.content.iter().all(|c| c.as_image().is_none()),
+        "{who}: an image block"
+    );
+    let all = serde_json::to_string(r).unwrap();
+    assert!(
+        !all.contains(PNG_1PX) && !all.contains("iVBORw0KGgo"),
+        "{who}: image data in the result: {all}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_show_images_gets_them_as_files_in_the_workspace() -> anyhow::Result<()>
+{
+    use base64::Engine;
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let png = base64::engine::general_purpose::STANDARD.decode(PNG_1PX)?;
+    for client_name in ["cline", "Continue", "copilot"] {
+        let workspace = TempDir::new()?;
+        let ws = workspace.path().canonicalize()?;
+        let root = format!("file://{}", ws.display());
+        let mut o = BridgeOptions::for_hub(&hub);
+        o.client_name = client_name;
+        o.root = Some(&root);
+        let client = start_bridge(o).await?;
+        let token = init(&client, &format!("Files for {client_name}")).await?;
+        let first = call(
+            &client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "Look", "timeoutSec": 1}),
+        )
+        .await?;
+        let old_resume = resume_of(&first);
+        let handle = start_call(
+            &client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "Look", "resume": old_resume}),
+        )
+        .await?;
+        hub.wait_status(&token, "waiting").await?;
+        hub.reply(
+            &token,
+            "see this",
+            json!([{"mimeType": "image/png", "data": PNG_1PX}]),
+        )
+        .await?;
+        let r = finish(handle).await?;
+        assert_no_image_data(&r, client_name);
+        let files = structured(&r)["reply"]["imageFiles"].clone();
+        let path = std::path::PathBuf::from(files[0].as_str().expect("a saved file"));
+        assert_eq!(files.as_array().map(Vec::len), Some(1), "{client_name}");
+        assert_eq!(path.parent(), Some(ws.join(".holdline/images").as_path()));
+        assert_eq!(std::fs::read(&path)?, png, "{client_name}: the exact bytes");
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".holdline/.gitignore"))?,
+            "*\n"
+        );
+        let t = text(&r);
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert!(
+            t.starts_with(&format!(
+                "see this\nThe person attached 1 image: .holdline/images/{name} (absolute path {})",
+                path.display()
+            )),
+            "{client_name}: {t}"
+        );
+        // Returned again (the agent shows it never saw it): the same file, written once.
+        let again = call(
+            &client,
+            "wait_for_user_input",
+            json!({"token": token, "message": "Look", "resume": old_resume, "timeoutSec": 1}),
+        )
+        .await?;
+        assert_no_image_data(&again, client_name);
+        assert_eq!(structured(&again)["reply"]["imageFiles"], files);
+        assert_eq!(std::fs::read_dir(ws.join(".holdline/images"))?.count(), 1);
+        client.cancel().await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_images_only_reply_says_the_client_cannot_show_it_when_no_workspace_is_here()
+-> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    // The default root, /home/dev/project one, is no folder on this machine.
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.client_name = "cline";
+    let client = start_bridge(o).await?;
+    let token = init(&client, "Nowhere to save").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Look"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(
+        &token,
+        "",
+        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
+    )
+    .await?;
+    let r = finish(handle).await?;
+    assert_no_image_data(&r, "cline");
+    let t = text(&r);
+    assert!(
+        t.starts_with("The person attached 1 image that this client cannot show you; if it matters, ask the person to describe it."),
+        "{t}"
+    );
+    assert!(structured(&r)["reply"].get("imageFiles").is_none());
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_client_that_shows_images_still_gets_the_block_and_no_files() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let workspace = TempDir::new()?;
+    let root = format!("file://{}", workspace.path().canonicalize()?.display());
+    let mut o = BridgeOptions::for_hub(&hub);
+    o.client_name = "claude-code";
+    o.root = Some(&root);
+    let client = start_bridge(o).await?;
+    let token = init(&client, "Blocks").await?;
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Look"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(
+        &token,
+        "see",
+        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
+    )
+    .await?;
+    let r = finish(handle).await?;
+    let images: Vec<_> = r.content.iter().filter_map(|c| c.as_image()).collect();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].data, PNG_1PX);
+    assert!(structured(&r)["reply"].get("imageFiles").is_none());
+    assert!(!workspace.path().join(".holdline").exists());
+    client.cancel().await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn progress_notifications_carry_the_clients_token_and_increase() -> anyhow::Result<()> {
     let home = TempDir::new()?;

@@ -159,13 +159,6 @@ async fn a_notification_before_initialize_is_ignored() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `resume` value a wait result hands back, checked to be in its text too.
-fn resume_of(r: &rmcp::model::CallToolResult) -> String {
-    let resume = structured(r)["resume"].as_str().expect("resume").to_owned();
-    assert!(text(r).contains(&resume), "{}", text(r));
-    resume
-}
-
 #[tokio::test]
 async fn recalls_differ_reattach_and_store_the_message_once() -> anyhow::Result<()> {
     let home = TempDir::new()?;

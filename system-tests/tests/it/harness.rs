@@ -479,6 +479,13 @@ pub async fn init(client: &Client, title: &str) -> anyhow::Result<String> {
     Ok(structured(&r)["token"].as_str().unwrap().to_owned())
 }
 
+/// The `resume` value a wait result hands back, checked to be in its text too.
+pub fn resume_of(r: &rmcp::model::CallToolResult) -> String {
+    let resume = structured(r)["resume"].as_str().expect("resume").to_owned();
+    assert!(text(r).contains(&resume), "{}", text(r));
+    resume
+}
+
 pub fn count_messages(session: &Value, content: &str) -> usize {
     session["messages"]
         .as_array()

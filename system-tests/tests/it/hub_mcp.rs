@@ -104,6 +104,44 @@ async fn round_trip(hub: &TestHub, client: &Client) {
 }
 
 #[tokio::test]
+async fn over_mcp_a_client_that_cannot_show_images_is_told_so_without_the_data() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote(&hub, &hub.secret, "cline").await.unwrap();
+    let token = init(&client, "remote images").await.unwrap();
+    let wait = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "which one?"}),
+    )
+    .await
+    .unwrap();
+    hub.wait_status(&token, "waiting").await.unwrap();
+    hub.reply(
+        &token,
+        "this one",
+        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
+    )
+    .await
+    .unwrap();
+    let r = finish(wait).await.unwrap();
+    assert!(r.content.iter().all(|c| c.as_image().is_none()));
+    let all = serde_json::to_string(&r).unwrap();
+    assert!(
+        !all.contains("iVBORw0KGgo"),
+        "image data in the result: {all}"
+    );
+    let t = text(&r);
+    assert!(
+        t.starts_with("this one\nThe person attached 1 image that this client cannot show you; if it matters, ask the person to describe it."),
+        "{t}"
+    );
+    assert!(structured(&r)["reply"].get("imageFiles").is_none());
+    assert_eq!(structured(&r)["reply"]["images"], 1);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_wrong_credential_gets_a_json_rpc_401_with_one_sentence() {
     let home = tempfile::tempdir().unwrap();
     let hub = TestHub::start(home.path()).await.unwrap();

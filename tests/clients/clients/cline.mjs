@@ -15,9 +15,10 @@ export const version = '3.0.65';
 export const interrupt = 'SIGINT';
 /**
  * Measured: Cline CLI 3.0.65 gives the model the whole CallToolResult as JSON text, so an
- * image block arrives as base64 inside that text, never as an image part.
+ * image block would arrive as base64 inside that text, never as an image part: the bridge
+ * saves a reply's images in the workspace instead and names the files.
  */
-export const expects = { images: false, why: 'Cline CLI gives the model the whole CallToolResult as JSON text; an image arrives as base64 text, not an image part' };
+export const expects = { images: 'file', why: 'Cline CLI gives the model the whole CallToolResult as JSON text (an image block would be base64 text): the image is saved in the workspace and the model gets its path' };
 
 export async function prepare(ctx) {
   const env = baseEnv(ctx.home, { CLINE_SESSION_BACKEND_MODE: 'local' });

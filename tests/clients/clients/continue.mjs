@@ -15,9 +15,10 @@ export const interrupt = 'SIGINT';
 /**
  * Continue CLI 1.5.47 hands the model `JSON.stringify(result.content)` as the tool message
  * (src/tools/index.tsx): text blocks as JSON text, an image as its base64 in that text,
- * never an image part; structuredContent is dropped.
+ * never an image part; structuredContent is dropped. The bridge saves a reply's images in
+ * the workspace instead and names the files.
  */
-export const expects = { images: false, why: 'Continue CLI gives the model a result\'s content array as JSON text; an image arrives as base64 text, not an image part' };
+export const expects = { images: 'file', why: 'Continue CLI gives the model a result\'s content array as JSON text (an image block would be base64 text): the image is saved in the workspace and the model gets its path' };
 
 export async function prepare(ctx) {
   const yaml = createRequire(join(ctx.installDir, 'package.json'))('js-yaml');

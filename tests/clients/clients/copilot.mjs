@@ -12,9 +12,10 @@ export const interrupt = 'SIGINT';
 /**
  * Measured: in BYOK offline mode Copilot CLI 1.0.102 gives the model a result's text and
  * its structuredContent JSON, and drops image blocks (also with COPILOT_MODEL=gpt-4o and
- * COPILOT_PROVIDER_MODEL_ID=gpt-4o).
+ * COPILOT_PROVIDER_MODEL_ID=gpt-4o). The bridge saves a reply's images in the workspace
+ * instead and names the files.
  */
-export const expects = { images: false, why: 'Copilot CLI in BYOK offline mode drops the image blocks of MCP results' };
+export const expects = { images: 'file', why: 'Copilot CLI in BYOK offline mode drops the image blocks of MCP results: the image is saved in the workspace and the model gets its path' };
 
 export async function prepare(ctx) {
   const config = join(ctx.home, '.copilot', 'mcp-config.json');

@@ -6,6 +6,7 @@
 //! Invariant: a token these tools have bound is always sent with the same fingerprint, so
 //! a wait passes the hub's binding check that init or select passed.
 
+mod image_files;
 mod params;
 pub mod sentences;
 mod wait;

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use holdline_contract::{ErrorCode, HubError, Reply, choices};
 
+use super::image_files::ImageDelivery;
+
 /// The longest piece of a hub's error text the agent is shown.
 const HUB_TEXT_MAX: usize = 160;
 
@@ -44,10 +46,17 @@ pub fn tool_error(sentence: &str, code: &str) -> CallToolResult {
     r
 }
 
-/// The person's reply. `structured` false leaves out `structuredContent`, for clients that
-/// would then drop the images (Codex).
-pub fn reply_result(token: &str, reply: &Reply, resume: &str, structured: bool) -> CallToolResult {
-    let mut text = reply_words(reply);
+/// The person's reply, its images as `images` says. `structure_beside_images` false
+/// leaves out `structuredContent` when image blocks go out, for clients that would then
+/// drop the images (Codex).
+pub fn reply_result(
+    token: &str,
+    reply: &Reply,
+    resume: &str,
+    images: &ImageDelivery,
+    structure_beside_images: bool,
+) -> CallToolResult {
+    let mut text = reply_words(reply, images);
     if reply.auto {
         text = format!("[automatic reply] {text}");
     }
@@ -55,34 +64,79 @@ pub fn reply_result(token: &str, reply: &Reply, resume: &str, structured: bool) 
     text.push_str("\n\n---\n");
     text.push_str(&instruction);
     let mut content = vec![ContentBlock::text(text)];
-    for image in &reply.images {
-        content.push(ContentBlock::image(
-            image.data.clone(),
-            image.mime_type.clone(),
-        ));
+    let blocks = *images == ImageDelivery::Blocks;
+    if blocks {
+        for image in &reply.images {
+            content.push(ContentBlock::image(
+                image.data.clone(),
+                image.mime_type.clone(),
+            ));
+        }
     }
     let mut r = CallToolResult::success(content);
-    if structured {
+    if reply.images.is_empty() || !blocks || structure_beside_images {
+        let mut said = json!({"id": reply.id, "text": reply.text, "auto": reply.auto, "at": reply.at,
+                              "images": reply.images.len(), "choices": reply.choices});
+        if let ImageDelivery::Files(saved) = images {
+            said["imageFiles"] = json!(saved.iter().map(|f| &f.absolute).collect::<Vec<_>>());
+        }
+        if let Some(note) = attachment_sentence(reply.images.len(), images) {
+            said["imageNote"] = json!(note);
+        }
         r.structured_content = Some(json!({
-            "token": token, "status": "replied", "resume": resume,
-            "reply": {"id": reply.id, "text": reply.text, "auto": reply.auto, "at": reply.at,
-                      "images": reply.images.len(), "choices": reply.choices},
+            "token": token, "status": "replied", "resume": resume, "reply": said,
             "instruction": instruction,
         }));
     }
     r
 }
 
-/// What the person said, as the model reads it: the pick first, then their words.
-fn reply_words(reply: &Reply) -> String {
+/// What the person said, as the model reads it: the pick first, then their words, then
+/// where their images are when the client cannot show them.
+fn reply_words(reply: &Reply, images: &ImageDelivery) -> String {
     let typed = reply.text.trim();
-    match choices::chosen_sentence(&reply.choices) {
-        Some(chosen) if typed.is_empty() => chosen,
-        Some(chosen) => format!("{chosen}\nThey added: {}", reply.text),
-        None if typed.is_empty() && !reply.images.is_empty() => {
+    let said = match choices::chosen_sentence(&reply.choices) {
+        Some(chosen) if typed.is_empty() => Some(chosen),
+        Some(chosen) => Some(format!("{chosen}\nThey added: {}", reply.text)),
+        None if typed.is_empty() => None,
+        None => Some(reply.text.clone()),
+    };
+    match (said, attachment_sentence(reply.images.len(), images)) {
+        (Some(said), Some(attached)) => format!("{said}\n{attached}"),
+        (Some(said), None) => said,
+        (None, Some(attached)) => attached,
+        (None, None) if !reply.images.is_empty() => {
             "(The person replied with images only.)".to_owned()
         }
-        None => reply.text.clone(),
+        (None, None) => reply.text.clone(),
+    }
+}
+
+/// The sentence about images that do not go out as image blocks; `None` when they do.
+fn attachment_sentence(count: usize, images: &ImageDelivery) -> Option<String> {
+    let some = match count {
+        0 => return None,
+        1 => "1 image".to_owned(),
+        n => format!("{n} images"),
+    };
+    match images {
+        ImageDelivery::Blocks => None,
+        ImageDelivery::Files(saved) => {
+            let listed = saved
+                .iter()
+                .map(|f| format!("{} (absolute path {})", f.relative, f.absolute))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let them = if count == 1 { "it" } else { "them" };
+            Some(format!(
+                "The person attached {some}: {listed} — open {them} with your file tools to see {them}."
+            ))
+        }
+        ImageDelivery::Unshown => Some(format!(
+            "The person attached {some} that this client cannot show you; if {} matters, ask the person to describe {}.",
+            if count == 1 { "it" } else { "they" },
+            if count == 1 { "it" } else { "them" },
+        )),
     }
 }
 
@@ -299,7 +353,7 @@ mod tests {
             at: 0,
             choices: vec![],
         };
-        let r = reply_result("ct_x", &reply, "r2", true);
+        let r = reply_result("ct_x", &reply, "r2", &ImageDelivery::Blocks, true);
         let s = r.structured_content.clone().unwrap();
         assert!(text_of(&r).starts_with("go"));
         assert_eq!(s["reply"]["text"], "go");
@@ -307,10 +361,139 @@ mod tests {
         let instruction = s["instruction"].as_str().unwrap();
         assert!(instruction.contains("wait_for_user_input with token ct_x, resume \"r2\""));
         assert!(text_of(&r).contains(instruction));
+        // Structure beside image blocks only for clients that keep the images then.
         assert!(
-            reply_result("ct_x", &reply, "r2", false)
+            reply_result("ct_x", &reply, "r2", &ImageDelivery::Blocks, false)
+                .structured_content
+                .is_some()
+        );
+        let with_image = Reply {
+            images: vec![holdline_contract::Image {
+                mime_type: "image/png".into(),
+                data: PNG_DATA.into(),
+            }],
+            ..reply
+        };
+        assert!(
+            reply_result("ct_x", &with_image, "r2", &ImageDelivery::Blocks, false)
                 .structured_content
                 .is_none()
+        );
+    }
+
+    const PNG_DATA: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+    fn image_reply(text: &str, images: usize) -> Reply {
+        Reply {
+            id: "r_9".into(),
+            text: text.into(),
+            images: (0..images)
+                .map(|_| holdline_contract::Image {
+                    mime_type: "image/png".into(),
+                    data: PNG_DATA.into(),
+                })
+                .collect(),
+            auto: false,
+            at: 0,
+            choices: vec![],
+        }
+    }
+
+    fn saved(n: usize) -> ImageDelivery {
+        ImageDelivery::Files(
+            (1..=n)
+                .map(|i| super::super::image_files::SavedImage {
+                    relative: format!(".holdline/images/r_9-{i}.png"),
+                    absolute: format!("/ws/.holdline/images/r_9-{i}.png"),
+                })
+                .collect(),
+        )
+    }
+
+    /// No image block, and the image's data nowhere in the result's JSON.
+    fn carries_no_image_data(r: &CallToolResult) {
+        assert!(r.content.iter().all(|c| c.as_image().is_none()));
+        let all = serde_json::to_string(r).unwrap();
+        assert!(
+            !all.contains(PNG_DATA) && !all.contains("iVBORw0KGgo"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn saved_images_are_named_by_path_and_their_data_stays_out() {
+        let r = reply_result("ct_x", &image_reply("this one", 1), "r2", &saved(1), false);
+        carries_no_image_data(&r);
+        let t = text_of(&r);
+        assert!(
+            t.starts_with(
+                "this one\nThe person attached 1 image: .holdline/images/r_9-1.png (absolute path /ws/.holdline/images/r_9-1.png) — open it with your file tools to see it.\n\n---"
+            ),
+            "{t}"
+        );
+        let s = r
+            .structured_content
+            .expect("no image blocks: structure goes out");
+        assert_eq!(
+            s["reply"]["imageFiles"],
+            json!(["/ws/.holdline/images/r_9-1.png"])
+        );
+        assert_eq!(s["reply"]["images"], 1);
+        assert!(
+            s["reply"]["imageNote"]
+                .as_str()
+                .unwrap()
+                .contains("r_9-1.png")
+        );
+    }
+
+    #[test]
+    fn an_images_only_reply_never_claims_the_model_got_the_image() {
+        let r = reply_result("ct_x", &image_reply("", 2), "r2", &saved(2), true);
+        let t = text_of(&r);
+        assert!(
+            t.starts_with("The person attached 2 images: .holdline/images/r_9-1.png"),
+            "{t}"
+        );
+        assert!(t.contains("r_9-2.png") && t.contains("open them with your file tools"));
+        assert!(!t.contains("replied with images only"));
+
+        let r = reply_result(
+            "ct_x",
+            &image_reply("", 1),
+            "r2",
+            &ImageDelivery::Unshown,
+            true,
+        );
+        carries_no_image_data(&r);
+        let t = text_of(&r);
+        assert!(
+            t.starts_with(
+                "The person attached 1 image that this client cannot show you; if it matters, ask the person to describe it."
+            ),
+            "{t}"
+        );
+        let s = r.structured_content.unwrap();
+        assert!(s["reply"].get("imageFiles").is_none());
+        assert!(
+            s["reply"]["imageNote"]
+                .as_str()
+                .unwrap()
+                .contains("cannot show you")
+        );
+
+        // A client that shows images gets the block and the old words.
+        let r = reply_result(
+            "ct_x",
+            &image_reply("", 1),
+            "r2",
+            &ImageDelivery::Blocks,
+            true,
+        );
+        assert!(text_of(&r).starts_with("(The person replied with images only.)"));
+        assert_eq!(
+            r.content.iter().filter(|c| c.as_image().is_some()).count(),
+            1
         );
     }
 
@@ -333,14 +516,20 @@ mod tests {
                 },
             ],
         };
-        let r = reply_result("ct_x", &pick(""), "r2", true);
+        let r = reply_result("ct_x", &pick(""), "r2", &ImageDelivery::Blocks, true);
         assert!(text_of(&r).starts_with("The person chose: \"Postgres\", \"Redis\".\n\n---"));
         let s = r.structured_content.unwrap();
         assert_eq!(
             s["reply"]["choices"],
             json!([{"index": 0, "label": "Postgres"}, {"index": 2, "label": "Redis"}])
         );
-        let r = reply_result("ct_x", &pick("but keep it small"), "r2", false);
+        let r = reply_result(
+            "ct_x",
+            &pick("but keep it small"),
+            "r2",
+            &ImageDelivery::Blocks,
+            false,
+        );
         assert!(
             text_of(&r).starts_with(
                 "The person chose: \"Postgres\", \"Redis\".\nThey added: but keep it small"

@@ -21,7 +21,7 @@ use rmcp::{
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::{Tools, WaitParams, sentences::*};
+use super::{Tools, WaitParams, image_files::ImageRoute, sentences::*};
 use crate::{
     delivery::{Delivery, OpenWait, resume_naming},
     hub::Hub,
@@ -129,8 +129,10 @@ struct Call<'a> {
     deadline: Option<Instant>,
     ctx: &'a RequestContext<RoleServer>,
     progress: Progress,
-    /// Whether a result with images may carry `structuredContent` for this client.
+    /// Whether a result with image blocks may carry `structuredContent` for this client.
     images_beside_structure: bool,
+    /// How a reply's images reach this client's model.
+    images: ImageRoute,
     /// Hub calls failed in a row, and the last failure, while the hub keeps failing.
     failures: u32,
     failing: Option<String>,
@@ -177,11 +179,16 @@ impl Call<'_> {
         self.failing = None;
     }
 
-    /// The reply's result, with `structuredContent` unless this client would then lose
-    /// its images.
+    /// The reply's result, its images as this client's model can get them.
     fn reply(&self, reply: &Reply, resume: &str) -> CallToolResult {
-        let structured = reply.images.is_empty() || self.images_beside_structure;
-        reply_result(&self.token, reply, resume, structured)
+        let images = self.images.deliver(reply);
+        reply_result(
+            &self.token,
+            reply,
+            resume,
+            &images,
+            self.images_beside_structure,
+        )
     }
 
     fn no_reply(&self) -> CallToolResult {
@@ -246,9 +253,13 @@ impl Tools {
         if let Some((resume, reply)) = self.delivery.unseen_reply(&token, p.resume.as_deref()) {
             tracing::info!(%token, reply = %reply.id, "returning a reply again: the agent never saw it");
             let client = ctx.client_info().map(|i| i.name);
-            let structured =
-                reply.images.is_empty() || limits::images_beside_structure(client.as_deref());
-            return reply_result(&token, &reply, &resume, structured);
+            // The workspace the first delivery saved its images in: the same files again.
+            let workspace = self.known(&token).map(|k| k.workspace);
+            let images = self
+                .image_route(client.as_deref(), workspace)
+                .deliver(&reply);
+            let beside = limits::images_beside_structure(client.as_deref());
+            return reply_result(&token, &reply, &resume, &images, beside);
         }
         let fingerprint = match self.fingerprint(&token, &p, &ctx).await {
             Ok(f) => f,
@@ -258,7 +269,7 @@ impl Tools {
             Ok(r) => r,
             Err(result) => return result,
         };
-        let mut call = self.start_call(&p, &ctx, token.clone());
+        let mut call = self.start_call(&p, &ctx, token.clone(), &fingerprint);
         // Shutdown waits for this call to cancel its hub wait before the process ends.
         let _in_flight = self.delivery.call_started();
         let _turn = StepDown {
@@ -275,6 +286,7 @@ impl Tools {
         p: &WaitParams,
         ctx: &'a RequestContext<RoleServer>,
         token: String,
+        fingerprint: &Fingerprint,
     ) -> Call<'a> {
         let started = Instant::now();
         let client = ctx.client_info().map(|i| i.name);
@@ -305,9 +317,19 @@ impl Tools {
                 started,
             },
             images_beside_structure: limits::images_beside_structure(client.as_deref()),
+            images: self.image_route(client.as_deref(), Some(fingerprint.workspace.clone())),
             failures: 0,
             failing: None,
             delivery: self.delivery.clone(),
+        }
+    }
+
+    /// How reply images reach `client`'s model, saved in `workspace` when they must be.
+    fn image_route(&self, client: Option<&str>, workspace: Option<String>) -> ImageRoute {
+        ImageRoute {
+            client: limits::images(client),
+            transport: self.transport,
+            workspace,
         }
     }
 
