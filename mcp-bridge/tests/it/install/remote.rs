@@ -1,6 +1,7 @@
 //! `install --url URL --key KEY`: the remote entry in every client's own shape, merged and
 //! switched to and from the local one, its key kept out of the report and in a `0600` file
-//! we create, and each bad input refused before anything is written.
+//! (created so, or an existing one tightened), and each bad input refused before anything
+//! is written.
 
 use std::os::unix::fs::PermissionsExt;
 
