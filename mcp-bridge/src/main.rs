@@ -25,13 +25,17 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    // Logs go to stderr: stdout is the MCP protocol.
+    // Logs go to stderr: stdout is the MCP protocol. Clients keep that stderr (Claude
+    // Code's debug log labels every line of it `[ERROR]`), so by default only real
+    // problems are written; `HOLDLINE_LOG=info` shows the bridge's life too.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HOLDLINE_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("holdline_mcp=info,rmcp=warn")
+                tracing_subscriber::EnvFilter::new(
+                    "holdline_mcp=warn,holdline_tools=warn,rmcp=warn",
+                )
             }),
         )
         .init();

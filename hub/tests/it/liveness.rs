@@ -102,3 +102,61 @@ async fn a_pending_reply_on_an_abandoned_wait_stays_queued() {
         "sent while it died"
     );
 }
+
+/// How long after `from` the session leaves `waiting` (up to `within`).
+async fn closed_after(hub: &TestHub, token: &str, from: Instant, within: Duration) -> Duration {
+    let status = status_within(hub, token, "holding", within).await;
+    assert_eq!(status, "holding", "the wait stayed open");
+    from.elapsed()
+}
+
+/// The watch looks every third of the grace (at most 10 s): a wait is closed between one
+/// grace and a grace and a third after its agent's last sign; this much more for a slow machine.
+const SLACK: Duration = Duration::from_millis(600);
+
+/// A bridge killed outright mid-poll: its connection closes, the hub drops the held poll
+/// at once, and the grace counts from that poll's START — the dead poll's hold (5 s here,
+/// 10 s from the bridge) does not come first.
+#[tokio::test]
+async fn a_killed_agents_held_poll_ends_with_its_connection_and_the_grace_counts_from_its_start() {
+    let hub = hub_with_grace().await;
+    let token = hub.init("t").await;
+    let w = hub.register(&token, "t", "m", "q1").await;
+    let held = {
+        let (http, url, secret) = (hub.http.clone(), hub.url.clone(), hub.secret.clone());
+        let body = json!({"token": token, "waitId": w, "timeoutMs": 5000});
+        tokio::spawn(async move {
+            let _ = http
+                .post(format!("{url}/api/wait/poll"))
+                .bearer_auth(secret)
+                .json(&body)
+                .send()
+                .await;
+        })
+    };
+    let poll_started = Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    held.abort(); // the process is gone: its socket closes
+    let closed = closed_after(&hub, &token, poll_started, Duration::from_secs(5)).await;
+    assert!(
+        closed >= GRACE && closed <= GRACE + GRACE / 3 + SLACK,
+        "closed {closed:?} after the dead poll began (grace {GRACE:?}, its hold 5 s)"
+    );
+}
+
+/// A poll held to its end (a machine gone without closing its connection holds its last
+/// poll so) is a sign of life at its END: the grace counts from there.
+#[tokio::test]
+async fn a_poll_held_to_its_end_counts_the_grace_from_its_end() {
+    let hub = hub_with_grace().await;
+    let token = hub.init("t").await;
+    let w = hub.register(&token, "t", "m", "q1").await;
+    let v = hub.poll(&token, &w, 1500).await;
+    assert_eq!(v["status"], "renewal", "{v}");
+    let poll_ended = Instant::now();
+    let closed = closed_after(&hub, &token, poll_ended, Duration::from_secs(5)).await;
+    assert!(
+        closed >= GRACE && closed <= GRACE + GRACE / 3 + SLACK,
+        "closed {closed:?} after the last poll ended (grace {GRACE:?})"
+    );
+}

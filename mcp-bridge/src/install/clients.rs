@@ -224,7 +224,8 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
         Client::Codex => json!({
             "command": command, "args": [], "env": env_long,
             "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
-            // `codex exec` refuses MCP tools that need approval otherwise.
+            // Codex never asks before a holdline tool (`codex exec` refuses tools that need
+            // approval; init and wait need none by their annotations, merge would).
             "default_tools_approval_mode": "approve",
         }),
         Client::Windsurf | Client::Trae => json!({"command": command, "args": [], "env": env}),

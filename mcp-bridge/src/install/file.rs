@@ -1,6 +1,7 @@
 //! Reading and rewriting a person's config and rule files: a symlink is written through to
-//! its target, the mode and owner of an existing file are kept (a file created to hold a
-//! credential is `0600` from its first byte), the old text is backed up beside it, and the
+//! its target, the mode and owner of an existing file are kept (a file written to hold a
+//! credential is `0600` from its first byte: a new one, or an existing one that others
+//! could read, whose other bits are kept), the old text is backed up beside it, and the
 //! new text replaces it in one rename.
 
 use std::{
@@ -47,8 +48,9 @@ impl TextFile {
     }
 
     /// Replaces the text: backs the old one up first, keeps mode and owner, and renames a
-    /// finished file into place so a client reading it never sees half of it. A file that
-    /// did not exist gets mode `0600` when `private` (it holds a key), else the default.
+    /// finished file into place so a client reading it never sees half of it. When
+    /// `private` (it holds a key) a new file gets mode `0600`, and an existing one (and its
+    /// backup) loses its group and other bits; otherwise a new file gets the default.
     /// Answers the backup's path, if there was an old file.
     pub fn write(&self, text: &str, private: bool) -> Result<Option<PathBuf>, InstallError> {
         self.replace(text, private, true)
@@ -110,6 +112,9 @@ impl TextFile {
                 .map_err(|e| InstallError::io("cannot back up", target, e))?;
             if let Some(meta) = &old {
                 keep_owner(&backup, meta);
+                if private {
+                    set_mode(&backup, owner_only(meta.permissions()))?;
+                }
             }
             Some(backup)
         } else {
@@ -118,8 +123,11 @@ impl TextFile {
         let tmp = sibling(target, &format!(".{}.holdline-tmp", name(target)));
         write_new(&tmp, text, private).map_err(|e| InstallError::io("cannot write", &tmp, e))?;
         if let Some(meta) = &old {
-            std::fs::set_permissions(&tmp, meta.permissions())
-                .map_err(|e| InstallError::io("cannot set the mode of", &tmp, e))?;
+            let mode = match private {
+                true => owner_only(meta.permissions()),
+                false => meta.permissions(),
+            };
+            set_mode(&tmp, mode)?;
             keep_owner(&tmp, meta);
         }
         std::fs::rename(&tmp, target).map_err(|e| {
@@ -127,6 +135,27 @@ impl TextFile {
             InstallError::io("cannot replace", target, e)
         })?;
         Ok(backup)
+    }
+
+    /// The file's permission bits (`0o644`), `None` when it does not exist (or off Unix).
+    pub fn mode(&self) -> Option<u32> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let meta = std::fs::metadata(&self.target).ok()?;
+            Some(meta.permissions().mode() & 0o777)
+        }
+        #[cfg(not(unix))]
+        None
+    }
+
+    /// Takes the group and other bits off an existing file (it holds a key); a missing
+    /// one is left missing.
+    pub fn make_private(&self) -> Result<(), InstallError> {
+        match std::fs::metadata(&self.target) {
+            Ok(meta) => set_mode(&self.target, owner_only(meta.permissions())),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Deletes the file the client reads (the link itself, when it is one).
@@ -153,6 +182,22 @@ fn write_new(path: &Path, text: &str, private: bool) -> std::io::Result<()> {
     #[cfg(not(unix))]
     let _ = private;
     options.open(path)?.write_all(text.as_bytes())
+}
+
+/// `permissions` without the group and other bits (`0644` → `0600`).
+fn owner_only(permissions: std::fs::Permissions) -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::Permissions::from_mode(permissions.mode() & 0o7700)
+    }
+    #[cfg(not(unix))]
+    permissions
+}
+
+fn set_mode(path: &Path, permissions: std::fs::Permissions) -> Result<(), InstallError> {
+    std::fs::set_permissions(path, permissions)
+        .map_err(|e| InstallError::io("cannot set the mode of", path, e))
 }
 
 /// `path` with every symlink in its last component followed, also when the final target

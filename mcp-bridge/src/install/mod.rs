@@ -397,20 +397,26 @@ fn report_backup(backup: Option<PathBuf>) {
     }
 }
 
-/// Merges holdline's entry into the file; one that holds a key (`holds_key`) is created
-/// `0600`, and the person is told where their key now is.
+/// Merges holdline's entry into the file; one that holds a key (`holds_key`) is made
+/// `0600` (created so, or others' bits taken off), and the person is told where their key
+/// now is.
 fn install_config(
     target: &ConfigTarget,
     overwrite: &Overwrite,
     holds_key: bool,
 ) -> Result<(), InstallError> {
     let file = TextFile::read(&target.path)?;
+    let mode_before = file.mode();
     let text = file.text.clone().unwrap_or_default();
     let existing = current_entry(target, &text)?;
     let (merged, changes) = entry::merge(existing.as_ref(), &target.entry, overwrite);
     let name = file.describe();
     if existing.is_some() && changes.is_empty() {
         eprintln!("{name}: unchanged (holdline's entry is up to date)");
+        if holds_key {
+            file.make_private()?;
+            report_made_private(mode_before, file.mode());
+        }
         return Ok(());
     }
     let new_text = text_with_entry(target, &text, &merged)?;
@@ -425,9 +431,21 @@ fn install_config(
     }
     report_backup(backup);
     if holds_key {
+        report_made_private(mode_before, file.mode());
         remote::warn_key_in_file(&file);
     }
     Ok(())
+}
+
+/// Says so in one line when a file that now holds a key lost its group and other bits.
+fn report_made_private(before: Option<u32>, after: Option<u32>) {
+    if let (Some(before), Some(after)) = (before, after)
+        && before != after
+    {
+        eprintln!(
+            "  (mode {before:o} -> {after:o}: the file holds the agent key, so only you may read it)"
+        );
+    }
 }
 
 fn install_rule(target: &RuleTarget) -> Result<(), InstallError> {

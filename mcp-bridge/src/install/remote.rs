@@ -170,29 +170,17 @@ pub(super) fn from_args(args: &InstallArgs) -> Result<Option<Remote>, InstallErr
     Ok(Some(checked.remote))
 }
 
-/// Says that the agent key sits in the file in plain text, and who can read it.
+/// Says that the agent key sits in the file in plain text, which only its owner can read
+/// (`install_config` made it so).
 pub(super) fn warn_key_in_file(file: &TextFile) {
-    #[cfg(unix)]
-    let mode = {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::metadata(&file.target).map_or(0o600, |m| m.permissions().mode() & 0o777)
-    };
-    #[cfg(not(unix))]
-    let mode = 0o600;
-    if mode & 0o077 == 0 {
-        eprintln!(
-            "note: the agent key is written in plain text into {}, which only you can read \
-             (mode {mode:o}). If the file leaks, `holdline-hub key revoke NAME` locks the key out.",
-            file.target.display()
-        );
-    } else {
-        eprintln!(
-            "warning: the agent key is written in plain text into {}, which others on this \
-             machine can read (mode {mode:o}); run `chmod 600 {}`.",
-            file.target.display(),
-            file.target.display()
-        );
-    }
+    let mode = file
+        .mode()
+        .map_or_else(String::new, |m| format!(" (mode {m:o})"));
+    eprintln!(
+        "note: the agent key is written in plain text into {}, which only you can read{mode}. \
+         If the file leaks, `holdline-hub key revoke NAME` locks the key out.",
+        file.target.display()
+    );
 }
 
 #[cfg(test)]

@@ -805,3 +805,96 @@ async fn a_pick_among_offered_options_reaches_the_agent_over_stdio_and_mcp() -> 
     remote.cancel().await?;
     Ok(())
 }
+
+/// Clients keep the bridge's stderr (Claude Code's debug log labels every line of it
+/// `[ERROR]`): a normal run (start, init, a wait with renewals, a reply, a second wait
+/// cancelled when stdin closes) writes nothing there at the default level, and
+/// `HOLDLINE_LOG=info` still shows its life.
+#[tokio::test]
+async fn a_normal_run_writes_nothing_to_stderr_unless_holdline_log_asks() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let quiet = normal_stdio_run(&hub, None).await?;
+    assert_eq!(quiet, "", "a normal run wrote to stderr");
+    let told = normal_stdio_run(&hub, Some("info")).await?;
+    for line in [
+        "holdline-mcp serving on stdio",
+        "client closed the connection",
+    ] {
+        assert!(
+            told.contains(line),
+            "HOLDLINE_LOG=info: no '{line}' in {told}"
+        );
+    }
+    Ok(())
+}
+
+/// Drives the real bridge over raw stdio through a normal session; answers its stderr.
+async fn normal_stdio_run(hub: &TestHub, log: Option<&str>) -> anyhow::Result<String> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let mut cmd = tokio::process::Command::new(bridge_bin());
+    cmd.env("HOLDLINE_HUB", hub.url())
+        .env("HOLDLINE_SECRET", &hub.secret)
+        .env("HOLDLINE_HOME", &hub.home)
+        .env("HOLDLINE_HOST_ID", "quiet-host")
+        .env("HOLDLINE_NO_AUTOSTART", "1")
+        .env("HOLDLINE_POLL_MS", "300")
+        .env_remove("HOLDLINE_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(filter) = log {
+        cmd.env("HOLDLINE_LOG", filter);
+    }
+    let mut child = cmd.spawn()?;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = async |v: String| -> anyhow::Result<()> {
+        stdin.write_all(v.as_bytes()).await?;
+        stdin.write_all(b"\n").await?;
+        stdin.flush().await?;
+        Ok(())
+    };
+    let mut answer = async |id: i64| -> anyhow::Result<Value> {
+        loop {
+            let line = lines.next_line().await?.context("bridge closed stdout")?;
+            let v: Value = serde_json::from_str(&line)?;
+            if v["id"] == id {
+                return Ok(v);
+            }
+        }
+    };
+    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"quiet","version":"1"}}}"#.into()).await?;
+    answer(1).await?;
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"init_conversation","arguments":{"cursorTitle":"Quiet","workspace":"/quiet"}}}"#.into()).await?;
+    let init = answer(2).await?;
+    let token = init["result"]["structuredContent"]["token"]
+        .as_str()
+        .context("no token")?
+        .to_owned();
+    let wait = |id: i64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"wait_for_user_input","arguments":{{"token":"{token}","message":"step {id} done"}}}}}}"#
+        )
+    };
+    send(wait(3)).await?;
+    hub.wait_status(&token, "waiting").await?;
+    // A few renewals (300 ms polls) before the person answers.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    hub.reply(&token, "go on", json!([])).await?;
+    let got = answer(3).await?;
+    assert!(got["result"].to_string().contains("go on"), "{got}");
+    send(wait(4)).await?;
+    hub.wait_status(&token, "waiting").await?;
+    // The client goes away: stdin closes, the bridge cancels the wait and ends.
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await??;
+    assert!(status.success(), "bridge exited with {status}");
+    hub.wait_status(&token, "holding").await?;
+    let mut said = String::new();
+    stderr.read_to_string(&mut said).await?;
+    Ok(said)
+}

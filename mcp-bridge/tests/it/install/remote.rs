@@ -1,6 +1,7 @@
 //! `install --url URL --key KEY`: the remote entry in every client's own shape, merged and
 //! switched to and from the local one, its key kept out of the report and in a `0600` file
-//! we create, and each bad input refused before anything is written.
+//! (created so, or an existing one tightened), and each bad input refused before anything
+//! is written.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -129,6 +130,9 @@ fn switching_local_remote_local_keeps_the_person_s_keys_and_uninstall_restores_b
         // The person's own keys in holdline's entry (their editor rewrote the file).
         sb.install(case.name, &[]);
         std::fs::write(&config, edit_entry(&case, &read(&config))).unwrap();
+        // The key went in before, so the file is 0600 now; the person loosened it again.
+        assert_eq!(mode(&config), 0o600, "{}", case.name);
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
 
         let out = remote(&sb, case.name, KEY);
         assert!(
@@ -141,14 +145,14 @@ fn switching_local_remote_local_keeps_the_person_s_keys_and_uninstall_restores_b
             assert!(out.contains(line), "{}: no '{line}' in {out}", case.name);
         }
         assert!(
-            out.contains("chmod 600"),
+            out.contains("mode 644 -> 600") && !out.contains("chmod 600"),
             "{}: a 0644 file holds the key: {out}",
             case.name
         );
         assert_eq!(
             mode(&config),
-            0o644,
-            "{}: install changed the mode",
+            0o600,
+            "{}: a file holding the key stayed readable by others",
             case.name
         );
         let entry = holdline(case.fmt, &read(&config)).unwrap();
@@ -346,6 +350,59 @@ fn bad_remote_inputs_are_refused_before_anything_is_written() {
         stderr.contains("does not look like an agent key"),
         "{stderr}"
     );
+}
+
+/// Codex's `config.toml` is `0644` as Codex makes it: the key going in makes it `0600`,
+/// says so in one line, and leaves the rest of the file as it was; a re-run with the entry
+/// up to date tightens a file loosened meanwhile.
+#[test]
+fn a_remote_install_into_a_0644_codex_config_makes_it_0600_and_keeps_the_rest() {
+    let sb = Sandbox::new();
+    let codex = CLIENTS.iter().find(|c| c.name == "codex").unwrap();
+    let config = sb.path(codex.config);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let mine = "model = \"o3\"  # mine\n\n[mcp_servers.other]\ncommand = \"other-mcp\"\n";
+    std::fs::write(&config, mine).unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let out = remote(&sb, "codex", KEY);
+    assert_eq!(mode(&config), 0o600, "{out}");
+    assert_eq!(
+        out.matches("mode 644 -> 600").count(),
+        1,
+        "one line says so: {out}"
+    );
+    let text = read(&config);
+    assert!(
+        text.starts_with(mine),
+        "the rest of the file changed: {text}"
+    );
+    assert_remote(codex, &holdline(codex.fmt, &text).unwrap(), KEY);
+    // The backup holds the old text; it is the person's alone too.
+    let backup = std::fs::read_dir(config.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("config.toml.holdline-backup-")
+        })
+        .expect("a backup");
+    assert_eq!(mode(&backup.path()), 0o600);
+
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = remote(&sb, "codex", KEY);
+    assert!(
+        out.contains("up to date") && out.contains("mode 644 -> 600"),
+        "{out}"
+    );
+    assert_eq!(mode(&config), 0o600);
+    assert!(read(&config).starts_with(mine));
+
+    // A local entry holds no key: the mode the person chose stays.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = sb.install("codex", &[]);
+    assert_eq!(mode(&config), 0o644, "{out}");
 }
 
 /// `case`'s config file holding another server only, with `mode`: its path and bytes.
