@@ -64,7 +64,7 @@ impl ImageRoute {
         match save_reply_images(Path::new(workspace), reply) {
             Ok(saved) => ImageDelivery::Files(saved),
             Err(e) => {
-                tracing::info!(%workspace, reply = %reply.id, error = %e, "reply images not saved in the workspace");
+                tracing::warn!(%workspace, reply = %reply.id, error = %e, "reply images not saved in the workspace");
                 ImageDelivery::Unshown
             }
         }
