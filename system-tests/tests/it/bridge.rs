@@ -92,6 +92,25 @@ fn assert_no_image_data(r: &rmcp::model::CallToolResult, who: &str) {
     );
 }
 
+/// A wait on `token` answered by the person with `text` and a one-pixel PNG: its result.
+async fn answered_with_an_image(
+    client: &Client,
+    hub: &TestHub,
+    token: &str,
+    args: Value,
+    text: &str,
+) -> anyhow::Result<rmcp::model::CallToolResult> {
+    let handle = start_call(client, "wait_for_user_input", args).await?;
+    hub.wait_status(token, "waiting").await?;
+    hub.reply(
+        token,
+        text,
+        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
+    )
+    .await?;
+    finish(handle).await
+}
+
 #[tokio::test]
 async fn a_client_that_cannot_show_images_gets_them_as_files_in_the_workspace() -> anyhow::Result<()>
 {
@@ -115,20 +134,8 @@ async fn a_client_that_cannot_show_images_gets_them_as_files_in_the_workspace() 
         )
         .await?;
         let old_resume = resume_of(&first);
-        let handle = start_call(
-            &client,
-            "wait_for_user_input",
-            json!({"token": token, "message": "Look", "resume": old_resume}),
-        )
-        .await?;
-        hub.wait_status(&token, "waiting").await?;
-        hub.reply(
-            &token,
-            "see this",
-            json!([{"mimeType": "image/png", "data": PNG_1PX}]),
-        )
-        .await?;
-        let r = finish(handle).await?;
+        let args = json!({"token": token, "message": "Look", "resume": old_resume});
+        let r = answered_with_an_image(&client, &hub, &token, args, "see this").await?;
         assert_no_image_data(&r, client_name);
         let files = structured(&r)["reply"]["imageFiles"].clone();
         let path = std::path::PathBuf::from(files[0].as_str().expect("a saved file"));
@@ -173,20 +180,8 @@ async fn an_images_only_reply_says_the_client_cannot_show_it_when_no_workspace_i
     o.client_name = "cline";
     let client = start_bridge(o).await?;
     let token = init(&client, "Nowhere to save").await?;
-    let handle = start_call(
-        &client,
-        "wait_for_user_input",
-        json!({"token": token, "message": "Look"}),
-    )
-    .await?;
-    hub.wait_status(&token, "waiting").await?;
-    hub.reply(
-        &token,
-        "",
-        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
-    )
-    .await?;
-    let r = finish(handle).await?;
+    let args = json!({"token": token, "message": "Look"});
+    let r = answered_with_an_image(&client, &hub, &token, args, "").await?;
     assert_no_image_data(&r, "cline");
     let t = text(&r);
     assert!(
@@ -209,20 +204,8 @@ async fn a_client_that_shows_images_still_gets_the_block_and_no_files() -> anyho
     o.root = Some(&root);
     let client = start_bridge(o).await?;
     let token = init(&client, "Blocks").await?;
-    let handle = start_call(
-        &client,
-        "wait_for_user_input",
-        json!({"token": token, "message": "Look"}),
-    )
-    .await?;
-    hub.wait_status(&token, "waiting").await?;
-    hub.reply(
-        &token,
-        "see",
-        json!([{"mimeType": "image/png", "data": PNG_1PX}]),
-    )
-    .await?;
-    let r = finish(handle).await?;
+    let args = json!({"token": token, "message": "Look"});
+    let r = answered_with_an_image(&client, &hub, &token, args, "see").await?;
     let images: Vec<_> = r.content.iter().filter_map(|c| c.as_image()).collect();
     assert_eq!(images.len(), 1);
     assert_eq!(images[0].data, PNG_1PX);
