@@ -64,14 +64,7 @@ ensure_zigbuild() {
   if [ ! -x "$TOOLS/venv/bin/python3" ] || ! "$TOOLS/venv/bin/python3" -c 'import ziglang' 2>/dev/null; then
     say "installing zig (PyPI ziglang) into $TOOLS/venv"
     python3 -m venv "$TOOLS/venv"
-    # The package index sometimes answers "no versions" for a moment: try again before failing.
-    local try
-    for try in 1 2 3; do
-      "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check ziglang && break
-      [ "$try" = 3 ] && return 1
-      say "pip could not install ziglang (try $try of 3); again in 10 s"
-      sleep 10
-    done
+    "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check ziglang
   fi
   if [ ! -x "$TOOLS/cargo/bin/cargo-zigbuild" ]; then
     say "installing cargo-zigbuild (crates.io) into $TOOLS/cargo"

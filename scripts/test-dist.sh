@@ -50,14 +50,16 @@ prints_version() {
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/holdline-test-dist.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
+
+# The build may fetch its tools (zig from PyPI, cargo-zigbuild) once, into their own cache.
+if [ "$BUILD" = 1 ]; then
+  timed "scripts/dist.sh --quick builds the artifacts" "$ROOT/scripts/dist.sh" --quick
+fi
+
 # No install below may reach a registry or write a cache outside $TMP.
 export PIP_NO_INDEX=1 PIP_CACHE_DIR="$TMP/pip-cache" PIP_DISABLE_PIP_VERSION_CHECK=1
 export npm_config_cache="$TMP/npm-cache" npm_config_offline=true npm_config_update_notifier=false \
   npm_config_audit=false npm_config_fund=false
-
-if [ "$BUILD" = 1 ]; then
-  timed "scripts/dist.sh --quick builds the artifacts" "$ROOT/scripts/dist.sh" --quick
-fi
 
 ARCHIVE="$DIST/holdline-$VERSION-$TRIPLE.tar.gz"
 WHEEL="$DIST/holdline-$VERSION-py3-none-manylinux_2_28_x86_64.whl"

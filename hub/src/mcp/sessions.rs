@@ -15,7 +15,7 @@ use std::{
 
 use futures::{Stream, StreamExt};
 use rmcp::{
-    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
+    model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage},
     transport::streamable_http_server::{
         SessionId, SessionManager,
         session::{
@@ -54,6 +54,8 @@ struct Entry {
     last_used: Instant,
     /// Requests on it whose response stream is open (a tool call, a list).
     calls: u32,
+    /// The ids of those requests: ending the session cancels them.
+    requests: Vec<RequestId>,
 }
 
 /// Why a session could not be opened: every session counted against the cap has a call in
@@ -272,17 +274,28 @@ fn release(table: &mut Table, caller: &Caller) {
 struct InFlight {
     table: Arc<Mutex<Table>>,
     id: SessionId,
+    request: Option<RequestId>,
 }
 
 impl InFlight {
-    fn begin(table: &Arc<Mutex<Table>>, id: &SessionId) -> InFlight {
+    fn begin(
+        table: &Arc<Mutex<Table>>,
+        id: &SessionId,
+        message: &ClientJsonRpcMessage,
+    ) -> InFlight {
+        let request = match message {
+            JsonRpcMessage::Request(r) => Some(r.id.clone()),
+            _ => None,
+        };
         if let Some(e) = lock(table).open.get_mut(id) {
             e.calls += 1;
             e.last_used = Instant::now();
+            e.requests.extend(request.clone());
         }
         InFlight {
             table: table.clone(),
             id: id.clone(),
+            request,
         }
     }
 }
@@ -292,8 +305,25 @@ impl Drop for InFlight {
         if let Some(e) = lock(&self.table).open.get_mut(&self.id) {
             e.calls = e.calls.saturating_sub(1);
             e.last_used = Instant::now();
+            if let Some(at) = self
+                .request
+                .as_ref()
+                .and_then(|r| e.requests.iter().position(|x| x == r))
+            {
+                e.requests.swap_remove(at);
+            }
         }
     }
+}
+
+/// `notifications/cancelled` for `request`: what ending its session tells its call.
+fn cancelled(request: &RequestId) -> Option<ClientJsonRpcMessage> {
+    serde_json::from_value(serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request, "reason": "the client ended the session"},
+    }))
+    .ok()
 }
 
 impl SessionManager for Sessions {
@@ -308,6 +338,7 @@ impl SessionManager for Sessions {
                 owner: None,
                 last_used: Instant::now(),
                 calls: 0,
+                requests: Vec::new(),
             },
         );
         Ok((id, transport))
@@ -325,8 +356,17 @@ impl SessionManager for Sessions {
         self.local.has_session(id).await
     }
 
+    /// Its calls in flight are cancelled first: rmcp would let them run to their end, and
+    /// a wait would then stay open for the grace (Codex ends its session on Ctrl-C).
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        lock(&self.table).open.remove(id);
+        let requests = lock(&self.table)
+            .open
+            .remove(id)
+            .map(|e| e.requests)
+            .unwrap_or_default();
+        for message in requests.iter().filter_map(cancelled) {
+            let _ = self.local.accept_message(id, message).await;
+        }
         self.local.close_session(id).await
     }
 
@@ -335,7 +375,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let in_flight = InFlight::begin(&self.table, id);
+        let in_flight = InFlight::begin(&self.table, id, &message);
         let stream = self.local.create_stream(id, message).await?;
         Ok(stream.map(move |m| {
             let _held = &in_flight;

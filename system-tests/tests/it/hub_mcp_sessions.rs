@@ -315,3 +315,27 @@ async fn a_revoked_keys_sessions_end_even_for_a_new_key_of_the_same_name() {
     let (status, body) = list_tools(&hub, &new, &session).await;
     assert_not_found(status, &body);
 }
+
+/// Seen with Codex over `/mcp` on Ctrl-C: the client ends its session (DELETE) while a
+/// `wait_for_user_input` is in flight and its stream still open. The session's calls are
+/// cancelled with it: the wait ends at once, not when the call would have ended and the
+/// hub's grace after that.
+#[tokio::test]
+async fn ending_a_session_cancels_its_wait_in_flight_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let key = make_key(&hub, "laptop").await;
+    let session = open(&hub, &key).await;
+    let token = init_on(&hub, &key, &session, "Ctrl-C").await;
+    let call = start_wait(&hub, &key, &session, &token).await;
+    let ended = delete(&hub, &key, &session).await;
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let started = std::time::Instant::now();
+    let s = hub.wait_status(&token, "holding").await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "left waiting {:?} after the DELETE: {s}",
+        started.elapsed()
+    );
+    drop(call);
+}
