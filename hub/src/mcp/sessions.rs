@@ -5,7 +5,8 @@
 //! [`Caller`]); any other sees the same 404 as an unknown id. A credential keeps at most
 //! `per_credential` sessions and the hub `total`: opening one past either first closes the
 //! longest-unused session with no call in flight (the credential's own, then anyone's), and
-//! is refused when none is idle. A revoked key's sessions end with it.
+//! is refused when none is idle. A revoked key's sessions end with it. Ending a session
+//! cancels its calls in flight (rmcp would let them run to their end).
 
 use std::{
     collections::HashMap,
