@@ -8,12 +8,16 @@
 //! Code map:
 //! - [`wire`]: the agent routes' request bodies and answers, [`Status`], [`WaitEnd`].
 //! - [`choices`]: the options a question offers and the person's pick, with their rules.
+//! - [`attachments`]: the files an agent shows with its question, and their limits.
+//! - [`changes`]: the workspace's uncommitted git changes sent with a question (opt-in).
 //! - [`error`]: [`ErrorCode`], the error body every route answers, [`HubError`].
 //! - [`routes`]: paths, headers and body limits.
 //! - [`hub_api`]: [`HubApi`], the hub as the tools call it, whatever the transport.
 //! - [`local_hub`]: where the hub on this machine listens.
 //! - [`clients`]: the MCP clients holdline installs into, by name.
 
+pub mod attachments;
+pub mod changes;
 pub mod choices;
 pub mod clients;
 pub mod error;
@@ -22,6 +26,8 @@ pub mod local_hub;
 pub mod routes;
 pub mod wire;
 
+pub use attachments::{Attachment, AttachmentUpload};
+pub use changes::{ChangedFile, FileStatus, WorkspaceChanges};
 pub use choices::{Choice, ChoiceOption};
 pub use error::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail, HubError};
 pub use hub_api::{CALL_LIMIT, HubAnswer, HubApi, call_limit};

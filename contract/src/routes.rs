@@ -37,3 +37,11 @@ pub const JSON_LIMIT: usize = 1024 * 1024;
 pub const REPLY_LIMIT: usize = 10 * 1024 * 1024;
 /// The longest a poll may be held at the hub, in milliseconds.
 pub const MAX_POLL_MS: u64 = 60_000;
+/// A register with its attachments (base64, 4/3 of their bytes) and changes may be this
+/// large: ten files at the limit, the diff, and a message at [`JSON_LIMIT`].
+pub const REGISTER_LIMIT: usize =
+    (crate::attachments::MAX_ATTACHMENTS * crate::attachments::MAX_ATTACHMENT_BYTES as usize) / 3
+        * 4
+        + crate::changes::MAX_DIFF_BYTES
+        + JSON_LIMIT
+        + 64 * 1024;

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::attachments::AttachmentUpload;
+use crate::changes::WorkspaceChanges;
 use crate::choices::{Choice, ChoiceOption};
 
 /// Milliseconds since the Unix epoch.
@@ -192,6 +194,13 @@ pub struct RegisterRequest {
     /// As [`InitRequest::host_name`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<String>,
+    /// Files shown with the question ([`crate::attachments::check_uploads`]); a re-call
+    /// that reattaches to the open wait stores them no second time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentUpload>,
+    /// The workspace's uncommitted changes, when the install shares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<WorkspaceChanges>,
 }
 
 /// `POST /api/wait/register` answer.

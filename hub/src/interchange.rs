@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::names::BindingKey;
 use crate::session::{
     BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, Review, Role, Session,
-    Status, Template, Token, now_ms, preview_of,
+    Status, Template, Token, WorkspaceChanges, now_ms, preview_of,
 };
 
 /// What the Node hub writes as `continueMode` (a setting nothing reads).
@@ -137,6 +137,9 @@ pub struct ExportMessage {
     /// The options a person's reply picked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<Choice>,
+    /// The workspace's changes an agent's question carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<WorkspaceChanges>,
 }
 
 fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
@@ -195,6 +198,7 @@ impl ExportSession {
                     options: m.options,
                     multi_select: m.multi_select,
                     choices: m.choices,
+                    changes: m.changes,
                 })
                 .collect(),
         }
@@ -314,6 +318,7 @@ impl ExportSession {
                 options: m.options,
                 multi_select: m.multi_select,
                 choices: m.choices,
+                changes: m.changes,
             });
         }
         if let Some(last) = messages.last() {

@@ -100,7 +100,7 @@ impl From<Token> for String {
     }
 }
 
-pub use holdline_contract::{Choice, ChoiceOption, Status, WaitEnd};
+pub use holdline_contract::{Choice, ChoiceOption, Status, WaitEnd, WorkspaceChanges};
 
 /// Who wrote a message.
 /// What the hub keeps in memory of every session, stored or not: what lists
@@ -214,6 +214,9 @@ pub struct Message {
     /// A person's reply: the options picked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<Choice>,
+    /// An agent's question: the workspace's uncommitted changes when it asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<WorkspaceChanges>,
 }
 
 impl Message {
@@ -230,6 +233,7 @@ impl Message {
             options: Vec::new(),
             multi_select: false,
             choices: Vec::new(),
+            changes: None,
         }
     }
 

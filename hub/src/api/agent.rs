@@ -119,6 +119,7 @@ pub async fn register(
             options: b.options,
             multi_select: b.multi_select,
             host_name: b.host_name,
+            changes: b.changes,
             agent_key: caller.agent_key().cloned(),
         })?
         .flushed(&app.hub)

@@ -173,6 +173,10 @@ impl Hub {
         }
         holdline_contract::choices::check_options(&req.options, req.multi_select)
             .map_err(|e| HubError::BadRequest(e.to_string()))?;
+        if let Some(changes) = &req.changes {
+            holdline_contract::changes::check_changes(changes)
+                .map_err(|e| HubError::BadRequest(e.to_string()))?;
+        }
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -211,6 +215,7 @@ impl Hub {
                 let message = Message {
                     options: req.options.clone(),
                     multi_select: req.multi_select,
+                    changes: req.changes.clone(),
                     ..Message::new(Role::Assistant, req.message.clone(), now_ms())
                 };
                 hub.append(s, w, message);

@@ -20,7 +20,7 @@ use crate::interchange;
 use crate::names::KeyName;
 use crate::session::{
     Choice, ChoiceOption, Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status,
-    Summary, Token, WaitEnd, now_ms, preview_of,
+    Summary, Token, WaitEnd, WorkspaceChanges, now_ms, preview_of,
 };
 use crate::store::{BindingKind, Store, StoreError, Write};
 use crate::table::SessionTable;
@@ -120,6 +120,8 @@ pub struct RegisterRequest {
     pub multi_select: bool,
     /// The machine name the bridge reported, kept as the session's `host_name`.
     pub host_name: Option<String>,
+    /// The workspace's uncommitted changes, checked by [`holdline_contract::changes::check_changes`].
+    pub changes: Option<WorkspaceChanges>,
     /// The agent key the call came with (`None`: the secret); the wait keeps it.
     pub agent_key: Option<KeyName>,
 }

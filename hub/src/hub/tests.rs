@@ -58,6 +58,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             options: vec![],
             multi_select: false,
             host_name: None,
+            changes: None,
             agent_key: None,
         })
         .unwrap()

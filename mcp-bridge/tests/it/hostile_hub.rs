@@ -209,6 +209,8 @@ async fn a_call_ends_within_its_time_limit_across_every_hub() {
         options: vec![],
         multi_select: false,
         host_name: None,
+        attachments: vec![],
+        changes: None,
     };
     let answer = client(&[a, b], dir.path())
         .register(request, Some(limit))

@@ -393,6 +393,8 @@ impl Tools {
             options: p.options.clone().unwrap_or_default(),
             multi_select: p.multi_select.unwrap_or(false),
             host_name: self.host_name.clone(),
+            attachments: Vec::new(),
+            changes: None,
         };
         if let Err(e) = choices::check_options(&request.options, request.multi_select) {
             tracing::debug!(%token, error = %e, "options refused");
