@@ -38,6 +38,9 @@ pub struct Config {
     /// `HOLDLINE_POLL_MS`: how long one long poll is held, which is also the progress
     /// interval (default 10 s; 100 ms to 60 s).
     pub poll_hold: Duration,
+    /// `HOLDLINE_SHARE_CHANGES=1` (or `true`): each question carries the workspace's
+    /// uncommitted git changes. Off by default.
+    pub share_changes: bool,
 }
 
 /// What the bridge sends as its Bearer: an agent key (`HOLDLINE_KEY`, made with
@@ -92,6 +95,7 @@ impl Config {
             poll_hold: self.poll_hold,
             workspace_fallback: WorkspaceFallback::WorkingDirectory,
             transport: Transport::Stdio,
+            share_changes: self.share_changes,
         }
     }
 
@@ -136,6 +140,8 @@ impl Config {
             nonempty("HOLDLINE_NO_AUTOSTART").as_deref(),
             Some("1" | "true" | "yes")
         );
+        let share_changes = nonempty("HOLDLINE_SHARE_CHANGES")
+            .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
         let poll_hold = nonempty("HOLDLINE_POLL_MS")
             .and_then(|v| v.parse::<u64>().ok())
             .map_or(DEFAULT_POLL_HOLD, |ms| {
@@ -152,6 +158,7 @@ impl Config {
             tool_timeout,
             hub_bin,
             autostart,
+            share_changes,
         }
     }
 }
@@ -242,6 +249,19 @@ mod tests {
         assert!(matches!(c.secret, SecretSource::File(ref p) if p == &PathBuf::from("/x/secret")));
         let c = config(&[("HOME", "/home/u")]);
         assert_eq!(c.home, PathBuf::from("/home/u/.holdline"));
+    }
+
+    #[test]
+    fn sharing_changes_is_off_unless_turned_on() {
+        assert!(!config(&[]).share_changes);
+        assert!(!config(&[("HOLDLINE_SHARE_CHANGES", "0")]).share_changes);
+        assert!(!config(&[("HOLDLINE_SHARE_CHANGES", "yes please")]).share_changes);
+        assert!(config(&[("HOLDLINE_SHARE_CHANGES", "1")]).share_changes);
+        assert!(
+            config(&[("HOLDLINE_SHARE_CHANGES", " TRUE ")])
+                .tool_settings()
+                .share_changes
+        );
     }
 
     #[test]

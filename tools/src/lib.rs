@@ -15,11 +15,13 @@
 //! - [`limits`]: how long one wait may block in each client, and what each client does
 //!   with a result, from measurement.
 //! - [`hub`]: the clonable handle the tools call the hub through.
+//! - [`workspace_changes`]: the workspace's uncommitted git changes a question may carry.
 
 pub mod delivery;
 pub mod hub;
 pub mod limits;
 pub mod server;
+pub mod workspace_changes;
 
 pub use holdline_contract::HubApi;
 pub use hub::Hub;

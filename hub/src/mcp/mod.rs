@@ -126,6 +126,8 @@ impl McpEndpoint {
             poll_hold: DEFAULT_POLL_HOLD,
             workspace_fallback: WorkspaceFallback::Named(FALLBACK_WORKSPACE.to_owned()),
             transport: Transport::Http,
+            // The hub cannot read a remote agent's workspace.
+            share_changes: false,
         };
         // The bookkeeping all remote agents share acks in process as the hub itself: an
         // ack only says a reply reached its agent.

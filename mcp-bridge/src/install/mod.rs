@@ -105,6 +105,26 @@ pub struct InstallArgs {
     /// HOLDLINE_SECRET=… (repeatable; replaces the value already there).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
     pub env: Vec<(String, String)>,
+    /// Send the workspace's uncommitted git changes (files, +/- counts, the diff up to
+    /// 256 KiB) with each question, for the person to see beside it: writes
+    /// HOLDLINE_SHARE_CHANGES=1 into the entry. Local (stdio) entries only.
+    #[arg(long)]
+    pub share_changes: bool,
+}
+
+/// The variable that turns on sharing the workspace's changes, and its value.
+pub const SHARE_CHANGES_ENV: (&str, &str) = ("HOLDLINE_SHARE_CHANGES", "1");
+
+impl InstallArgs {
+    /// The variables the flags set in the entry's environment (`--env`, `--share-changes`).
+    fn env_pairs(&self) -> Vec<(String, String)> {
+        let mut pairs = self.env.clone();
+        if self.share_changes {
+            let (k, v) = SHARE_CHANGES_ENV;
+            pairs.push((k.to_owned(), v.to_owned()));
+        }
+        pairs
+    }
 }
 
 fn parse_env_pair(s: &str) -> Result<(String, String), String> {
@@ -204,7 +224,7 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
             .get_mut(target.env_key)
             .and_then(Value::as_object_mut)
         {
-            for (k, v) in &args.env {
+            for (k, v) in &args.env_pairs() {
                 env.insert(k.clone(), json!(v));
             }
         }
@@ -223,7 +243,8 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         );
         return Ok(());
     }
-    let mut flagged_env: Vec<&str> = args.env.iter().map(|(k, _)| k.as_str()).collect();
+    let env_pairs = args.env_pairs();
+    let mut flagged_env: Vec<&str> = env_pairs.iter().map(|(k, _)| k.as_str()).collect();
     if args.hub.is_some() {
         flagged_env.push("HOLDLINE_HUB");
     }

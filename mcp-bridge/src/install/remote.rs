@@ -144,6 +144,14 @@ pub(super) fn from_args(args: &InstallArgs) -> Result<Option<Remote>, InstallErr
     let Some(checked) = from_flags(args.url.as_deref(), args.key.as_deref())? else {
         return Ok(None);
     };
+    if args.share_changes {
+        return Err(refused(
+            "--share-changes needs the local (stdio) entry: over --url the hub runs the tools \
+             and cannot read this machine's workspace. Leave out --share-changes, or leave \
+             out --url and --key."
+                .into(),
+        ));
+    }
     let local_only = local_only_flags(args);
     if !local_only.is_empty() {
         return Err(InstallError::Refused(format!(

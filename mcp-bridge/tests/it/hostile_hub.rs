@@ -136,6 +136,7 @@ fn client(hubs: &[SocketAddr], home: &std::path::Path) -> HubClient {
         hub_bin: None,
         autostart: false,
         poll_hold: Duration::from_secs(1),
+        share_changes: false,
     })
 }
 

@@ -607,6 +607,37 @@ fn env_flags_set_the_entry_s_environment() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("KEY=VALUE"));
 }
 
+/// `--share-changes` turns on sharing the workspace's changes in every client's entry,
+/// whatever its file format; without it a re-run leaves the person's choice alone.
+#[test]
+fn share_changes_sets_the_variable_in_every_client_s_entry() {
+    for case in CLIENTS {
+        let sb = Sandbox::new();
+        sb.install(case.name, &["--share-changes"]);
+        let config = sb.path(case.config);
+        let entry = holdline(case.fmt, &read(&config)).unwrap();
+        assert_eq!(
+            entry[case.env_key]["HOLDLINE_SHARE_CHANGES"], "1",
+            "{}: {entry}",
+            case.name
+        );
+        sb.install(case.name, &[]);
+        let entry = holdline(case.fmt, &read(&config)).unwrap();
+        assert_eq!(
+            entry[case.env_key]["HOLDLINE_SHARE_CHANGES"], "1",
+            "{}",
+            case.name
+        );
+    }
+    let sb = Sandbox::new();
+    sb.install("cursor", &[]);
+    let entry = holdline(Fmt::Json("mcpServers"), &read(&sb.path(".cursor/mcp.json"))).unwrap();
+    assert!(
+        entry["env"].get("HOLDLINE_SHARE_CHANGES").is_none(),
+        "off by default: {entry}"
+    );
+}
+
 /// The command `install --print` writes for Claude Code when `--command` is not given.
 fn default_entry_command(mut cmd: Command) -> String {
     let out = cmd

@@ -32,7 +32,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::limits::{MaxWait, Transport};
-use crate::{delivery::Delivery, hub::Hub};
+use crate::{delivery::Delivery, hub::Hub, workspace_changes::Git};
 use params::{InitOutput, MergeOutput, SelectOutput, output_schema};
 pub use params::{InitParams, MergeParams, SelectParams, WaitParams};
 use sentences::{hub_error_for_schema, keep_going, success};
@@ -85,6 +85,9 @@ pub struct Settings {
     pub poll_hold: Duration,
     pub workspace_fallback: WorkspaceFallback,
     pub transport: Transport,
+    /// Each question carries the workspace's uncommitted git changes (stdio only: the
+    /// bridge reads its own machine's workspace).
+    pub share_changes: bool,
 }
 
 /// The MCP server of the four tools: one per stdio connection, or one per `/mcp` session.
@@ -99,6 +102,8 @@ pub struct Tools {
     poll_hold: Duration,
     workspace_fallback: WorkspaceFallback,
     transport: Transport,
+    /// Where this bridge's questions get their workspace changes from, when it shares them.
+    changes: Option<Git>,
     /// Token → binding; a std mutex, held only for a map operation.
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
@@ -125,6 +130,8 @@ impl Tools {
             poll_hold: settings.poll_hold,
             workspace_fallback: settings.workspace_fallback.clone(),
             transport: settings.transport,
+            changes: (settings.share_changes && settings.transport == Transport::Stdio)
+                .then(Git::default),
             known: Arc::default(),
             roots: Arc::default(),
             shutdown,

@@ -13,7 +13,10 @@
 
 use std::time::{Duration, Instant};
 
-use holdline_contract::{HubError, PollAnswer, RegisterRequest, Reply, WaitEnd, choices, routes};
+use holdline_contract::{
+    HubError, PollAnswer, RegisterRequest, Reply, WaitEnd, changes::WorkspaceChanges, choices,
+    routes,
+};
 use rmcp::{
     model::{CallToolResult, ProgressNotificationParam, ProgressToken, RequestId},
     service::{RequestContext, RoleServer},
@@ -265,7 +268,8 @@ impl Tools {
             Ok(f) => f,
             Err(result) => return result,
         };
-        let request = match self.register_request(&token, &p, &fingerprint) {
+        let changes = self.workspace_changes(&fingerprint.workspace).await;
+        let request = match self.register_request(&token, &p, &fingerprint, changes) {
             Ok(r) => r,
             Err(result) => return result,
         };
@@ -374,14 +378,27 @@ impl Tools {
         Ok(Fingerprint { title, workspace })
     }
 
-    /// The register request for this message; too large for the hub, the agent is told.
+    /// The workspace's changes when this bridge shares them, collected again for every
+    /// call (bounded by git's deadline; a re-call of the same message reattaches, and the
+    /// hub keeps the changes the message was first stored with).
+    async fn workspace_changes(&self, workspace: &str) -> Option<WorkspaceChanges> {
+        let git = self.changes.as_ref()?;
+        if workspace.is_empty() {
+            return None;
+        }
+        git.collect(std::path::Path::new(workspace)).await
+    }
+
+    /// The register request for this message; too large for the hub, the agent is told
+    /// (the changes give way first: the diff, then the whole list).
     fn register_request(
         &self,
         token: &str,
         p: &WaitParams,
         fingerprint: &Fingerprint,
+        changes: Option<WorkspaceChanges>,
     ) -> Result<RegisterRequest, CallToolResult> {
-        let request = RegisterRequest {
+        let mut request = RegisterRequest {
             token: token.to_owned(),
             message: p.message.clone(),
             cursor_title: fingerprint.title.clone(),
@@ -394,7 +411,7 @@ impl Tools {
             multi_select: p.multi_select.unwrap_or(false),
             host_name: self.host_name.clone(),
             attachments: Vec::new(),
-            changes: None,
+            changes,
         };
         if let Err(e) = choices::check_options(&request.options, request.multi_select) {
             tracing::debug!(%token, error = %e, "options refused");
@@ -406,7 +423,18 @@ impl Tools {
                 "BAD_REQUEST",
             ));
         }
-        let size = serde_json::to_vec(&request).map_or(usize::MAX, |b| b.len());
+        let size_of = |r: &RegisterRequest| serde_json::to_vec(r).map_or(usize::MAX, |b| b.len());
+        if size_of(&request) > routes::JSON_LIMIT
+            && let Some(changes) = &mut request.changes
+        {
+            tracing::debug!(%token, "the question with its diff is too large: the diff is left out");
+            changes.diff.clear();
+            changes.truncated = true;
+            if size_of(&request) > routes::JSON_LIMIT {
+                request.changes = None;
+            }
+        }
+        let size = size_of(&request);
         if size > routes::JSON_LIMIT {
             tracing::debug!(%token, size, "message refused: too large");
             return Err(too_large(size, routes::JSON_LIMIT));

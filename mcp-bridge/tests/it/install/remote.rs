@@ -307,7 +307,7 @@ fn the_hubs_client_names_are_the_installers() {
 #[test]
 fn bad_remote_inputs_are_refused_before_anything_is_written() {
     let sb = Sandbox::new();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["--url", URL], "--url needs --key"),
         (&["--key", KEY], "--key needs --url"),
         (
@@ -328,6 +328,10 @@ fn bad_remote_inputs_are_refused_before_anything_is_written() {
         (
             &["--url", URL, "--key", KEY, "--hub", "http://h:1"],
             "--hub shape the local",
+        ),
+        (
+            &["--url", URL, "--key", KEY, "--share-changes"],
+            "--share-changes needs the local (stdio) entry",
         ),
     ];
     for (flags, says) in cases {
