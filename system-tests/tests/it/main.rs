@@ -8,6 +8,7 @@ mod inproc;
 
 mod agent_key;
 mod bridge;
+mod changes;
 mod client_behaviour;
 mod find_hub;
 mod hub_mcp;
