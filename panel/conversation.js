@@ -11,6 +11,7 @@ import { pickedNote } from './choices.js';
 import { enhanceCodeBlocks } from './codeblock.js';
 import { foldLongMessage, changedFilesList, resetFolds } from './longmessage.js';
 import { markMergedIn } from './mergedin.js';
+import { workspaceChanges } from './changes.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
 const cache = new Map();
@@ -85,7 +86,7 @@ function buildMessage(m) {
     class: `msg ${role}${m.auto ? ' auto' : ''}`,
     testid: 'message',
     dataset: { role, seq: String(m.seq ?? '') },
-  }, meta, pickedNote(m.choices), role === 'assistant' ? changedFilesList(m.content) : null, content, note, gallery);
+  }, meta, pickedNote(m.choices), role === 'assistant' ? (workspaceChanges(m.changes) ?? changedFilesList(m.content)) : null, content, note, gallery);
 }
 
 /**
