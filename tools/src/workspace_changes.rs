@@ -404,7 +404,7 @@ fn diff_args(base: &str, what: &str) -> Vec<String> {
     ]
     .into_iter()
     .map(str::to_owned)
-    .chain((what != "--patch").then(|| "-z".to_owned()).into_iter())
+    .chain((what != "--patch").then(|| "-z".to_owned()))
     .chain([base.to_owned(), "--".to_owned()])
     .collect()
 }

@@ -39,7 +39,7 @@ fn name_status_gives_each_status_and_a_rename_s_old_path() {
 
 #[test]
 fn numstat_gives_counts_binary_files_none_and_renames_their_new_path() {
-    let raw = b"3\t1\tsrc/a b.rs\0-\t-\timg.png\0002\t0\t\0old.rs\0moved/new.rs\0";
+    let raw = b"3\t1\tsrc/a b.rs\0-\t-\timg.png\x002\t0\t\0old.rs\0moved/new.rs\0";
     assert_eq!(
         parse_numstat(raw),
         vec![
