@@ -170,11 +170,7 @@ impl Git {
         let (statuses, counts, untracked) = tokio::join!(
             self.run(top, &status_args, LIST_LIMIT),
             self.run(top, &count_args, LIST_LIMIT),
-            self.run(
-                top,
-                &["ls-files", "--others", "--exclude-standard", "-z"],
-                LIST_LIMIT
-            ),
+            self.untracked(top),
         );
         let (Ok(statuses), Ok(counts), Ok(untracked)) = (statuses, counts, untracked) else {
             out.changes.truncated = true;
@@ -289,11 +285,28 @@ impl Git {
             return Some("HEAD".into());
         }
         let empty = self
-            .run(top, &["hash-object", "-t", "tree", "/dev/null"], 4096)
+            .run(top, &["hash-object", "-t", "tree", "--stdin"], 4096)
             .await
             .ok()?;
         let id = String::from_utf8(empty.stdout).ok()?;
         Some(id.trim().to_owned())
+    }
+
+    /// The untracked files `.gitignore` leaves, every one (`-uall`); none when the
+    /// repository says not to show them (`status.showUntrackedFiles=no`, as a home
+    /// folder's dotfiles repository does).
+    async fn untracked(&self, top: &Path) -> Result<Output, GitFailed> {
+        let shown = ["config", "--get", "status.showUntrackedFiles"];
+        if let Ok(out) = self.run(top, &shown, 4096).await
+            && String::from_utf8_lossy(&out.stdout).trim() == "no"
+        {
+            return Ok(Output {
+                stdout: Vec::new(),
+                cut: false,
+            });
+        }
+        let args = ["ls-files", "--others", "--exclude-standard", "-z"];
+        self.run(top, &args, LIST_LIMIT).await
     }
 
     /// Runs git in `dir` and reads at most `limit` bytes of its stdout.

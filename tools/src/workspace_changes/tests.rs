@@ -127,6 +127,7 @@ async fn a_git_that_hangs_on_the_diff_sends_the_files_it_listed_truncated() {
   *--name-status*) printf 'M\0a.rs\0' ;;
   *--numstat*) printf '1\t1\ta.rs\0' ;;
   *ls-files*) ;;
+  *config*) exit 1 ;;
   *) exec sleep 30 ;;
 esac"#;
     let git = fake_git(dir.path(), script);
@@ -203,4 +204,10 @@ async fn a_repository_with_no_commit_yet_lists_what_is_staged_and_untracked() {
         "{}",
         changes.diff
     );
+
+    // A repository that hides its untracked files (a home folder's dotfiles) lists none.
+    git(dir.path(), &["config", "status.showUntrackedFiles", "no"]);
+    let changes = Git::default().collect(dir.path()).await.unwrap();
+    assert_eq!(changes.files.len(), 1, "{changes:?}");
+    assert!(!changes.diff.contains("loose.txt"));
 }
