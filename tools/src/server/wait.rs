@@ -423,18 +423,7 @@ impl Tools {
                 "BAD_REQUEST",
             ));
         }
-        let size_of = |r: &RegisterRequest| serde_json::to_vec(r).map_or(usize::MAX, |b| b.len());
-        if size_of(&request) > routes::JSON_LIMIT
-            && let Some(changes) = &mut request.changes
-        {
-            tracing::debug!(%token, "the question with its diff is too large: the diff is left out");
-            changes.diff.clear();
-            changes.truncated = true;
-            if size_of(&request) > routes::JSON_LIMIT {
-                request.changes = None;
-            }
-        }
-        let size = size_of(&request);
+        let size = fit_changes(&mut request, routes::JSON_LIMIT);
         if size > routes::JSON_LIMIT {
             tracing::debug!(%token, size, "message refused: too large");
             return Err(too_large(size, routes::JSON_LIMIT));
@@ -765,9 +754,78 @@ pub fn register_request_id(token: &str, message: &str, last_reply: &str) -> Stri
     format!("rq_{}", &hex::encode(h.finalize())[..32])
 }
 
+/// The size of `request` as sent, once its workspace changes give way to fit `limit`
+/// (the diff first, then the whole list): the agent's own message is never cut for them.
+fn fit_changes(request: &mut RegisterRequest, limit: usize) -> usize {
+    let size_of = |r: &RegisterRequest| serde_json::to_vec(r).map_or(usize::MAX, |b| b.len());
+    let size = size_of(request);
+    let Some(changes) = request.changes.as_mut().filter(|_| size > limit) else {
+        return size;
+    };
+    tracing::debug!(token = %request.token, size, "the question with its diff is too large: the diff is left out");
+    changes.diff.clear();
+    changes.truncated = true;
+    if size_of(request) > limit {
+        request.changes = None;
+    }
+    size_of(request)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_give_way_before_the_message_is_refused() {
+        use holdline_contract::changes::{ChangedFile, FileStatus};
+        let file = |i: usize| ChangedFile {
+            path: format!("src/file-{i}.rs"),
+            status: FileStatus::Modified,
+            added: Some(1),
+            removed: Some(1),
+            binary: false,
+            old_path: None,
+        };
+        let request = |changes| RegisterRequest {
+            token: "ct_1".into(),
+            message: "Done?".into(),
+            changes: Some(changes),
+            ..serde_json::from_value(serde_json::json!({
+                "token": "", "message": "", "cursorTitle": "t", "workspace": "/w",
+                "hostIp": "h", "requestId": "q"
+            }))
+            .unwrap()
+        };
+        let small = WorkspaceChanges {
+            files: vec![file(0)],
+            diff: "diff --git a/x b/x\n".into(),
+            truncated: false,
+        };
+        let mut r = request(small.clone());
+        let size = fit_changes(&mut r, 4096);
+        assert!(size < 4096);
+        assert_eq!(
+            r.changes.as_ref(),
+            Some(&small),
+            "what fits is sent as it is"
+        );
+        // The diff goes first, saying so.
+        let mut r = request(WorkspaceChanges {
+            diff: "+".repeat(8192),
+            ..small.clone()
+        });
+        assert!(fit_changes(&mut r, 4096) <= 4096);
+        let sent = r.changes.unwrap();
+        assert!(sent.diff.is_empty() && sent.truncated && sent.files.len() == 1);
+        // Then the list.
+        let mut r = request(WorkspaceChanges {
+            files: (0..200).map(file).collect(),
+            ..small
+        });
+        assert!(fit_changes(&mut r, 4096) <= 4096);
+        assert!(r.changes.is_none());
+        assert_eq!(r.message, "Done?");
+    }
 
     #[test]
     fn request_id_is_stable_and_depends_on_the_last_reply() {
