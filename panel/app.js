@@ -429,18 +429,22 @@ function searchHit(token) {
   return hit && state.q && hit.q === state.q ? hit : null;
 }
 
-/** Opens the conversation at the message the search matched, loading older pages as needed, with the words marked. */
-async function jumpToHit(token) {
+/**
+ * Opens the conversation at a message the search matched (`seq`, else the
+ * newest match), loading older pages as needed, with the words marked.
+ */
+async function jumpToHit(token, seq = null) {
   const hit = searchHit(token);
-  if (!hit || hit.seq === null) return;
+  const at = seq ?? hit?.seq ?? null;
+  if (!hit || at === null) return;
   const q = hit.q;
   for (let i = 0; i < 40; i++) {
     const d = state.detail;
-    if (state.current !== token || !d || !d.messages.length || d.messages[0].seq <= hit.seq || d.nextBefore == null) break;
+    if (state.current !== token || !d || !d.messages.length || d.messages[0].seq <= at || d.nextBefore == null) break;
     await loadOlder();
   }
   const list = $('#message-list');
-  const el = list.querySelector(`[data-seq="${hit.seq}"]`);
+  const el = list.querySelector(`[data-seq="${at}"]`);
   if (state.current !== token || !el) return;
   clearMarks(list);
   for (const old of list.querySelectorAll('.msg.hit')) old.classList.remove('hit');
@@ -523,7 +527,7 @@ function sessionEvent(s) {
 
 // ---------------------------------------------------------------- conversation
 
-async function select(token, { quiet = false } = {}) {
+async function select(token, { quiet = false, seq = null } = {}) {
   const index = [...document.querySelectorAll('#session-list .session')].findIndex((li) => li.dataset.token === token);
   state.pin = index >= 0 ? { token, index } : null;
   state.current = token;
@@ -535,7 +539,7 @@ async function select(token, { quiet = false } = {}) {
   if (ok && state.current === token) {
     drawList();
     if (!matchMedia(PHONE).matches) $('#reply-input').focus();
-    await jumpToHit(token);
+    await jumpToHit(token, seq);
   }
 }
 

@@ -11,7 +11,8 @@ import { snippetsView } from './search.js';
 
 /**
  * The list item of session `s`. `view`: `selected`, `isNew`, `q` (the search),
- * `hit` (where it matched: `{snippets, more}`), `title` (the name shown), `onSelect`.
+ * `hit` (where it matched: `{snippets, more}`), `title` (the name shown),
+ * `onSelect(token, {seq}?)` (`seq`: open at that match).
  */
 export function sessionItem(s, view) {
   const waiting = s.status === 'waiting';
@@ -46,7 +47,7 @@ export function sessionItem(s, view) {
         pct !== null ? h('span', { class: 'pct' }, t('progress', { pct })) : null,
         review.nextStep ? h('span', { class: 'next', title: review.nextStep }, t('nextStep', { step: review.nextStep })) : null)
       : null,
-    snippetsView(view.hit, view.q)
+    snippetsView(view.hit, view.q, (seq) => view.onSelect(s.token, { seq }))
       || (s.preview ? h('div', { class: 'preview muted small', testid: 'session-preview' }, previewText(s.preview)) : null),
   ));
   return item;

@@ -10,9 +10,9 @@ import { t } from './i18n.js';
 /** The machine picked in the filter ('' = every machine). */
 let chosen = '';
 
-/** The machine a session runs on, as the person knows it. */
+/** The machine a session runs on, as the person knows it: the hub decides (`machine`: key name, host name, else address). */
 export function machineOf(s) {
-  return String(s.machine || s.hostName || s.hostIp || '');
+  return String(s.machine || '');
 }
 
 /** The workspace's last path component (`/home/dev/webapp/` → `webapp`, `C:\src\app` → `app`). */

@@ -12,23 +12,31 @@ export const SNIPPETS = 3;
 /** Matches asked for per session (more are counted as "N+ more"). */
 export const HIT_LIMIT = 20;
 
-/** Where `q` matched in one session, from the hub's `hits` (newest first): `{q, seq, snippets, more, moreMany}`. */
+/**
+ * Where `q` matched in one session, from the hub's `hits` (newest first):
+ * `{q, seq, snippets: [{seq, text}], more, moreMany}`; `seq` is the newest match.
+ */
 export function searchHit(q, hits) {
   if (!hits.length) return { q, seq: null, snippets: [], more: 0, moreMany: false };
   return {
     q,
     seq: hits[0].seq,
-    snippets: hits.slice(0, SNIPPETS).map((x) => x.snippet),
+    snippets: hits.slice(0, SNIPPETS).map((x) => ({ seq: x.seq, text: x.snippet })),
     more: Math.max(0, hits.length - SNIPPETS),
     moreMany: hits.length >= HIT_LIMIT,
   };
 }
 
-/** The snippets of a search hit with the words marked, and how many more matched (null when none). */
-export function snippetsView(hit, q) {
+/**
+ * The snippets of a search hit with the words marked, and how many more matched
+ * (null when none). A click on a snippet opens the conversation at that match
+ * (`onPick(seq)`); the card itself opens at the newest.
+ */
+export function snippetsView(hit, q, onPick) {
   if (!hit?.snippets?.length) return null;
+  const pick = (seq) => (e) => { e.stopPropagation(); onPick(seq); };
   return [
-    ...hit.snippets.map((s) => h('div', { class: 'preview snippet small', testid: 'session-snippet' }, withMarks(s, q))),
+    ...hit.snippets.map((s) => h('div', { class: 'preview snippet small', testid: 'session-snippet', dataset: { seq: String(s.seq) }, onclick: pick(s.seq) }, withMarks(s.text, q))),
     hit.more > 0 ? h('div', { class: 'more-hits muted', testid: 'session-more-hits' }, t(hit.moreMany ? 'moreHitsMany' : 'moreHits', { n: hit.more })) : null,
   ];
 }

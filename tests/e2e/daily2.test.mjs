@@ -251,6 +251,11 @@ test('search: waiting agents stay in view, up to three plain snippets per sessio
     assert.equal(await result.getByTestId('session-more-hits').textContent(), '+2 more matches in this session');
     assert.equal(await result.locator('mark').first().textContent(), 'zebra-quartz');
 
+    // A click on the third snippet opens the conversation at that match, not the newest.
+    await result.getByTestId('session-snippet').nth(2).click();
+    await page.waitForFunction(() => document.querySelector('#message-list .msg.hit')?.textContent.includes('Round 3'));
+    assert.equal(await page.locator('#message-list .msg.hit').count(), 1);
+
     await page.getByTestId('search').fill('');
     await page.getByTestId('search-waiting-group').waitFor({ state: 'detached' });
   } finally {

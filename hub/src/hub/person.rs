@@ -52,11 +52,12 @@ impl Hub {
         check_images(&images)?;
         let out = self.commit(token, |hub, s, w| {
             ensure_open(s)?;
-            if let Some(seq) = in_reply_to {
-                hub.check_question(s, seq)?;
-            }
+            let answered = match in_reply_to {
+                Some(seq) => Some(hub.check_question(s, seq)?),
+                None => None,
+            };
             let mut reply = QueuedReply::new(text, images, false);
-            reply.choices = hub.picked(&s.token, &choices)?;
+            reply.choices = hub.picked(&s.token, answered, &choices)?;
             hub.append(s, w, Message::of_reply(&reply, via.map(str::to_owned)));
             let id = reply.id.clone();
             w.enqueue(&s.token, reply);
@@ -70,13 +71,22 @@ impl Hub {
         Ok(Unflushed::new(out))
     }
 
-    /// The options `indexes` picks in the agent's newest question, by the
-    /// contract's one rule (none picked: none).
-    fn picked(&self, token: &Token, indexes: &[u32]) -> Result<Vec<Choice>> {
+    /// The options `indexes` picks in the agent's newest question (`answered`,
+    /// when the caller already read it), by the contract's one rule (none
+    /// picked: none).
+    fn picked(
+        &self,
+        token: &Token,
+        answered: Option<Message>,
+        indexes: &[u32],
+    ) -> Result<Vec<Choice>> {
         if indexes.is_empty() {
             return Ok(Vec::new());
         }
-        let question = self.newest_question(token, 0)?.map(|(_, m)| m);
+        let question = match answered {
+            Some(m) => Some(m),
+            None => self.newest_question(token, 0)?.map(|(_, m)| m),
+        };
         let (options, multi) = question
             .map(|m| (m.options, m.multi_select))
             .unwrap_or_default();
@@ -84,9 +94,10 @@ impl Hub {
             .map_err(|e| HubError::BadRequest(e.to_string()))
     }
 
-    /// Whether `in_reply_to` names the agent's newest message: a person's
-    /// message or one past the end is a bad request, an older question stale.
-    fn check_question(&self, s: &Session, in_reply_to: u64) -> Result<()> {
+    /// The question `in_reply_to` names, when it is the agent's newest message:
+    /// a person's message or one past the end is a bad request, an older
+    /// question stale.
+    fn check_question(&self, s: &Session, in_reply_to: u64) -> Result<Message> {
         if in_reply_to >= s.msg_count {
             return Err(HubError::BadRequest(format!(
                 "inReplyTo {in_reply_to} is past the end of the history ({} messages)",
@@ -96,21 +107,20 @@ impl Hub {
         let named = self
             .inner
             .store
-            .messages(&s.token, Some(in_reply_to + 1), 1)?;
-        if !named
-            .first()
-            .is_some_and(|(seq, m)| *seq == in_reply_to && m.role == Role::Assistant)
-        {
+            .messages(&s.token, Some(in_reply_to + 1), 1)?
+            .pop()
+            .filter(|(seq, m)| *seq == in_reply_to && m.role == Role::Assistant);
+        let Some((_, question)) = named else {
             return Err(HubError::BadRequest(format!(
                 "inReplyTo {in_reply_to} is not the agent's message: it must be the seq of the agent's question being answered"
             )));
-        }
+        };
         match self.newest_question(&s.token, in_reply_to + 1)? {
             Some((seq, m)) => Err(HubError::StaleQuestion(CurrentQuestion {
                 seq,
                 preview: preview_of(&m.content),
             })),
-            None => Ok(()),
+            None => Ok(question),
         }
     }
 

@@ -117,14 +117,7 @@ impl Notice {
             out.push_str(t);
             out.push('\n');
         }
-        if !self.options.is_empty() {
-            out.push('\n');
-            out.push_str(&choices::numbered(&self.options));
-            out.push('\n');
-            if self.multi_select {
-                out.push_str("(pick one or more)\n");
-            }
-        }
+        out.push_str(&numbered_options(&self.options, self.multi_select));
         match (self.completion_pct, &self.next_step) {
             (Some(p), Some(n)) => out.push_str(&format!("\n{p}% done · next: {n}\n")),
             (Some(p), None) => out.push_str(&format!("\n{p}% done\n")),
@@ -148,6 +141,20 @@ impl Notice {
 
 /// A question's options as a notification carries them: descriptions made
 /// plain and cut at [`MAX_OPTION_DESCRIPTION`] characters.
+/// A question's options as the numbered lines every channel's text shows
+/// (with a blank line before them); none: nothing.
+pub fn numbered_options(options: &[ChoiceOption], multi_select: bool) -> String {
+    if options.is_empty() {
+        return String::new();
+    }
+    let more = if multi_select {
+        "(pick one or more)\n"
+    } else {
+        ""
+    };
+    format!("\n{}\n{more}", choices::numbered(options))
+}
+
 pub fn offered(options: &[ChoiceOption]) -> Vec<ChoiceOption> {
     options
         .iter()

@@ -765,8 +765,8 @@ impl TelegramChannel {
     }
 
     /// Tells the chat that the agent asks something newer than the reply
-    /// answered, showing that question (its text only with `include_text`);
-    /// a reply to this message answers it.
+    /// answered, showing that question (its text and option buttons only with
+    /// `include_text`); a reply to this message, or a tap, answers it.
     async fn moved_on(
         &self,
         hub: &Hub,
@@ -776,29 +776,53 @@ impl TelegramChannel {
         token: &Token,
         seq: u64,
     ) {
-        let question = hub
+        let shown = hub
             .config()
             .notify
             .include_text
             .then(|| hub.messages(token, Some(seq + 1), 1).ok())
             .flatten()
             .and_then(|m| m.into_iter().next())
-            .map(|(_, m)| notice::plain(&m.content))
+            .map(|(_, m)| m);
+        let question = shown
+            .as_ref()
+            .map(|m| notice::plain(&m.content))
             .filter(|t| !t.is_empty());
         let text = match question {
             Some(q) => format!(
-                "Not sent: the agent has moved on. It now asks:\n\n{q}\n\nReply to this message to answer that."
+                "Not sent: the agent has moved on. It now asks:\n\n{q}\n{}\nReply to this message to answer that.",
+                shown.as_ref().map_or(String::new(), |m| notice::numbered_options(&m.options, m.multi_select))
             ),
             None => "Not sent: the agent has moved on to a newer question. Reply to this message to answer that one, or open the panel.".to_owned(),
         };
-        if let Some(id) = self.say(http, chat, answered_msg, &text).await {
-            let asked = Asked {
-                token: token.clone(),
-                question: Some(seq),
-                buttons: Arc::from(Vec::new()),
-                offer: None,
-            };
-            self.sent().remember_message(chat, id, asked);
+        let asked = Asked {
+            token: token.clone(),
+            question: Some(seq),
+            buttons: Arc::from(Vec::new()),
+            offer: shown.filter(|m| !m.options.is_empty()).map(|m| Offer {
+                options: Arc::from(notice::offered(&m.options)),
+                multi_select: m.multi_select,
+                ticked: Vec::new(),
+                sent: false,
+            }),
+        };
+        let mut body = json!({ "chat_id": chat, "text": text });
+        if let Some(m) = answered_msg {
+            body["reply_to_message_id"] = json!(m);
+        }
+        if let Some(markup) = keyboard(&asked) {
+            body["reply_markup"] = markup;
+        }
+        match self
+            .call(http, "sendMessage", &body, Duration::from_secs(15))
+            .await
+        {
+            Ok(sent) => {
+                if let Some(id) = sent["message_id"].as_i64() {
+                    self.sent().remember_message(chat, id, asked);
+                }
+            }
+            Err(e) => tracing::warn!(chat, error = %e, "telling a Telegram chat failed"),
         }
     }
 

@@ -296,3 +296,41 @@ async fn a_tap_on_an_older_question_is_not_given_to_the_next_one() {
     );
     nothing_delivered(&hub, &token, &wait).await;
 }
+
+#[tokio::test]
+async fn the_moved_on_message_offers_the_newer_question_and_a_tap_there_answers_it() {
+    let fake = Fake::start().await;
+    let hub = hub_with(telegram(&fake)).await;
+    let token = hub.init("Storage").await;
+    let wait = ask(&hub, &token, "Storage", false, "q1").await;
+    let q1 = message_id_of(&fake, &notification(&fake, "Which database?").await);
+
+    // Answered in the panel; the agent asks a question with options again.
+    hub.ok("/api/reply", json!({"token": token, "text": "not yet"}))
+        .await;
+    let v = hub.poll(&token, &wait, 2000).await;
+    hub.ok(
+        "/api/wait/ack",
+        json!({"token": token, "waitId": wait, "replyId": v["reply"]["id"]}),
+    )
+    .await;
+    let wait = ask(&hub, &token, "Storage", false, "q2").await;
+
+    tap(&fake, q1, "o0", "cb1", CHAT);
+    toast(&fake, "cb1").await;
+    let said = said_in_reply(&fake, q1, "moved on").await;
+    assert!(said["text"].as_str().unwrap().contains(LINES), "{said}");
+    let rows = texts(&said["reply_markup"]);
+    assert_eq!(rows, [["Postgres"], ["SQLite"], ["MySQL"]], "{said}");
+    nothing_delivered(&hub, &token, &wait).await;
+
+    let moved = message_id_of(&fake, &said);
+    tap(&fake, moved, "o1", "cb2", CHAT);
+    assert_eq!(toast(&fake, "cb2").await["text"], "Sent: SQLite");
+    let v = hub.poll(&token, &wait, 5000).await;
+    assert_eq!(
+        v["reply"]["choices"],
+        json!([{"index": 1, "label": "SQLite"}]),
+        "{v}"
+    );
+}
