@@ -485,3 +485,83 @@ async fn a_test_push_reaches_every_browser_or_says_none_is_subscribed() {
     let payload = phone.read(&pushes[0]);
     assert!(payload["body"].as_str().unwrap().contains("Web Push works"));
 }
+
+/// The fake browser's decryption is checked against the standard itself: it
+/// reads RFC 8291's example body back to the example's plaintext.
+#[test]
+fn the_fake_browser_reads_the_rfc_8291_example() {
+    let d = |s: &str| URL_SAFE_NO_PAD.decode(s).unwrap();
+    let browser = Browser {
+        endpoint: String::new(),
+        secret: p256::SecretKey::from_slice(&d("q1dXpw3UpT5VOmu_cf_v6ih07Aems3njxI-JWgLcM94"))
+            .unwrap(),
+        auth: d("BTBZMqHH6r4Tts7J_aSIgg").try_into().unwrap(),
+    };
+    let body = d(
+        "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN",
+    );
+    assert_eq!(
+        browser.decrypt(&body),
+        b"When I grow up, I want to be a watermelon"
+    );
+}
+
+/// `holdline-hub notify test` asks the running hub for the Web Push test
+/// (the subscriptions are in its store), and names the channel's result.
+#[tokio::test]
+async fn notify_test_sends_a_test_push_through_the_running_hub() {
+    use crate::realhub::{RealHub, free_addr, run_cli};
+    let service = PushService::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[notify.webpush]\nenabled = true\nsubject = \"mailto:ops@example.org\"\n",
+    )
+    .unwrap();
+    let cli = |home: std::path::PathBuf| async move {
+        let out = tokio::task::spawn_blocking(move || run_cli(&home, &["notify", "test"]))
+            .await
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let hub = RealHub::start(&home, free_addr()).await;
+    let (ok, text) = cli(home.clone()).await;
+    assert!(
+        !ok && text.contains("webpush: FAILED: no browser is subscribed"),
+        "{text}"
+    );
+
+    let phone = Browser::new(format!("{}/push/cli", service.url));
+    let (status, v) = hub
+        .api
+        .post("/api/push/subscriptions", &phone.json())
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{v}");
+    let (ok, text) = cli(home.clone()).await;
+    assert!(ok && text.contains("webpush: sent"), "{text}");
+    let pushes = service.wait_for("/push/cli", 1, WAIT).await;
+    assert!(
+        phone.read(&pushes[0])["body"]
+            .as_str()
+            .unwrap()
+            .contains("Web Push works")
+    );
+    let (_, key) = hub.api.get("/api/push/key").await.unwrap();
+    let sub = check_vapid(&pushes[0], key["publicKey"].as_str().unwrap(), &service.url);
+    assert_eq!(sub, "mailto:ops@example.org");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(home.join("vapid-key"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "the VAPID key is the owner's alone");
+    drop(hub);
+}
