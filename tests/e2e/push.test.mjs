@@ -7,7 +7,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { startHub, newAgent, openPanel, browsersPerTest } from './harness.mjs';
+import { startHub, newAgent, openPanel, browsersPerTest, screenshot } from './harness.mjs';
 
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -45,6 +45,7 @@ test('the settings say this browser is not subscribed, and a push service out of
   const error = page.getByTestId('push-error');
   await error.waitFor({ timeout: 30_000 });
   assert.match(await error.textContent(), /could not subscribe at its push service \((no answer within 15 s|.+)\)/);
+  await screenshot(page, 'push-settings-error.png');
   assert.equal(await page.getByTestId('push-enabled').isChecked(), false);
   const key = await hub.api('GET', '/api/push/key');
   assert.equal(key.subscriptions, 0);
@@ -59,6 +60,7 @@ test('on plain http the settings say push needs HTTPS', async () => {
   assert.equal(await state.getAttribute('data-state'), 'insecure');
   assert.match(await state.textContent(), /HTTPS/);
   assert.equal(await page.getByTestId('push-enabled').isDisabled(), true);
+  await screenshot(page, 'push-settings-insecure.png');
 });
 
 test('the service worker shows a push as one notification per session, and its link opens that session', async () => {
