@@ -83,6 +83,12 @@ export const api = {
   /** Hands a session to the agent key `key` (`null`: the hub's secret); answers the session. */
   handOver: (token, key) => call('POST', `/api/sessions/${enc(token)}/owner`, { key }),
   revokeKey: (name) => call('DELETE', `/api/keys/${enc(name)}`),
+  /** Web Push: `{publicKey, enabled, subscriptions, subscribed?}` (`subscribed` of `endpoint`, when given). */
+  pushKey: (endpoint = '') => call('GET', `/api/push/key${endpoint ? `?${new URLSearchParams({ endpoint })}` : ''}`),
+  pushSubscribe: (subscription) => call('POST', '/api/push/subscriptions', subscription),
+  pushUnsubscribe: (endpoint) => call('DELETE', '/api/push/subscriptions', { endpoint }),
+  /** A test push to every subscribed browser: `{sent, error?}`. */
+  pushTest: () => call('POST', '/api/push/test', {}),
 };
 
 /**

@@ -18,6 +18,7 @@ import { markSeen, seenCount } from './seen.js';
 import { initActions } from './actions.js';
 import * as composer from './composer.js';
 import * as notify from './notify.js';
+import { initPush } from './push.js';
 import { initKeys } from './keys.js';
 import { initChoices, drawChoices } from './choices.js';
 import { whereTag, onChosenMachine, drawMachineFilter } from './machine.js';
@@ -213,6 +214,7 @@ function wireStatic() {
   $('#login-lang').addEventListener('click', switchLang);
   $('#theme-toggle').addEventListener('click', () => toggleTheme());
   notify.initNotifySettings(drawToolbar);
+  initPush();
   initKeys();
   notify.registerWorker((token) => select(token));
   document.addEventListener('pointerdown', () => { if (notify.enabled()) notify.unlockAudio(); }, { once: true });

@@ -1,20 +1,43 @@
-// sw.js — the panel's service worker: what makes it an installable web app
-// and lets it notify where pages may not (Android's Chrome refuses
-// `new Notification` and takes only a service worker's). It caches nothing:
-// the panel is live data. A click on a notification focuses the panel (or
-// opens it) and tells it which session to show.
+// sw.js — the panel's service worker: what makes it an installable web app,
+// lets it notify where pages may not (Android's Chrome refuses
+// `new Notification` and takes only a service worker's), and shows the hub's
+// Web Push messages (`{title, body?, token, url}`: one notification per
+// session, tagged by its token). It caches nothing: the panel is live data. A
+// click on a notification focuses the panel (or opens it at that session) and
+// tells it which session to show.
 
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
 
+self.addEventListener('push', (event) => {
+  let data = {};
+  try { data = event.data ? event.data.json() : {}; } catch { data = { title: event.data ? event.data.text() : '' }; }
+  const token = typeof data.token === 'string' ? data.token : null;
+  const title = data.title || 'holdline';
+  const options = {
+    body: data.body || '',
+    tag: token ? `holdline-${token}` : 'holdline',
+    renotify: true,
+    icon: 'icon-192.png',
+    data: { token, url: typeof data.url === 'string' ? data.url : '/' },
+  };
+  event.waitUntil(self.registration.showNotification(title, options));
+});
+
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
-  const token = event.notification.data && event.notification.data.token;
+  const data = event.notification.data || {};
+  const token = data.token;
+  // Only a link on the panel's own origin is opened.
+  const url = new URL(data.url || '/', self.registration.scope);
+  const target = url.origin === self.location.origin ? url.href : self.registration.scope;
   event.waitUntil((async () => {
     const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
-    const client = windows[0] || await self.clients.openWindow('/');
-    if (!client) return;
-    if (windows[0]) await client.focus();
-    if (token) client.postMessage({ type: 'open-session', token });
+    if (windows[0]) {
+      await windows[0].focus();
+      if (token) windows[0].postMessage({ type: 'open-session', token });
+      return;
+    }
+    await self.clients.openWindow(target);
   })());
 });

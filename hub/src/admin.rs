@@ -65,7 +65,7 @@ pub async fn notify_test(config: &Config) -> Result<()> {
         }
     };
     let mut failed = 0;
-    for (name, result) in crate::notify::test(n, &link).await {
+    for (name, result) in crate::notify::test(n, &link, None).await {
         match result {
             Ok(()) => say!("{name}: sent"),
             Err(e) => {
@@ -74,10 +74,32 @@ pub async fn notify_test(config: &Config) -> Result<()> {
             }
         }
     }
+    if n.webpush.is_some() {
+        match push_test(config).await {
+            Ok(()) => say!("webpush: sent"),
+            Err(e) => {
+                failed += 1;
+                say!("webpush: FAILED: {e}");
+            }
+        }
+    }
     if failed > 0 {
         return fail(format!("{failed} channel(s) failed"));
     }
     Ok(())
+}
+
+/// Web Push's test: the subscriptions live in the running hub's store, so
+/// the hub sends it (`POST /api/push/test`).
+async fn push_test(config: &Config) -> Result<()> {
+    let c = Client::new(config)?;
+    let answer = c
+        .call(c.http.post(format!("{}/api/push/test", c.base)))
+        .await?;
+    match answer["error"].as_str() {
+        None if answer["sent"] == true => Ok(()),
+        e => fail(e.unwrap_or("the hub did not say").to_owned()),
+    }
 }
 
 /// `1 session`, `2 sessions`.

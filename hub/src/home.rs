@@ -100,6 +100,10 @@ impl Home {
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")
     }
+    /// The Web Push (VAPID) private key, made at first start.
+    pub fn vapid_key_file(&self) -> PathBuf {
+        self.root.join("vapid-key")
+    }
     /// Where a running hub writes the address it listens on (for the admin CLI and tests).
     pub fn addr_file(&self) -> PathBuf {
         holdline_contract::local_hub::addr_file(&self.root)
@@ -139,6 +143,25 @@ impl Home {
             ));
         }
         Ok(s)
+    }
+}
+
+/// The content of a private file of the home (0600 kept), or `make()`
+/// written there (0600) when the file is missing.
+pub fn read_or_make_private(path: &Path, make: impl FnOnce() -> String) -> io::Result<String> {
+    match open_own(path) {
+        Ok(mut file) => {
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+            let mut s = String::new();
+            io::Read::read_to_string(&mut file, &mut s)?;
+            Ok(s)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let made = make();
+            write_private(path, made.as_bytes())?;
+            Ok(made)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -23,7 +23,8 @@
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
-//! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram
+//! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram, Web Push
+//! - [`push`]        Web Push: the VAPID key, the subscriptions, one encrypted signed push
 //!
 //! The module graph has no cycles (the `module_graph` test keeps it so):
 //! `names` and `session` are leaves, `config` never depends on `notify` or
@@ -55,6 +56,7 @@ pub mod net;
 pub mod notify;
 pub mod panel;
 pub mod process;
+pub mod push;
 pub mod server;
 pub mod session;
 pub mod store;
@@ -113,7 +115,11 @@ pub async fn run(
     hub.resume_waits();
     tokio::spawn(hub.clone().watch_waits());
     tokio::spawn(hub.clone().look_after_store());
-    let notify = notify::Notifier::start(&hub);
+    let web_push = push::WebPush {
+        key: Arc::new(push::VapidKey::load_or_make(&home.vapid_key_file()).map_err(home_err)?),
+        subscriptions: Arc::new(push::Subscriptions::open(hub.store())?),
+    };
+    let notify = notify::Notifier::start(&hub, Some(&web_push));
     let (sessions, waiting) = hub.counts();
     tracing::info!(%addr, sessions, waiting, "holdline-hub listening");
     eprintln!("holdline-hub listening on http://{addr}");
@@ -146,6 +152,7 @@ pub async fn run(
         logins: Arc::default(),
         refusals: Arc::default(),
         notify,
+        push: web_push,
         key_holder: mcp_sessions.clone(),
     };
     // `/mcp` is composed here: its tools call the API's agent routes in process, and the

@@ -9,6 +9,7 @@ mod events;
 pub mod guard;
 mod keys;
 mod person;
+mod push;
 
 use std::sync::Arc;
 
@@ -42,6 +43,8 @@ pub struct AppState {
     pub sync: Option<crate::sync::Sync>,
     /// Notification channels, when `[notify]` has any.
     pub notify: Option<crate::notify::Notifier>,
+    /// Web Push: the hub's VAPID key and the browsers subscribed.
+    pub push: crate::push::WebPush,
     /// What an agent key holds besides its waits (`/mcp`'s sessions), ended with the key.
     pub key_holder: Arc<dyn KeyHolder>,
 }
@@ -161,6 +164,12 @@ fn person_router(state: &AppState) -> Router<AppState> {
         )
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{name}", axum::routing::delete(keys::revoke))
+        .route("/api/push/key", get(push::key))
+        .route(
+            "/api/push/subscriptions",
+            post(push::subscribe).delete(push::unsubscribe),
+        )
+        .route("/api/push/test", post(push::test))
         .route("/api/whoami", get(person::whoami))
         .route("/api/logout", post(person::logout))
         .route("/api/logout/everywhere", post(person::logout_everywhere))

@@ -52,6 +52,10 @@ pub enum NotifyProblem {
     NotABotToken,
     #[error("[notify.telegram] needs chat_ids: the chats that are told and may answer")]
     NoChats,
+    #[error(
+        "[notify.webpush] subject must be a mailto: or https:// URL (push services contact it)"
+    )]
+    PushSubject,
 }
 
 /// `[notify]` as written in the file.
@@ -66,6 +70,15 @@ pub struct NotifyFile {
     #[serde(default)]
     ntfy: Vec<NtfyFile>,
     telegram: Option<Spanned<TelegramFile>>,
+    webpush: Option<WebPushFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebPushFile {
+    #[serde(default)]
+    enabled: bool,
+    subject: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,6 +156,29 @@ pub struct NotifyConfig {
     pub webhooks: Vec<Webhook>,
     pub ntfy: Vec<Ntfy>,
     pub telegram: Option<Telegram>,
+    /// `[notify.webpush] enabled = true`: push to the browsers subscribed in the panel.
+    pub webpush: Option<WebPush>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebPush {
+    /// The VAPID `sub` claim (`mailto:` or https); `None`: `panel_url` when
+    /// it is https, else [`DEFAULT_PUSH_SUBJECT`].
+    pub subject: Option<String>,
+}
+
+/// The VAPID contact when neither `subject` nor an https `panel_url` is set.
+pub const DEFAULT_PUSH_SUBJECT: &str = "mailto:holdline@localhost";
+
+impl NotifyConfig {
+    /// The VAPID `sub` claim pushes carry.
+    pub fn push_subject(&self) -> String {
+        self.webpush
+            .as_ref()
+            .and_then(|w| w.subject.clone())
+            .or_else(|| self.panel_url.clone().filter(|u| u.starts_with("https://")))
+            .unwrap_or_else(|| DEFAULT_PUSH_SUBJECT.to_owned())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +212,7 @@ impl Default for NotifyConfig {
             webhooks: Vec::new(),
             ntfy: Vec::new(),
             telegram: None,
+            webpush: None,
         }
     }
 }
@@ -183,7 +220,10 @@ impl Default for NotifyConfig {
 impl NotifyConfig {
     /// Whether any channel is configured.
     pub fn is_on(&self) -> bool {
-        !self.webhooks.is_empty() || !self.ntfy.is_empty() || self.telegram.is_some()
+        !self.webhooks.is_empty()
+            || !self.ntfy.is_empty()
+            || self.telegram.is_some()
+            || self.webpush.is_some()
     }
 
     /// Checks the file's `[notify]` and reads the token file. `text` is the
@@ -219,6 +259,15 @@ impl NotifyConfig {
                 Some(Telegram::from_file(t.into_inner(), &at, span)?)
             }
         };
+        let webpush = match file.webpush {
+            Some(w) if w.enabled => Some(WebPush {
+                subject: match w.subject {
+                    None => None,
+                    Some(s) => Some(push_subject(s.get_ref()).map_err(at(s.span()))?),
+                },
+            }),
+            _ => None,
+        };
         Ok(NotifyConfig {
             after: Duration::from_secs(file.after_sec.unwrap_or(DEFAULT_AFTER_SEC).min(86_400)),
             include_text: file.include_text.unwrap_or(true),
@@ -226,6 +275,7 @@ impl NotifyConfig {
             webhooks,
             ntfy,
             telegram,
+            webpush,
         })
     }
 
@@ -259,7 +309,27 @@ impl NotifyConfig {
                 toml::Value::String(t.api_base.clone())
             ));
         }
+        if let Some(w) = &self.webpush {
+            out.push_str("\n[notify.webpush]\nenabled = true\n");
+            if let Some(s) = &w.subject {
+                out.push_str(&format!("subject = {}\n", toml::Value::String(s.clone())));
+            }
+        }
         out
+    }
+}
+
+/// The VAPID contact: `mailto:` or an https URL.
+fn push_subject(raw: &str) -> Result<String, NotifyProblem> {
+    let s = raw.trim();
+    let ok = match s.strip_prefix("mailto:") {
+        Some(addr) => addr.contains('@'),
+        None => reqwest::Url::parse(s).is_ok_and(|u| u.scheme() == "https"),
+    };
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(NotifyProblem::PushSubject)
     }
 }
 
@@ -441,6 +511,11 @@ mod tests {
                 "does not look",
             ),
             ("[notify]\npanel_url = \"http://h/#key=abc\"\n", 2, "key"),
+            (
+                "[notify.webpush]\nenabled = true\nsubject = \"me@example.org\"\n",
+                3,
+                "mailto:",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             assert!(
@@ -448,6 +523,27 @@ mod tests {
                 "{text:?}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn webpush_is_a_channel_when_enabled_with_its_contact() {
+        let c = parse("[notify.webpush]\nenabled = true\n").unwrap();
+        assert!(c.is_on());
+        assert_eq!(c.push_subject(), DEFAULT_PUSH_SUBJECT);
+        assert!(c.to_masked_toml().contains("[notify.webpush]"));
+        let c = parse(
+            "[notify]\npanel_url = \"https://hub.example/\"\n[notify.webpush]\nenabled = true\n",
+        )
+        .unwrap();
+        assert_eq!(c.push_subject(), "https://hub.example/");
+        let c = parse("[notify.webpush]\nenabled = true\nsubject = \"mailto:me@example.org\"\n")
+            .unwrap();
+        assert_eq!(c.push_subject(), "mailto:me@example.org");
+        assert!(
+            !parse("[notify.webpush]\nenabled = false\n")
+                .unwrap()
+                .is_on()
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::Serialize;
 #[serde(rename_all = "camelCase")]
 pub struct ErrorHint {
     /// `refused`, `dns`, `tls`, `auth`, `notFound`, `timeout`, `rateLimited`,
-    /// `serverError`, `badRequest` or `queueFull`: the panel words it in its language.
+    /// `serverError`, `badRequest`, `queueFull` or `noSubscriber`: the panel words it in its language.
     pub kind: &'static str,
     /// The hint in English.
     pub text: &'static str,
@@ -21,7 +21,12 @@ pub struct ErrorHint {
 pub fn error_hint(error: &str) -> Option<ErrorHint> {
     let e = error.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| e.contains(w));
-    let (kind, text) = if has(&["queue full"]) {
+    let (kind, text) = if has(&["no browser is subscribed"]) {
+        (
+            "noSubscriber",
+            "No browser is subscribed to Web Push: open the panel over HTTPS and turn on \"Notify this device\" in the bell's settings.",
+        )
+    } else if has(&["queue full"]) {
         (
             "queueFull",
             "The channel cannot keep up: earlier notifications are still being retried. Check the channel's other errors.",

@@ -1,6 +1,7 @@
 //! Telling the person, away from the desk, that an agent waits — over
-//! webhooks, ntfy and Telegram — and (Telegram) taking their answer back.
-//! The only code that knows a channel's wire format (`channels`, `telegram`).
+//! webhooks, ntfy, Telegram and Web Push — and (Telegram) taking their answer
+//! back. The only code that knows a channel's wire format (`channels`,
+//! `telegram`, `webpush`).
 //!
 //! Invariant: nothing here is on a request's path. One watcher follows the
 //! hub's session events (`Hub::subscribe`) and tells each channel once per
@@ -13,6 +14,7 @@ pub mod channels;
 pub mod hint;
 pub mod notice;
 pub mod telegram;
+pub mod webpush;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,9 +25,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::config::notify::{self as settings, NotifyConfig};
 use crate::hub::{Hub, SessionInfo};
+use crate::push::WebPush;
 use crate::session::{Session, Status, Token, now_ms};
 use notice::{Notice, Outcome};
 use telegram::TelegramChannel;
+use webpush::WebPushChannel;
 
 /// Attempts per notification before a channel gives it up.
 const MAX_ATTEMPTS: u32 = 6;
@@ -63,6 +67,7 @@ enum Channel {
     Webhook(settings::Webhook),
     Ntfy(settings::Ntfy),
     Telegram(Arc<TelegramChannel>),
+    WebPush(Arc<WebPushChannel>),
 }
 
 impl Channel {
@@ -71,12 +76,19 @@ impl Channel {
             Channel::Webhook(w) => channels::send_webhook(http, w, ev).await,
             Channel::Ntfy(n) => channels::send_ntfy(http, n, ev).await,
             Channel::Telegram(t) => t.deliver(http, ev).await,
+            Channel::WebPush(w) => w.deliver(http, ev).await,
         }
+    }
+
+    /// Whether the channel tells of `ev` (a push is not sent when a wait ends).
+    fn takes(&self, ev: &Event) -> bool {
+        !matches!((self, ev), (Channel::WebPush(_), Event::Ended { .. }))
     }
 }
 
-/// Every channel of a config, with names that carry no URL or token.
-fn channels_of(c: &NotifyConfig) -> Vec<(String, Channel)> {
+/// Every channel of a config, with names that carry no URL or token
+/// (`push`: the hub's Web Push key and subscriptions, for `[notify.webpush]`).
+fn channels_of(c: &NotifyConfig, push: Option<&WebPush>) -> Vec<(String, Channel)> {
     let mut out = Vec::new();
     for (i, w) in c.webhooks.iter().enumerate() {
         out.push((
@@ -91,6 +103,15 @@ fn channels_of(c: &NotifyConfig) -> Vec<(String, Channel)> {
         out.push((
             "telegram".into(),
             Channel::Telegram(Arc::new(TelegramChannel::new(t.clone()))),
+        ));
+    }
+    if let (Some(_), Some(push)) = (&c.webpush, push) {
+        out.push((
+            "webpush".into(),
+            Channel::WebPush(Arc::new(WebPushChannel::new(
+                push.clone(),
+                c.push_subject(),
+            ))),
         ));
     }
     out
@@ -162,14 +183,14 @@ struct Slot {
 impl Notifier {
     /// Starts the watcher and one task per channel; `None` when no channel
     /// is configured. Call before the hub takes requests, so no wait is missed.
-    pub fn start(hub: &Hub) -> Option<Notifier> {
+    pub fn start(hub: &Hub, push: Option<&WebPush>) -> Option<Notifier> {
         let cfg = hub.config().notify.clone();
         if !cfg.is_on() {
             return None;
         }
         let http = http_client();
         let mut slots = Vec::new();
-        for (name, channel) in channels_of(&cfg) {
+        for (name, channel) in channels_of(&cfg, push) {
             let state = Arc::new(Mutex::new(ChannelState::new(name.clone())));
             let (tx, rx) = mpsc::channel(QUEUE);
             if let Channel::Telegram(t) = &channel {
@@ -251,6 +272,9 @@ async fn run_channel(
             _ = shutdown.cancelled() => return,
             ev = rx.recv() => match ev { Some(ev) => ev, None => return },
         };
+        if !channel.takes(&ev) {
+            continue;
+        }
         let mut delay = Duration::from_secs(1);
         for attempt in 1..=MAX_ATTEMPTS {
             match channel.deliver(&http, &ev).await {
@@ -440,11 +464,9 @@ impl Watch {
     }
 }
 
-/// `holdline-hub notify test`: one test notification to every channel, one
-/// attempt each; each channel's name and result.
-pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), SendError>)> {
-    let http = http_client();
-    let notice = Arc::new(Notice {
+/// The test notice `notify test` sends.
+fn test_notice(link: &str) -> Arc<Notice> {
+    Arc::new(Notice {
         token: Token::generate(),
         request_id: "test".into(),
         question: None,
@@ -458,10 +480,29 @@ pub async fn test(cfg: &NotifyConfig, link: &str) -> Vec<(String, Result<(), Sen
         link: link.to_owned(),
         quick_replies: Vec::new(),
         test: true,
-    });
+    })
+}
+
+/// A test push to every subscribed browser, one attempt (`POST /api/push/test`).
+pub async fn test_push(push: &WebPush, subject: String) -> Result<(), SendError> {
+    let channel = WebPushChannel::new(push.clone(), subject);
+    channel
+        .deliver(&http_client(), &Event::Waiting(test_notice("/")))
+        .await
+}
+
+/// `holdline-hub notify test`: one test notification to every channel, one
+/// attempt each; each channel's name and result.
+pub async fn test(
+    cfg: &NotifyConfig,
+    link: &str,
+    push: Option<&WebPush>,
+) -> Vec<(String, Result<(), SendError>)> {
+    let http = http_client();
+    let notice = test_notice(link);
     let ev = Event::Waiting(notice);
     let mut out = Vec::new();
-    for (name, channel) in channels_of(cfg) {
+    for (name, channel) in channels_of(cfg, push) {
         let r = channel.deliver(&http, &ev).await;
         out.push((name, r));
     }

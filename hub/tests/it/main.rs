@@ -23,3 +23,4 @@ mod panel_login;
 mod roundtrip;
 mod store_faults;
 mod store_recovery;
+mod webpush;
