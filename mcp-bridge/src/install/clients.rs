@@ -300,8 +300,11 @@ pub fn remote_entry(client: Client, remote: &Remote) -> Value {
         Client::Opencode | Client::Kilo => json!({
             "type": "remote", "url": url, "headers": headers, "oauth": false, "enabled": true,
         }),
-        // The shape `droid mcp add --type http NAME URL --header …` writes.
-        Client::Droid => json!({"type": "http", "url": url, "headers": headers, "disabled": false}),
+        // The shape `droid mcp add --type http NAME URL --header … --no-oauth` writes: a
+        // refused key is an error to show, not a sign-in to start.
+        Client::Droid => json!({
+            "type": "http", "url": url, "headers": headers, "oauth": false, "disabled": false,
+        }),
         Client::Continue => json!({
             "name": super::SERVER_NAME, "type": "streamable-http", "url": url,
             "requestOptions": {"headers": headers},
