@@ -107,9 +107,9 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
     // Kilo Code CLI (`kilo`), an opencode fork with the same MCP client: a 130 s call held
     // where the SDK's 60 s would have ended it, so progress resets it as in opencode.
     client("kilo", Some(50), true),
-    // Factory Droid (`factory-cli-mcp-client`): a 130 s call held; nothing longer was
-    // measured, so waits end a margin under that.
-    client("factory-cli", Some(120), false),
+    // Factory Droid (`factory-cli-mcp-client`): 180 s per call (a 330 s wait ended at
+    // 181 s with "MCP error -32001: Request timed out"), not extended by progress.
+    client("factory-cli", Some(170), false),
     // Copilot CLI: no limit seen in 661 s while progress flows; drops image blocks.
     ClientLimit {
         images: Images::Dropped,
@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(limit(Some("opencode"), false), Some(50));
         assert_eq!(limit(Some("kilo"), true), None);
         assert_eq!(limit(Some("kilo"), false), Some(50));
-        assert_eq!(limit(Some("factory-cli-mcp-client"), true), Some(120));
+        assert_eq!(limit(Some("factory-cli-mcp-client"), true), Some(170));
         assert_eq!(limit(Some("copilot-cli"), true), None);
         assert_eq!(limit(Some("claude-code"), true), None);
         assert_eq!(limit(Some("claude-code"), false), Some(1740));
