@@ -130,6 +130,28 @@ const readers = {
       assert.match(out, /401/, out);
     },
   },
+  kilo: {
+    pkg: '@kilocode/cli-linux-x64', version: '7.7.7', connects: true,
+    async check({ bin, home, project, url }) {
+      const env = baseEnv(home, {
+        KILO_DISABLE_MODELS_FETCH: '1', KILO_DISABLE_AUTOUPDATE: '1',
+        KILO_DISABLE_LSP_DOWNLOAD: '1', KILO_DISABLE_DEFAULT_PLUGINS: '1',
+      });
+      const out = await read(bin('@kilocode/cli-linux-x64/bin/kilo'), ['mcp', 'list'], { env, cwd: project });
+      assert.match(out, /holdline/, out);
+      assert.ok(out.includes(url), out);
+      // Kilo (opencode's MCP code) tried the server and was refused: a remote entry.
+      assert.match(out, /401/, out);
+    },
+  },
+  droid: {
+    pkg: '@factory/cli-linux-x64', version: '0.225.2', connects: true,
+    async check({ bin, home, project }) {
+      const out = await read(bin('@factory/cli-linux-x64/bin/droid'), ['mcp', 'list'], { env: baseEnv(home), cwd: project });
+      // `droid mcp list` connects to each server and names its transport.
+      assert.match(out, /holdline\s+http\b/, out);
+    },
+  },
   cline: {
     pkg: 'cline', version: '3.0.65', connects: false,
     async check({ dir, home, url }) {

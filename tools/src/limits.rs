@@ -104,6 +104,12 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
     client("qwen", Some(570), false),
     // opencode: the SDK's 60 s unless `timeout`, reset by progress (held 662 s).
     client("opencode", Some(50), true),
+    // Kilo Code CLI (`kilo`), an opencode fork with the same MCP client: a 130 s call held
+    // where the SDK's 60 s would have ended it, so progress resets it as in opencode.
+    client("kilo", Some(50), true),
+    // Factory Droid (`factory-cli-mcp-client`): 180 s per call (a 330 s wait ended at
+    // 181 s with "MCP error -32001: Request timed out"), not extended by progress.
+    client("factory-cli", Some(170), false),
     // Copilot CLI: no limit seen in 661 s while progress flows; drops image blocks.
     ClientLimit {
         images: Images::Dropped,
@@ -307,6 +313,9 @@ mod tests {
         // Progress resets these clients' timers: no limit, but only with a token.
         assert_eq!(limit(Some("opencode"), true), None);
         assert_eq!(limit(Some("opencode"), false), Some(50));
+        assert_eq!(limit(Some("kilo"), true), None);
+        assert_eq!(limit(Some("kilo"), false), Some(50));
+        assert_eq!(limit(Some("factory-cli-mcp-client"), true), Some(170));
         assert_eq!(limit(Some("copilot-cli"), true), None);
         assert_eq!(limit(Some("claude-code"), true), None);
         assert_eq!(limit(Some("claude-code"), false), Some(1740));

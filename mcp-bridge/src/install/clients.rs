@@ -28,11 +28,15 @@ pub enum Client {
     Opencode,
     /// Continue CLI (`cn`).
     Continue,
+    /// Kilo Code CLI (`kilo`, an opencode fork: the same entry shapes, its own folder).
+    Kilo,
+    /// Factory Droid CLI (`droid`).
+    Droid,
 }
 
 impl Client {
     /// Every client, for `uninstall --all`.
-    pub const ALL: [Client; 12] = [
+    pub const ALL: [Client; 14] = [
         Client::Cursor,
         Client::ClaudeCode,
         Client::Codex,
@@ -45,6 +49,8 @@ impl Client {
         Client::Copilot,
         Client::Opencode,
         Client::Continue,
+        Client::Kilo,
+        Client::Droid,
     ];
 }
 
@@ -91,6 +97,9 @@ pub struct ConfigTarget {
     /// Top-level keys only the other transport's entry has (`command`, `env` … for a remote
     /// entry; `url`, `headers` … for a local one): an entry switching transport loses them.
     pub other_transport: Vec<String>,
+    /// Whether the entry carries the agent key (a remote server entry): the file is then
+    /// made private.
+    pub holds_key: bool,
 }
 
 /// `--url` and `--key`: the hub's MCP address and the agent key the entry sends.
@@ -185,14 +194,14 @@ impl Client {
             Client::Codex => Format::CodexToml,
             Client::Continue => Format::ContinueYaml,
             Client::Vscode => Format::Json("servers"),
-            Client::Opencode => Format::Json("mcp"),
+            Client::Opencode | Client::Kilo => Format::Json("mcp"),
             _ => Format::Json("mcpServers"),
         }
     }
 
     /// The key holding a local entry's environment.
     fn env_key(self) -> &'static str {
-        if self == Client::Opencode {
+        if matches!(self, Client::Opencode | Client::Kilo) {
             "environment"
         } else {
             "env"
@@ -240,8 +249,12 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
         Client::Copilot => json!({
             "type": "local", "command": command, "args": [], "env": env, "tools": ["*"],
         }),
-        Client::Opencode => json!({
+        Client::Opencode | Client::Kilo => json!({
             "type": "local", "command": [command], "environment": env, "enabled": true,
+        }),
+        // The shape `droid mcp add NAME CMD --env K=V` writes.
+        Client::Droid => json!({
+            "type": "stdio", "command": command, "args": [], "env": env, "disabled": false,
         }),
         Client::Continue => json!({
             "name": super::SERVER_NAME, "command": command, "args": [], "env": env,
@@ -284,8 +297,13 @@ pub fn remote_entry(client: Client, remote: &Remote) -> Value {
         }),
         Client::Copilot => json!({"type": "http", "url": url, "headers": headers, "tools": ["*"]}),
         // `oauth: false`: a refused key is an error to show, not a sign-in to start.
-        Client::Opencode => json!({
+        Client::Opencode | Client::Kilo => json!({
             "type": "remote", "url": url, "headers": headers, "oauth": false, "enabled": true,
+        }),
+        // The shape `droid mcp add --type http NAME URL --header … --no-oauth` writes: a
+        // refused key is an error to show, not a sign-in to start.
+        Client::Droid => json!({
+            "type": "http", "url": url, "headers": headers, "oauth": false, "disabled": false,
         }),
         Client::Continue => json!({
             "name": super::SERVER_NAME, "type": "streamable-http", "url": url,
@@ -356,6 +374,7 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         env_key: client.env_key(),
         decided: decided.clone(),
         other_transport: other_transport.clone(),
+        holds_key: setup.remote.is_some(),
     };
     let section = |path: PathBuf| RuleTarget {
         path,
@@ -439,6 +458,20 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 section(dir.join("AGENTS.md")),
             )
         }
+        Client::Kilo => {
+            let dir = setup.xdg_config().join("kilo");
+            simple(
+                vec![target(dir.join("kilo.json"))],
+                section(dir.join("AGENTS.md")),
+            )
+        }
+        Client::Droid => simple(
+            vec![
+                target(home.join(".factory/mcp.json")),
+                droid_autonomy(home.join(".factory/settings.json")),
+            ],
+            section(home.join(".factory/AGENTS.md")),
+        ),
         Client::Continue => simple(
             vec![target(home.join(".continue/config.yaml"))],
             own(
@@ -446,6 +479,34 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 "---\nname: holdline\nalwaysApply: true\n---\n\n",
             ),
         ),
+    }
+}
+
+/// The tools Droid may run without asking: every one but `merge_conversation`, which
+/// changes which conversation the agent is in (its annotations say so).
+const DROID_UNASKED: [&str; 3] = [
+    "init_conversation",
+    "select_conversation",
+    "wait_for_user_input",
+];
+
+/// Droid's `mcpAutonomyOverrides.holdline` in `~/.factory/settings.json`: `droid exec`
+/// runs read-only by default and refuses an MCP tool of the default level ("insufficient
+/// permission … --auto high"); at level `low` it runs them in every mode. The person's own
+/// levels are kept (nothing here is `decided`).
+fn droid_autonomy(path: PathBuf) -> ConfigTarget {
+    let tools: Map<String, Value> = DROID_UNASKED
+        .iter()
+        .map(|t| ((*t).to_owned(), json!("low")))
+        .collect();
+    ConfigTarget {
+        path,
+        format: Format::Json("mcpAutonomyOverrides"),
+        entry: json!({ "tools": tools }),
+        env_key: "env",
+        decided: Vec::new(),
+        other_transport: Vec::new(),
+        holds_key: false,
     }
 }
 

@@ -257,7 +257,7 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         for key in &flagged_env {
             overwrite.paths.push(format!("{}.{key}", target.env_key));
         }
-        install_config(target, &overwrite, remote.is_some())?;
+        install_config(target, &overwrite, target.holds_key)?;
     }
     install_rule(&plan.rule)?;
     if let Some(trusted) = &plan.trusted_folders {

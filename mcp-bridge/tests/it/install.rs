@@ -39,7 +39,7 @@ struct ClientCase {
     env_key: &'static str,
 }
 
-const CLIENTS: [ClientCase; 12] = [
+const CLIENTS: [ClientCase; 14] = [
     ClientCase {
         name: "cursor",
         config: ".cursor/mcp.json",
@@ -146,6 +146,24 @@ const CLIENTS: [ClientCase; 12] = [
         fmt: Fmt::Yaml,
         rule: "proj:.continue/rules/holdline.md",
         rule_section: false,
+        timeout: None,
+        env_key: "env",
+    },
+    ClientCase {
+        name: "kilo",
+        config: ".config/kilo/kilo.json",
+        fmt: Fmt::Json("mcp"),
+        rule: ".config/kilo/AGENTS.md",
+        rule_section: true,
+        timeout: None,
+        env_key: "environment",
+    },
+    ClientCase {
+        name: "droid",
+        config: ".factory/mcp.json",
+        fmt: Fmt::Json("mcpServers"),
+        rule: ".factory/AGENTS.md",
+        rule_section: true,
         timeout: None,
         env_key: "env",
     },
@@ -380,6 +398,58 @@ fn client_specific_keys() {
         holdline(Fmt::Json("mcpServers"), &read(&ext)).expect("the VS Code extension's file too");
     assert_eq!(cline["autoApprove"].as_array().unwrap().len(), 4);
     assert_eq!(cline["disabled"], false);
+}
+
+/// Droid: the server entry in `~/.factory/mcp.json` as `droid mcp add` writes it, and the
+/// autonomy levels `droid exec` needs to run the tools in `~/.factory/settings.json`,
+/// beside the person's own settings, which uninstall leaves as they were.
+#[test]
+fn droid_gets_its_entry_and_tool_levels_and_uninstall_keeps_its_settings() {
+    let sb = Sandbox::new();
+    let settings = sb.path(".factory/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let own = "{\n  \"model\": \"custom:Mine-0\",\n  \"mcpAutonomyOverrides\": {\"linear\": {\"defaultLevel\": \"high\"}}\n}\n";
+    std::fs::write(&settings, own).unwrap();
+    sb.install("droid", &[]);
+    let droid = holdline(
+        Fmt::Json("mcpServers"),
+        &read(&sb.path(".factory/mcp.json")),
+    )
+    .unwrap();
+    assert_eq!(droid["type"], "stdio");
+    assert_eq!(droid["disabled"], false);
+    let levels = holdline(Fmt::Json("mcpAutonomyOverrides"), &read(&settings)).unwrap();
+    assert_eq!(
+        levels,
+        json!({"tools": {"init_conversation": "low", "select_conversation": "low", "wait_for_user_input": "low"}})
+    );
+    let doc: Value = serde_json::from_str(&read(&settings)).unwrap();
+    assert_eq!(doc["model"], "custom:Mine-0");
+    assert_eq!(
+        doc["mcpAutonomyOverrides"]["linear"]["defaultLevel"],
+        "high"
+    );
+    // A remote entry: the key goes into mcp.json only.
+    sb.ok(&[
+        "install",
+        "--client",
+        "droid",
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--key",
+        "hlk_AAAAbbbbCCCCddddEEEEffffGGGGhhhhIIIIjjj0",
+    ]);
+    assert!(!read(&settings).contains("hlk_"));
+    sb.ok(&["uninstall", "--client", "droid"]);
+    assert_eq!(read(&settings), own);
+    assert!(
+        !sb.path(".factory/mcp.json").exists()
+            || holdline(
+                Fmt::Json("mcpServers"),
+                &read(&sb.path(".factory/mcp.json"))
+            )
+            .is_none()
+    );
 }
 
 #[test]

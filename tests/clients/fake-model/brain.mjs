@@ -146,7 +146,8 @@ export function createBrain(knobs = {}) {
     const resume = findResume(lastHoldline.text);
     const args = { token, message, ...knobs.waitArgs };
     if (offer) Object.assign(args, { options: offer.options }, offer.multiSelect ? { multiSelect: true } : {});
-    if (resume) args.resume = resume;
+    // HOLDLINE_CLIENTS_NO_RESUME=1: identical re-calls, to see a client's loop detector.
+    if (resume && !process.env.HOLDLINE_CLIENTS_NO_RESUME) args.resume = resume;
     if (lastHoldline.bare === 'wait_for_user_input' && lastKind === 'replied') {
       const replyText = lastHoldline.text;
       if (replyText.includes(finishWord)) return { kind: 'text', text: `Finished as asked (step ${step - 1}).` };

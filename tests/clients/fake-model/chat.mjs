@@ -41,7 +41,7 @@ function parseArgs(raw) {
  * The neutral conversation of a Chat Completions request. A client that cannot put an
  * image into a `tool` message sends it in a `user` message right after the tool results
  * (opencode: "Attached media from tool result:", Qwen Code: "(attached media from previous
- * tool call)", then the image); such images count for the tool result before them, since
+ * tool call)", Droid: "Image content from tool result:", then the image); such images count for the tool result before them, since
  * that is the result they came with.
  */
 export function toConversation(body) {
@@ -57,7 +57,7 @@ export function toConversation(body) {
       messages.push({ role: 'tool', toolCallId: m.tool_call_id, text, images });
     } else if (m.role === 'user') {
       const prev = messages.at(-1);
-      if (images && prev?.role === 'tool' && (!text.trim() || /attached media from/i.test(text))) prev.images += images;
+      if (images && prev?.role === 'tool' && (!text.trim() || /attached media from|image content from tool result/i.test(text))) prev.images += images;
       else messages.push({ role: 'user', text, images });
     } else {
       messages.push({ role: 'system', text });

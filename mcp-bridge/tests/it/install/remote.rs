@@ -23,7 +23,8 @@ fn shape(client: &str) -> (&'static str, &'static [&'static str], Option<&'stati
         "windsurf" => ("serverUrl", &["headers"], None),
         "cline" => ("url", &["headers"], Some("streamableHttp")),
         "qwen" => ("httpUrl", &["headers"], None),
-        "opencode" => ("url", &["headers"], Some("remote")),
+        "opencode" | "kilo" => ("url", &["headers"], Some("remote")),
+        "droid" => ("url", &["headers"], Some("http")),
         "continue" => (
             "url",
             &["requestOptions", "headers"],
