@@ -120,6 +120,7 @@ pub async fn register(
             multi_select: b.multi_select,
             host_name: b.host_name,
             changes: b.changes,
+            attachments: b.attachments,
             agent_key: caller.agent_key().cloned(),
         })?
         .flushed(&app.hub)

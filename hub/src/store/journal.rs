@@ -27,6 +27,8 @@ pub enum TreeId {
     History = 7,
     /// The store's manifest (see `manifest`), written with every write.
     Meta = 8,
+    /// An agent message's files: attachment id → the file's bytes.
+    Attachments = 9,
 }
 
 impl TreeId {
@@ -41,6 +43,7 @@ impl TreeId {
             6 => TreeId::Summaries,
             7 => TreeId::History,
             8 => TreeId::Meta,
+            9 => TreeId::Attachments,
             _ => return None,
         })
     }
