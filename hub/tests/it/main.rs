@@ -8,6 +8,7 @@ mod notifyfake;
 mod realhub;
 
 mod api;
+mod attachments;
 mod choices;
 mod cli;
 mod connections;
