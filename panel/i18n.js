@@ -252,6 +252,10 @@ const STRINGS = {
     replyHeldForKey: 'Held: the agent gets it once it reconnects with a key named “{key}”.',
     choicesHintTouch: 'Tap an option to send it. Hold one to edit it first.',
     choicesMultiHintTouch: 'Tap the options, then Send. Hold one to edit it first.',
+    // attachments.js
+    attachments: 'Attached files',
+    attachmentOpen: 'Open {name}',
+    attachmentDownload: 'Download {name} ({size})',
   },
   zh: {
     appName: 'holdline',
@@ -503,6 +507,10 @@ const STRINGS = {
     replyHeldForKey: '已保留：agent 用名为“{key}”的密钥重新连接后会收到。',
     choicesHintTouch: '点选项即发送。长按可先编辑。',
     choicesMultiHintTouch: '点选选项后点发送。长按可先编辑。',
+    // attachments.js
+    attachments: '附件',
+    attachmentOpen: '打开 {name}',
+    attachmentDownload: '下载 {name}（{size}）',
   },
 };
 
