@@ -61,7 +61,7 @@ impl Rng {
 
 /// The file agent message `n` of session `i` carries (every fifth), as (name, bytes).
 fn attachment_of(i: usize, n: u64) -> Option<(String, Vec<u8>)> {
-    (n % 5 == 0).then(|| {
+    n.is_multiple_of(5).then(|| {
         let line = format!("log of session {i} step {n}\n");
         (format!("step-{n}.log"), line.repeat(200).into_bytes())
     })
