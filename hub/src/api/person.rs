@@ -1,5 +1,6 @@
 //! Routes the person uses through the panel or the admin CLI: login, replies,
-//! listing and reading sessions, settings, archive, templates, export/import.
+//! listing and reading sessions (and the files an agent's question showed),
+//! settings, archive, templates, export/import.
 
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};

@@ -419,14 +419,7 @@ impl Hub {
         if !self.lock().contains_key(token) {
             return Err(HubError::NotFound(token.clone()));
         }
-        let named = self
-            .inner
-            .store
-            .messages_from(token, 0)?
-            .into_iter()
-            .flat_map(|(_, m)| m.attachments)
-            .find(|a| a.id == id);
-        let Some(record) = named else {
+        let Some(record) = self.inner.store.named_attachment(token, id)? else {
             return Ok(None);
         };
         Ok(self

@@ -631,6 +631,30 @@ impl Store {
             .collect()
     }
 
+    /// The record of attachment `id` as a message of `token`'s history names it, if one
+    /// does. Only messages whose stored text holds the id are decoded.
+    pub fn named_attachment(
+        &self,
+        token: &Token,
+        id: &str,
+    ) -> Result<Option<crate::session::AttachmentRef>, StoreError> {
+        let t = self.t()?;
+        let needle = id.as_bytes();
+        for kv in t.history.scan_prefix(token.as_str().as_bytes()) {
+            let (_, v) = kv?;
+            for (_, m) in history::entries(&v)? {
+                if !m.windows(needle.len()).any(|w| w == needle) {
+                    continue;
+                }
+                let m: Message = decode(m)?;
+                if let Some(a) = m.attachments.into_iter().find(|a| a.id == id) {
+                    return Ok(Some(a));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The bytes of the attachment stored under `id`, if any.
     pub fn attachment(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
