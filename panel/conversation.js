@@ -12,6 +12,7 @@ import { enhanceCodeBlocks } from './codeblock.js';
 import { foldLongMessage, changedFilesList, resetFolds } from './longmessage.js';
 import { markMergedIn } from './mergedin.js';
 import { workspaceChanges } from './changes.js';
+import { attachmentList } from './attachments.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
 const cache = new Map();
@@ -23,9 +24,11 @@ function imageSrc(img) {
   return `data:${img.mimeType};base64,${img.data}`;
 }
 
-function openImage(src) {
+function openImage(src, alt = '') {
   const dialog = document.getElementById('image-dialog');
-  document.getElementById('image-full').src = src;
+  const full = document.getElementById('image-full');
+  full.src = src;
+  full.alt = alt;
   if (!dialog.dataset.wired) {
     // A click anywhere (the image or around it) closes the viewer, as does Escape.
     dialog.addEventListener('click', () => dialog.close());
@@ -86,7 +89,8 @@ function buildMessage(m) {
     class: `msg ${role}${m.auto ? ' auto' : ''}`,
     testid: 'message',
     dataset: { role, seq: String(m.seq ?? '') },
-  }, meta, pickedNote(m.choices), role === 'assistant' ? (workspaceChanges(m.changes) ?? changedFilesList(m.content)) : null, content, note, gallery);
+  }, meta, pickedNote(m.choices), role === 'assistant' ? (workspaceChanges(m.changes) ?? changedFilesList(m.content)) : null, content, note, gallery,
+  attachmentList(m.attachments, openImage));
 }
 
 /**

@@ -280,6 +280,10 @@ const STRINGS = {
     'push.blocked.unsupported': 'This browser has no Web Push (on an iPhone, add the panel to the home screen first).',
     'push.blocked.denied': 'Notifications are blocked for this site: allow them in the browser\'s site settings, then try again.',
     'hint.noSubscriber': 'no browser is subscribed: open the panel over HTTPS and turn on "Notify this device" here.',
+    // attachments.js
+    attachments: 'Attached files',
+    attachmentOpen: 'Open {name}',
+    attachmentDownload: 'Download {name} ({size})',
   },
   zh: {
     appName: 'holdline',
@@ -559,6 +563,10 @@ const STRINGS = {
     'push.blocked.unsupported': '此浏览器不支持 Web Push（iPhone 上请先把面板添加到主屏幕）。',
     'push.blocked.denied': '此站点的通知已被阻止：请在浏览器的站点设置中允许后重试。',
     'hint.noSubscriber': '没有浏览器订阅：通过 HTTPS 打开面板，并在这里开启“有 agent 等待时通知此设备”。',
+    // attachments.js
+    attachments: '附件',
+    attachmentOpen: '打开 {name}',
+    attachmentDownload: '下载 {name}（{size}）',
   },
 };
 

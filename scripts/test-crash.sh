@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The durability suite against the real hub binary:
-#   - crash: several clients drive hundreds of sessions while the hub is
-#     killed with SIGKILL again and again — agents on the agent routes (as the
+#   - crash: several clients drive hundreds of sessions (every fifth question
+#     with a file attached) while the hub is killed with SIGKILL again and again — agents on the agent routes (as the
 #     stdio bridge), with plain /mcp calls and with MCP Tasks on /mcp; prints
 #     the figures (kills survived, promises checked, lost: 0, duplicated: 0);
 #   - store_faults: damaged, locked, other-version and unopenable stores give

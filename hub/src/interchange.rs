@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
+use holdline_contract::attachments::AttachmentUpload;
 use serde::{Deserialize, Serialize};
 
 use crate::names::BindingKey;
@@ -10,6 +12,28 @@ use crate::session::{
     BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, Review, Role, Session,
     Status, Template, Token, WorkspaceChanges, now_ms, preview_of,
 };
+
+/// A message's files as an export carries them: the bytes base64, read by `file`.
+fn export_files(
+    token: &Token,
+    records: &[crate::session::AttachmentRef],
+    file: &impl Fn(&str) -> Option<Vec<u8>>,
+) -> Vec<AttachmentUpload> {
+    records
+        .iter()
+        .filter_map(|a| {
+            let Some(bytes) = file(&a.id) else {
+                tracing::warn!(%token, attachment = %a.id, "an attachment's bytes are missing; left out of the export");
+                return None;
+            };
+            Some(AttachmentUpload {
+                name: a.name.clone(),
+                mime_type: a.mime_type.clone(),
+                data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            })
+        })
+        .collect()
+}
 
 /// What the Node hub writes as `continueMode` (a setting nothing reads).
 pub const NODE_CONTINUE_MODE: &str = "optimize";
@@ -27,7 +51,12 @@ pub enum BadEntry {
     Role { token: Token, role: String },
     #[error("{token}: {source}")]
     Image { token: Token, source: BadImage },
+    #[error("{token}: {detail}")]
+    Attachment { token: Token, detail: String },
 }
+
+/// An imported session's files: new attachment id → bytes, stored with its messages.
+pub type ImportedFiles = Vec<(String, Vec<u8>)>;
 
 /// A whole file: token → session.
 pub type ExportFile = BTreeMap<String, ExportSession>;
@@ -140,6 +169,10 @@ pub struct ExportMessage {
     /// The workspace's changes an agent's question carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<WorkspaceChanges>,
+    /// The files an agent's question showed, with their bytes (base64, as the bridge
+    /// sends them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentUpload>,
 }
 
 fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
@@ -148,7 +181,13 @@ fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::
 }
 
 impl ExportSession {
-    pub fn from_session(s: &Session, messages: impl Iterator<Item = Message>) -> Self {
+    /// `s` with its messages; `file` reads an attachment's bytes by id (one it cannot
+    /// read is left out of the export, with a warning).
+    pub fn from_session(
+        s: &Session,
+        messages: impl Iterator<Item = Message>,
+        file: impl Fn(&str) -> Option<Vec<u8>>,
+    ) -> Self {
         ExportSession {
             token: Some(s.token.to_string()),
             title: s.title.clone(),
@@ -199,6 +238,7 @@ impl ExportSession {
                     multi_select: m.multi_select,
                     choices: m.choices,
                     changes: m.changes,
+                    attachments: export_files(&s.token, &m.attachments, &file),
                 })
                 .collect(),
         }
@@ -206,7 +246,11 @@ impl ExportSession {
 
     /// Turns an entry into a session and its messages. Waits do not survive
     /// an export, so `waiting`/`replied` come back as `holding`.
-    pub fn into_session(self, key: &str, hub: &str) -> Result<(Session, Vec<Message>), BadEntry> {
+    pub fn into_session(
+        self,
+        key: &str,
+        hub: &str,
+    ) -> Result<(Session, Vec<Message>, ImportedFiles), BadEntry> {
         let token_text = self.token.as_deref().unwrap_or(key);
         let token =
             Token::parse(token_text).ok_or_else(|| BadEntry::NotAToken(token_text.to_owned()))?;
@@ -287,6 +331,7 @@ impl ExportSession {
             };
         }
         let mut messages = Vec::with_capacity(self.messages.len());
+        let mut files = ImportedFiles::new();
         for m in self.messages {
             let role = match m.role.as_str() {
                 "user" => Role::User,
@@ -307,6 +352,18 @@ impl ExportSession {
                     source,
                 })?;
             }
+            // Imported files obey the register rule, with new ids.
+            let decoded = crate::session::decode_uploads(&m.attachments).map_err(|detail| {
+                BadEntry::Attachment {
+                    token: s.token.clone(),
+                    detail,
+                }
+            })?;
+            let mut attachments = Vec::with_capacity(decoded.len());
+            for (record, bytes) in decoded {
+                files.push((record.id.clone(), bytes));
+                attachments.push(record);
+            }
             messages.push(Message {
                 role,
                 content: m.content,
@@ -319,12 +376,13 @@ impl ExportSession {
                 multi_select: m.multi_select,
                 choices: m.choices,
                 changes: m.changes,
+                attachments,
             });
         }
         if let Some(last) = messages.last() {
             s.preview = preview_of(&last.content);
         }
-        Ok((s, messages))
+        Ok((s, messages, files))
     }
 }
 
@@ -342,7 +400,7 @@ mod tests {
             .into_iter()
             .find(|(k, _)| k.starts_with("ct_9f2c"))
             .unwrap();
-        let (s, msgs) = entry.into_session(&key, "here:1").unwrap();
+        let (s, msgs, _) = entry.into_session(&key, "here:1").unwrap();
         assert_eq!(s.title, "重构登录模块");
         assert_eq!(s.display_title, "登录重构");
         assert_eq!(

@@ -188,6 +188,83 @@ pub enum BadImage {
     NotBase64,
 }
 
+/// A file an agent's message carries, as the message keeps it: its bytes are in the
+/// store's `attachments` tree under `id`, never inline in the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentRef {
+    /// `at_` and 32 hex digits, unique in the hub.
+    pub id: String,
+    pub name: String,
+    pub mime_type: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+impl AttachmentRef {
+    /// A new id for a stored attachment.
+    pub fn new_id() -> String {
+        format!("at_{}", uuid::Uuid::new_v4().simple())
+    }
+
+    /// Whether `id` has the shape [`AttachmentRef::new_id`] gives.
+    pub fn is_id(id: &str) -> bool {
+        id.strip_prefix("at_")
+            .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+
+    /// Whether the panel may show it inline with its own type: a raster image type the
+    /// hub accepts in replies (never SVG or HTML, which could run script).
+    pub fn is_safe_image(&self) -> bool {
+        IMAGE_TYPES.contains(&self.mime_type.as_str())
+    }
+}
+
+/// An agent's uploads checked (the contract's rules, a plain `type/subtype`) and
+/// decoded, each with the record its message keeps; nothing is kept when one fails.
+pub fn decode_uploads(
+    uploads: &[holdline_contract::attachments::AttachmentUpload],
+) -> Result<Vec<(AttachmentRef, Vec<u8>)>, String> {
+    use base64::Engine as _;
+    use holdline_contract::attachments::{AttachmentRefused, check_size, check_uploads};
+    check_uploads(uploads).map_err(|e| e.to_string())?;
+    let mut decoded = Vec::with_capacity(uploads.len());
+    for upload in uploads {
+        if !is_mime_type(&upload.mime_type) {
+            return Err(format!(
+                "attachment {:?} has no usable mimeType (type/subtype, e.g. image/png): {:?}",
+                upload.name, upload.mime_type
+            ));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&upload.data)
+            .map_err(|_| AttachmentRefused::BadData(upload.name.clone()).to_string())?;
+        check_size(&upload.name, bytes.len() as u64).map_err(|e| e.to_string())?;
+        let record = AttachmentRef {
+            id: AttachmentRef::new_id(),
+            name: upload.name.clone(),
+            mime_type: upload.mime_type.to_ascii_lowercase(),
+            size: bytes.len() as u64,
+        };
+        decoded.push((record, bytes));
+    }
+    Ok(decoded)
+}
+
+/// `type/subtype` of token characters, as a `Content-Type` header may carry it.
+fn is_mime_type(value: &str) -> bool {
+    let token = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    value.len() <= 127
+        && value
+            .split_once('/')
+            .is_some_and(|(t, s)| token(t) && token(s))
+}
+
 /// One entry of a session's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -217,6 +294,9 @@ pub struct Message {
     /// An agent's question: the workspace's uncommitted changes when it asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<WorkspaceChanges>,
+    /// An agent's question: the files it showed beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRef>,
 }
 
 impl Message {
@@ -234,6 +314,7 @@ impl Message {
             multi_select: false,
             choices: Vec::new(),
             changes: None,
+            attachments: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
+import { ATTACH, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, OFFERS, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
 import { pngBase64 } from './harness.mjs';
 
 describe('real clients', { concurrency: true }, () => {
@@ -93,6 +93,21 @@ describe('real clients', { concurrency: true }, () => {
       it('6. a pick among the agent\'s options reaches the model (one, then several)', async (t) => {
         const r = needs(await s.reply, 'the picks');
         t.diagnostic(judgePicks(r));
+      });
+
+      it('7. a file the agent attaches from its workspace reaches the person, once, bytes intact', async () => {
+        const r = needs(await s.reply, 'the attachment');
+        const asked = r.brain.waitCalls().filter((t) => t.action.args?.attachments);
+        assert.ok(asked.length >= 1, 'the client passed `attachments` to wait_for_user_input');
+        const errors = r.brain.results.filter((x) => x.kind === 'error').map((x) => x.text);
+        assert.deepEqual(errors, [], 'no tool error reached the model');
+        assert.equal(r.attached.length, 1, `one file on the agent's messages (got ${JSON.stringify(r.attached.map((a) => [a.name, a.message.slice(0, 40)]))})`);
+        const [file] = r.attached;
+        assert.ok(file.message.includes(OFFERS[2].question), `on the question that attached it: ${file.message}`);
+        assert.equal(file.name, ATTACH[2][0]);
+        assert.equal(file.mimeType, 'image/png');
+        assert.equal(file.status, 200);
+        assert.deepEqual(file.bytes, Buffer.from(pngBase64(), 'base64'), 'the person gets the bytes of the file in the workspace');
       });
     });
   }

@@ -14,7 +14,7 @@
 // must show the session not waiting within its grace period and queue a later reply.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFakeModel } from './fake-model/server.mjs';
@@ -65,6 +65,11 @@ export const OFFERS = {
     text: 'FINISH: that is all, thank you.',
   },
 };
+/**
+ * Over stdio, the agent's question of step 2 shows a screenshot from its workspace (written
+ * there before the client starts): the person must get its bytes (`attachments`).
+ */
+export const ATTACH = { 2: ['screenshot.png'] };
 const PROMPT = 'Work on this repository with the person through holdline: call init_conversation, then report with wait_for_user_input and follow the replies.';
 
 const selected = (process.env.HOLDLINE_CLIENTS || '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -112,6 +117,7 @@ async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attem
   const home = join(dir, 'home');
   const project = join(dir, 'project');
   mkdirSync(project, { recursive: true });
+  for (const path of Object.values(brainKnobs.attach ?? {}).flat()) writeFileSync(join(project, path), Buffer.from(pngBase64(), 'base64'));
   const started = Date.now();
   // HOLDLINE_HOST_ID: a host the hub's own environment claims; /mcp bindings must not use it.
   const hub = await startHub(join(home, '.holdline'), { HOLDLINE_WAIT_GRACE_SEC: String(GRACE_SEC), ...(remote ? { HOLDLINE_HOST_ID: 'hub-environment-host' } : {}) });
@@ -226,7 +232,20 @@ async function replyScenario(driver, transport) {
     }
     out.exit = await within(client.exited, 60_000);
     out.history = await hub.session(token);
-  }, transport, { offers: OFFERS });
+    out.attached = await attachedFiles(hub, out.history);
+  }, transport, { offers: OFFERS, ...(transport === 'stdio' ? { attach: ATTACH } : {}) });
+}
+
+/** The files the agent's messages show, each with the bytes the person's route serves. */
+async function attachedFiles(hub, history) {
+  const files = [];
+  for (const m of history.messages.filter((x) => x.role === 'assistant')) {
+    for (const a of m.attachments ?? []) {
+      const r = await fetch(hub.base + a.url, { headers: { authorization: `Bearer ${hub.secret}` } });
+      files.push({ ...a, status: r.status, bytes: Buffer.from(await r.arrayBuffer()), message: m.content });
+    }
+  }
+  return files;
 }
 
 /**

@@ -3,13 +3,14 @@
 // message folded and unfolded, a table and code wider than the pane), the
 // keep-alive settings, the quick-reply editor, the info/export dialog and the
 // agent keys (desktop; a phone has no room for them), the list's machine filter, a
-// question's option buttons (single and multi-select, with the phone's "N waiting ›"
+// question's option buttons (single and multi-select, the latter with an image and a log
+// attached, with the phone's "N waiting ›"
 // pill) and a revoked key's session: light and dark, desktop and phone.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { startHub, newAgent, launchBrowser, openPanel, item, selectSession } from './harness.mjs';
+import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, makePng } from './harness.mjs';
 
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -32,7 +33,10 @@ before(async () => {
     + `\`\`\`yaml\nrun: pg_isready ${'--timeout 30 '.repeat(30)}\n\`\`\`\n\n> Go ahead?`,
   { completionPct: 80, nextStep: 'remove the sleep from Makefile', options: [{ label: 'Go ahead', description: 'and drop the sleep' }, { label: 'Stop' }] });
   multi = await newAgent(hub, 'CI matrix', { hostIp: '192.168.1.20', hostName: 'laptop', workspace: '/home/dev/ci' });
-  await multi.wait('Which jobs should run on every push?', { multiSelect: true, options: [{ label: 'lint' }, { label: 'unit' }, { label: 'e2e' }] });
+  // …with files beside it (attachments.js): an image and a log to download.
+  await multi.wait('Which jobs should run on every push?', { multiSelect: true, options: [{ label: 'lint' }, { label: 'unit' }, { label: 'e2e' }],
+    attachments: [{ name: 'matrix.png', mimeType: 'image/png', data: makePng(24, 16, () => [40, 120, 200]) },
+      { name: 'ci.log', mimeType: 'text/plain', data: Buffer.from('ok\n').toString('base64') }] });
   const gpu = (await hub.api('POST', '/api/keys', { name: 'gpu-box' })).key;
   const fp = { cursorTitle: 'Training run', workspace: '/data/train', hostIp: '192.168.1.70' };
   const call = (path, body) => fetch(hub.base + path, { method: 'POST', headers: { authorization: `Bearer ${gpu}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());

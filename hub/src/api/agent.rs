@@ -101,8 +101,9 @@ pub async fn select(
 pub async fn register(
     app: &AppState,
     caller: &AgentCaller,
-    b: RegisterRequest,
+    mut b: RegisterRequest,
 ) -> Result<RegisterAnswer, ApiError> {
+    check_question_size(&mut b)?;
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
     let wait_id = app
@@ -120,6 +121,7 @@ pub async fn register(
             multi_select: b.multi_select,
             host_name: b.host_name,
             changes: b.changes,
+            attachments: b.attachments,
             agent_key: caller.agent_key().cloned(),
         })?
         .flushed(&app.hub)
@@ -128,6 +130,23 @@ pub async fn register(
         wait_id,
         status: Status::Waiting,
     })
+}
+
+/// The register route takes a large body for its files and changes; the question
+/// itself (message, next step, options …) must still fit [`JSON_LIMIT`], as on every
+/// other agent route.
+fn check_question_size(b: &mut RegisterRequest) -> Result<(), ApiError> {
+    let files = std::mem::take(&mut b.attachments);
+    let changes = b.changes.take();
+    let size = serde_json::to_vec(&*b).map_or(usize::MAX, |v| v.len());
+    b.attachments = files;
+    b.changes = changes;
+    if size > JSON_LIMIT {
+        return Err(ApiError::too_large(format!(
+            "the question is {size} bytes besides its attachments and changes; at most {JSON_LIMIT}"
+        )));
+    }
+    Ok(())
 }
 
 /// A poll that passed every check, ready to wait.

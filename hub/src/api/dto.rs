@@ -239,6 +239,35 @@ pub struct MessageDto {
     pub seq: u64,
     #[serde(flatten)]
     pub message: Message,
+    /// The files an agent's message carries, each with the person's route to its bytes
+    /// (the stored ids stay inside the hub).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<holdline_contract::attachments::Attachment>,
+}
+
+impl MessageDto {
+    /// Message `seq` of session `token` as the person's API shows it.
+    pub fn new(token: &str, seq: u64, mut message: Message) -> Self {
+        let attachments = std::mem::take(&mut message.attachments)
+            .into_iter()
+            .map(|a| holdline_contract::attachments::Attachment {
+                url: attachment_url(token, &a.id),
+                name: a.name,
+                mime_type: a.mime_type,
+                size: a.size,
+            })
+            .collect();
+        MessageDto {
+            seq,
+            message,
+            attachments,
+        }
+    }
+}
+
+/// The person's route that serves one attachment's bytes.
+pub fn attachment_url(token: &str, id: &str) -> String {
+    format!("/api/sessions/{token}/attachments/{id}")
 }
 
 #[derive(Debug, Serialize)]

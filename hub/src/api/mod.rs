@@ -128,7 +128,11 @@ fn agent_router(state: &AppState) -> Router<AppState> {
     Router::new()
         .route(routes::INIT, post(agent::http::init))
         .route(routes::SELECT, post(agent::http::select))
-        .route(routes::REGISTER, post(agent::http::register))
+        // A question's files travel in its register (base64): only this route takes them.
+        .route(
+            routes::REGISTER,
+            post(agent::http::register).layer(DefaultBodyLimit::max(routes::REGISTER_LIMIT)),
+        )
         .route(routes::ACK, post(agent::http::ack))
         .route(routes::CANCEL, post(agent::http::cancel))
         .route(routes::MERGE, post(agent::http::merge))
@@ -148,6 +152,10 @@ fn person_router(state: &AppState) -> Router<AppState> {
         )
         .route("/api/sessions", get(person::list))
         .route("/api/sessions/{token}/find", get(person::find))
+        .route(
+            "/api/sessions/{token}/attachments/{id}",
+            get(person::attachment),
+        )
         .route("/api/sessions/{token}/archive", post(person::archive))
         .route("/api/sessions/{token}/restore", post(person::restore))
         .route("/api/sessions/{token}/merge", post(person::merge))

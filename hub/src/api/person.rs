@@ -1,5 +1,6 @@
 //! Routes the person uses through the panel or the admin CLI: login, replies,
-//! listing and reading sessions, settings, archive, templates, export/import.
+//! listing and reading sessions (and the files an agent's question showed),
+//! settings, archive, templates, export/import.
 
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -192,10 +193,69 @@ pub async fn detail(
         session: app.session_dto(info),
         messages: messages
             .into_iter()
-            .map(|(seq, message)| MessageDto { seq, message })
+            .map(|(seq, message)| MessageDto::new(t.as_str(), seq, message))
             .collect(),
         next_before,
     }))
+}
+
+/// `GET /api/sessions/{token}/attachments/{id}`: the bytes of a file an agent's
+/// message carries, for the person only. Never run on the panel's origin: a safe
+/// raster image is served inline with its type, anything else (HTML, SVG, a log) as a
+/// download; both with `nosniff` and a CSP sandbox.
+pub async fn attachment(
+    State(app): State<AppState>,
+    Path((raw, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let t = token(&raw)?;
+    if !crate::session::AttachmentRef::is_id(&id) {
+        return Err(ApiError::bad_request(
+            "attachment id must be at_ followed by 32 hex digits",
+        ));
+    }
+    let Some((record, bytes)) = app.hub.attachment(&t, &id)? else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            holdline_contract::ErrorCode::NotFound,
+            format!("session {t} has no attachment {id}"),
+        ));
+    };
+    let (content_type, disposition) = if record.is_safe_image() {
+        (record.mime_type.clone(), "inline")
+    } else {
+        ("application/octet-stream".to_owned(), "attachment")
+    };
+    let headers = [
+        (header::CONTENT_TYPE, content_type),
+        (
+            header::CONTENT_DISPOSITION,
+            format!(
+                "{disposition}; filename*=UTF-8''{}",
+                percent_encode(&record.name)
+            ),
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "sandbox; default-src 'none'".to_owned(),
+        ),
+        (header::CACHE_CONTROL, "private, max-age=3600".to_owned()),
+    ];
+    Ok((headers, bytes).into_response())
+}
+
+/// `name` as RFC 5987 `filename*` carries it: every byte but unreserved characters
+/// percent-encoded.
+fn percent_encode(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// The messages of one session that contain `q` (case-insensitive), newest

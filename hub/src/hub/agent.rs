@@ -177,6 +177,9 @@ impl Hub {
             holdline_contract::changes::check_changes(changes)
                 .map_err(|e| HubError::BadRequest(e.to_string()))?;
         }
+        // Checked and decoded before anything is written: a bad file stores nothing.
+        let files =
+            crate::session::decode_uploads(&req.attachments).map_err(HubError::BadRequest)?;
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -212,10 +215,17 @@ impl Hub {
             }
             if !repeated {
                 s.close_wait(WaitEnd::Superseded);
+                // A repeated request id (a re-call) stores its files no second time.
+                let mut attachments = Vec::with_capacity(files.len());
+                for (record, bytes) in files {
+                    w.attachment(&record.id, bytes);
+                    attachments.push(record);
+                }
                 let message = Message {
                     options: req.options.clone(),
                     multi_select: req.multi_select,
                     changes: req.changes.clone(),
+                    attachments,
                     ..Message::new(Role::Assistant, req.message.clone(), now_ms())
                 };
                 hub.append(s, w, message);

@@ -122,6 +122,8 @@ pub struct RegisterRequest {
     pub host_name: Option<String>,
     /// The workspace's uncommitted changes, checked by [`holdline_contract::changes::check_changes`].
     pub changes: Option<WorkspaceChanges>,
+    /// The files the question shows, checked by [`crate::session::decode_uploads`].
+    pub attachments: Vec<holdline_contract::attachments::AttachmentUpload>,
     /// The agent key the call came with (`None`: the secret); the wait keeps it.
     pub agent_key: Option<KeyName>,
 }

@@ -418,6 +418,27 @@ impl Hub {
             .messages(token, before, limit.min(MAX_PAGE))?)
     }
 
+    /// One file a message of `token`'s history carries, with its bytes; `None` when no
+    /// message of this session names `id` (a merge moves the messages, and the files
+    /// are reachable through the session that holds them).
+    pub fn attachment(
+        &self,
+        token: &Token,
+        id: &str,
+    ) -> Result<Option<(crate::session::AttachmentRef, Vec<u8>)>> {
+        if !self.lock().contains_key(token) {
+            return Err(HubError::NotFound(token.clone()));
+        }
+        let Some(record) = self.inner.store.named_attachment(token, id)? else {
+            return Ok(None);
+        };
+        Ok(self
+            .inner
+            .store
+            .attachment(id)?
+            .map(|bytes| (record, bytes)))
+    }
+
     // ---- templates, export, import --------------------------------------
 
     pub fn templates(&self) -> Result<Vec<Template>> {
@@ -445,7 +466,11 @@ impl Hub {
         let mut file = interchange::ExportFile::new();
         file.insert(
             token.to_string(),
-            interchange::ExportSession::from_session(&session, messages.into_iter().map(|m| m.1)),
+            interchange::ExportSession::from_session(
+                &session,
+                messages.into_iter().map(|m| m.1),
+                |id| self.inner.store.attachment(id).ok().flatten(),
+            ),
         );
         Ok(file)
     }
@@ -474,13 +499,16 @@ impl Hub {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| HubError::BadRequest(e.to_string()))?;
         let (mut imported, mut skipped) = (0, 0);
-        for (mut session, messages) in converted {
+        for (mut session, messages, files) in converted {
             let mut map = self.lock();
             if map.contains_key(&session.token) {
                 skipped += 1;
                 continue;
             }
             let mut w = Write::new();
+            for (id, bytes) in files {
+                w.attachment(&id, bytes);
+            }
             session.msg_count = 0;
             for m in messages {
                 let seq = session.note_message(&m);

@@ -71,13 +71,23 @@ impl Hub {
         }))
     }
 
+    /// The bytes stored under attachment `id`, for the sync to copy.
+    pub fn attachment_bytes(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.inner.store.attachment(id)?)
+    }
+
     pub fn mark_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<()> {
         Ok(self.inner.store.set_synced(token, rev, messages)?)
     }
 
     /// Stores a copy of another hub's session (read-only here). A session this
     /// hub owned becomes a copy: another hub adopted it.
-    pub fn put_mirror(&self, mut session: Session, messages: Vec<(u64, Message)>) -> Result<()> {
+    pub fn put_mirror(
+        &self,
+        mut session: Session,
+        messages: Vec<(u64, Message)>,
+        files: Vec<(String, Vec<u8>)>,
+    ) -> Result<()> {
         if session.hub == self.inner.name {
             return Ok(());
         }
@@ -101,6 +111,9 @@ impl Hub {
             let have = local.map_or(0, |l| l.msg_count);
             for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
                 w.message(&token, seq, m);
+            }
+            for (id, bytes) in files {
+                w.attachment(&id, bytes);
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
@@ -134,6 +147,7 @@ impl Hub {
         mut session: Session,
         messages: Vec<(u64, Message)>,
         replies: Vec<QueuedReply>,
+        files: Vec<(String, Vec<u8>)>,
     ) -> Result<()> {
         let token = session.token.clone();
         let previous = session.hub.clone();
@@ -160,6 +174,9 @@ impl Hub {
             }
             for r in replies {
                 w.enqueue(&token, r);
+            }
+            for (id, bytes) in files {
+                w.attachment(&id, bytes);
             }
             if !session.status.is_closed() {
                 let name = owned_name(session.owner.as_ref(), &session.binding_key);

@@ -59,6 +59,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             multi_select: false,
             host_name: None,
             changes: None,
+            attachments: Vec::new(),
             agent_key: None,
         })
         .unwrap()

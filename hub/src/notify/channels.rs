@@ -57,6 +57,10 @@ pub fn webhook_body(format: WebhookFormat, ev: &Event) -> Value {
                 "nextStep": n.next_step,
                 "options": n.options,
                 "multiSelect": n.multi_select,
+                // Named, never sent: the bytes stay with the hub (the person opens `url`).
+                "attachments": n.files.iter().map(|f| json!({
+                    "name": f.name, "mimeType": f.mime_type, "size": f.bytes.len(),
+                })).collect::<Vec<_>>(),
                 "url": n.link,
                 "text": text,
             }),

@@ -420,6 +420,29 @@ impl Watch {
         }
     }
 
+    /// The files a question shows, with their bytes (one the store cannot give is left
+    /// out, with a warning).
+    fn files_of(
+        &self,
+        token: &Token,
+        attachments: &[crate::session::AttachmentRef],
+    ) -> Vec<notice::NoticeFile> {
+        attachments
+            .iter()
+            .filter_map(|a| match self.hub.attachment(token, &a.id) {
+                Ok(Some((record, bytes))) => Some(notice::NoticeFile {
+                    name: record.name,
+                    mime_type: record.mime_type,
+                    bytes: bytes.into(),
+                }),
+                other => {
+                    tracing::warn!(token = %token, attachment = %a.id, error = ?other.err(), "an attachment could not be read for the notification");
+                    None
+                }
+            })
+            .collect()
+    }
+
     /// Tells the channels of a wait that is due, if it still waits for that question.
     fn fire(&mut self, token: &Token, request_id: &str) {
         let Ok(info) = self.hub.info(token) else {
@@ -433,6 +456,10 @@ impl Watch {
         let asked = self.hub.current_question(token).ok().flatten();
         let question = asked.as_ref().map(|(seq, _)| *seq);
         let shown = asked.filter(|_| self.include_text).map(|(_, m)| m);
+        let files = shown
+            .as_ref()
+            .map(|m| self.files_of(token, &m.attachments))
+            .unwrap_or_default();
         let text = shown
             .as_ref()
             .map(|m| notice::plain(&m.content))
@@ -456,6 +483,7 @@ impl Watch {
             link: format!("{}#session={}", self.link, token),
             quick_replies: self.hub.templates().unwrap_or_default(),
             test: false,
+            files,
         });
         tracing::info!(token = %token, "notifying: a wait has lasted after_sec without a reply");
         self.told.insert(token.clone(), request_id.to_owned());
@@ -480,6 +508,7 @@ fn test_notice(link: &str) -> Arc<Notice> {
         link: link.to_owned(),
         quick_replies: Vec::new(),
         test: true,
+        files: Vec::new(),
     })
 }
 

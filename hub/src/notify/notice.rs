@@ -46,6 +46,34 @@ pub struct Notice {
     pub quick_replies: Vec<Template>,
     /// A `notify test` notice, not a real wait.
     pub test: bool,
+    /// The files the question shows, with their bytes; empty with `include_text = false`
+    /// (they are the agent's content, as its words are).
+    pub files: Vec<NoticeFile>,
+}
+
+/// One file of a question, as the channels send it (Telegram) or name it (the JSON webhook).
+#[derive(Clone, PartialEq)]
+pub struct NoticeFile {
+    pub name: String,
+    pub mime_type: String,
+    pub bytes: bytes::Bytes,
+}
+
+impl NoticeFile {
+    /// Whether it goes as a photo: a raster image type the hub serves inline.
+    pub fn is_image(&self) -> bool {
+        crate::session::IMAGE_TYPES.contains(&self.mime_type.as_str())
+    }
+}
+
+impl std::fmt::Debug for NoticeFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NoticeFile")
+            .field("name", &self.name)
+            .field("mime_type", &self.mime_type)
+            .field("size", &self.bytes.len())
+            .finish()
+    }
 }
 
 /// How a notified wait ended, for the edit or follow-up.
@@ -321,6 +349,7 @@ mod tests {
             link: "http://h/".into(),
             quick_replies: Vec::new(),
             test: false,
+            files: Vec::new(),
         };
         let body = n.body();
         assert!(

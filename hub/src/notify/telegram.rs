@@ -1,6 +1,6 @@
 //! Telegram, both ways: notifications out (`sendMessage` with the question's
-//! options and the quick replies as buttons, `editMessageText` when the wait
-//! ends) and the person's answers in (`getUpdates` long poll; a reply to a
+//! options and the quick replies as buttons, then its files with `sendPhoto` /
+//! `sendDocument`, `editMessageText` when the wait ends) and the person's answers in (`getUpdates` long poll; a reply to a
 //! notification, a button, a photo; multi-select options ticked, then Done).
 //!
 //! Invariant: only chats in `chat_ids` are told or heard (and, with
@@ -241,14 +241,28 @@ impl TelegramChannel {
         body: &Value,
         timeout: Duration,
     ) -> Result<Value, SendError> {
+        let request = self.request(http, method, timeout).json(body);
+        self.answer(method, request).await
+    }
+
+    /// A Bot API method's request, before its body.
+    fn request(
+        &self,
+        http: &reqwest::Client,
+        method: &str,
+        timeout: Duration,
+    ) -> reqwest::RequestBuilder {
         let url = format!("{}/bot{}/{method}", self.cfg.api_base, self.cfg.bot_token.0);
-        let resp = http
-            .post(url)
-            .timeout(timeout)
-            .json(body)
-            .send()
-            .await
-            .map_err(transport)?;
+        http.post(url).timeout(timeout)
+    }
+
+    /// Sends a Bot API request; `Ok` is its `result`.
+    async fn answer(
+        &self,
+        method: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Value, SendError> {
+        let resp = request.send().await.map_err(transport)?;
         let status = resp.status();
         let cap = if method == "getUpdates" {
             MAX_UPDATES_BYTES
@@ -305,9 +319,12 @@ impl TelegramChannel {
                     };
                     match sent["message_id"].as_i64() {
                         Some(id) => {
-                            let mut sent = self.sent();
-                            sent.remember_message(chat, id, asked);
-                            sent.remember_wait(key.clone(), chat, id, text);
+                            {
+                                let mut sent = self.sent();
+                                sent.remember_message(chat, id, asked);
+                                sent.remember_wait(key.clone(), chat, id, text);
+                            }
+                            self.send_files(http, chat, id, n).await;
                         }
                         None => {
                             return Err(SendError::Refused(
@@ -347,6 +364,36 @@ impl TelegramChannel {
                     }
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// Sends the question's files after its text, each as a reply to it: raster images
+    /// with `sendPhoto`, the rest with `sendDocument`. A file Telegram refuses is logged
+    /// and skipped: the text went, and a retry would not send it again.
+    async fn send_files(&self, http: &reqwest::Client, chat: i64, message: i64, n: &Notice) {
+        for file in &n.files {
+            let (method, field) = if file.is_image() {
+                ("sendPhoto", "photo")
+            } else {
+                ("sendDocument", "document")
+            };
+            let part = reqwest::multipart::Part::stream(file.bytes.clone())
+                .file_name(file.name.clone())
+                .mime_str(&file.mime_type)
+                .unwrap_or_else(|_| {
+                    reqwest::multipart::Part::stream(file.bytes.clone())
+                        .file_name(file.name.clone())
+                });
+            let form = reqwest::multipart::Form::new()
+                .text("chat_id", chat.to_string())
+                .text("reply_to_message_id", message.to_string())
+                .part(field, part);
+            let request = self
+                .request(http, method, Duration::from_secs(60))
+                .multipart(form);
+            if let Err(e) = self.answer(method, request).await {
+                tracing::warn!(token = %n.token, file = %file.name, error = %e, "telegram: a question's file was not sent");
             }
         }
     }
@@ -1018,6 +1065,7 @@ mod tests {
                 })
                 .collect(),
             test: false,
+            files: Vec::new(),
         }
     }
 

@@ -214,6 +214,7 @@ mod tests {
             link: "http://h/#session=x".into(),
             quick_replies: Vec::new(),
             test: false,
+            files: Vec::new(),
         }
     }
 

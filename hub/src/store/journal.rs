@@ -27,6 +27,8 @@ pub enum TreeId {
     History = 7,
     /// The store's manifest (see `manifest`), written with every write.
     Meta = 8,
+    /// An agent message's files: attachment id → the file's bytes.
+    Attachments = 9,
 }
 
 impl TreeId {
@@ -41,6 +43,7 @@ impl TreeId {
             6 => TreeId::Summaries,
             7 => TreeId::History,
             8 => TreeId::Meta,
+            9 => TreeId::Attachments,
             _ => return None,
         })
     }
@@ -130,12 +133,17 @@ mod tests {
                 key: b"ct_x".to_vec(),
                 value: Some(Vec::new()),
             },
+            Op {
+                tree: TreeId::Attachments,
+                key: b"at_1".to_vec(),
+                value: Some(vec![0, 1, 2, 255]),
+            },
         ];
         let bytes = encode(&ops);
         assert_eq!(decode(&bytes).unwrap(), ops);
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         let mut bad_tree = bytes.clone();
-        bad_tree[1] = 9;
+        bad_tree[1] = 10;
         assert!(decode(&bad_tree).is_err());
         assert_eq!(decode(&[]).unwrap(), vec![]);
     }

@@ -15,6 +15,9 @@
 //!   queue's last) → queued reply
 //! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`,
 //!   `manifest` (what the store holds, written with every write; see [`manifest`])
+//! - `attachments`: attachment id → the bytes of a file an agent's message carries
+//!   (the message keeps only its id, name, type and size); written in the same
+//!   journal record as the message, never removed while a message names it
 //! - `synced`: token → (rev, messages) already written to MongoDB
 //! - `journal`: sequence number → a write in progress (see [`journal`])
 //!
@@ -117,6 +120,7 @@ pub struct Write {
     bind: Vec<(BindingKind, String, Option<Token>)>,
     enqueue: Vec<(Token, QueuedReply)>,
     dequeue: Vec<(Token, String)>,
+    attachments: Vec<(String, Vec<u8>)>,
 }
 
 impl Write {
@@ -144,6 +148,12 @@ impl Write {
         self.dequeue.push((token.clone(), reply_id.to_owned()));
         self
     }
+    /// Stores one attachment's bytes under its id (the message naming it goes in the
+    /// same write).
+    pub fn attachment(&mut self, id: &str, bytes: Vec<u8>) -> &mut Self {
+        self.attachments.push((id.to_owned(), bytes));
+        self
+    }
 }
 
 /// sled's handles: the database and its trees. Replaced whole when the store
@@ -159,6 +169,7 @@ pub(crate) struct Trees {
     threads: Tree,
     replies: Tree,
     meta: Tree,
+    attachments: Tree,
     synced: Tree,
     journal: Tree,
 }
@@ -301,8 +312,16 @@ impl Store {
                 + w.messages.len()
                 + w.bind.len()
                 + w.enqueue.len()
-                + w.dequeue.len(),
+                + w.dequeue.len()
+                + w.attachments.len(),
         );
+        for (id, bytes) in &w.attachments {
+            ops.push(put(
+                TreeId::Attachments,
+                id.as_bytes().to_vec(),
+                bytes.clone(),
+            ));
+        }
         for s in &w.sessions {
             ops.push(put(
                 TreeId::Sessions,
@@ -612,6 +631,39 @@ impl Store {
             .collect()
     }
 
+    /// The record of attachment `id` as a message of `token`'s history names it, if one
+    /// does. Only messages whose stored text holds the id are decoded.
+    pub fn named_attachment(
+        &self,
+        token: &Token,
+        id: &str,
+    ) -> Result<Option<crate::session::AttachmentRef>, StoreError> {
+        let t = self.t()?;
+        let needle = id.as_bytes();
+        for kv in t.history.scan_prefix(token.as_str().as_bytes()) {
+            let (_, v) = kv?;
+            for (_, m) in history::entries(&v)? {
+                if !m.windows(needle.len()).any(|w| w == needle) {
+                    continue;
+                }
+                let m: Message = decode(m)?;
+                if let Some(a) = m.attachments.into_iter().find(|a| a.id == id) {
+                    return Ok(Some(a));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The bytes of the attachment stored under `id`, if any.
+    pub fn attachment(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .t()?
+            .attachments
+            .get(id.as_bytes())?
+            .map(|v| v.to_vec()))
+    }
+
     /// How far MongoDB has the session: `(rev, message count)`.
     pub fn synced(&self, token: &Token) -> Result<(u64, u64), StoreError> {
         let t = self.t()?;
@@ -656,6 +708,7 @@ impl Trees {
             TreeId::Replies => &self.replies,
             TreeId::Summaries => &self.summaries,
             TreeId::Meta => &self.meta,
+            TreeId::Attachments => &self.attachments,
             // Only in a record a crash left before the upgrade, which follows.
             TreeId::Messages => {
                 legacy = self.db.open_tree(LEGACY_MESSAGES)?;

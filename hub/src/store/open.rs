@@ -100,6 +100,7 @@ fn open_checked(
         threads: t("threads")?,
         replies: t("replies")?,
         meta: t("meta")?,
+        attachments: t("attachments")?,
         synced: t("synced")?,
         journal: t("journal")?,
         db,

@@ -15,6 +15,9 @@
 //!   full session record as JSON, what another hub restores from)
 //! - `messages`: `_id` `token:seq`, `token`, `seq` and the message fields
 //! - `replies`: `_id` reply id, `token`, `state` (queued reply as JSON)
+//! - `attachments`: `_id` attachment id, `token`, `name`, `mimeType`, `size`,
+//!   `data` (binary): a question's files, one document each (at most 5 MiB, under
+//!   MongoDB's 16 MiB document limit), written before the message naming them
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +30,12 @@ use serde::Serialize;
 
 use crate::config::mask_uri;
 use crate::hub::{Hub, SyncSnapshot};
-use crate::session::{Message, QueuedReply, Session, Token, now_ms};
+use crate::session::{AttachmentRef, Message, QueuedReply, Session, Token, now_ms};
+
+/// Attachment id → bytes, as MongoDB has them.
+type Files = Vec<(String, Vec<u8>)>;
+/// A session, its history, its queue and its files, as MongoDB has them.
+type Fetched = (Session, Vec<(u64, Message)>, Vec<QueuedReply>, Files);
 
 /// The MongoDB database every hub of a multi-hub setup shares (docs/operations.md).
 pub const DATABASE: &str = "holdline";
@@ -137,6 +145,9 @@ impl Sync {
     }
     fn messages(&self) -> Collection<Document> {
         self.db().collection("messages")
+    }
+    fn attachments(&self) -> Collection<Document> {
+        self.db().collection("attachments")
     }
     fn replies(&self) -> Collection<Document> {
         self.db().collection("replies")
@@ -267,6 +278,10 @@ impl Sync {
         {
             return self.pull_session(token).await;
         }
+        // Files first: a message in MongoDB always finds its files there.
+        for a in messages.iter().flat_map(|(_, m)| &m.attachments) {
+            self.push_file(token, a).await?;
+        }
         for (seq, m) in &messages {
             let mut d = to_doc(m)?;
             d.insert("_id", format!("{token}:{seq}"));
@@ -316,6 +331,60 @@ impl Sync {
         Ok(())
     }
 
+    /// Writes one attachment's bytes, unless MongoDB has them (they never change).
+    async fn push_file(&self, token: &Token, a: &AttachmentRef) -> Result<(), SyncError> {
+        let there = self
+            .attachments()
+            .find_one(doc! {"_id": a.id.as_str()})
+            .projection(doc! {"_id": 1})
+            .await?;
+        if there.is_some() {
+            return Ok(());
+        }
+        let Some(bytes) = self
+            .inner
+            .hub
+            .attachment_bytes(&a.id)
+            .map_err(|e| SyncError::Decode(e.to_string()))?
+        else {
+            tracing::warn!(token = %token, attachment = %a.id, "an attachment's bytes are missing; not synced");
+            return Ok(());
+        };
+        let data = bson::Binary {
+            subtype: bson::spec::BinarySubtype::Generic,
+            bytes,
+        };
+        self.attachments()
+            .replace_one(
+                doc! {"_id": a.id.as_str()},
+                doc! {"_id": a.id.as_str(), "token": token.as_str(), "name": a.name.as_str(),
+                "mimeType": a.mime_type.as_str(), "size": a.size as i64, "data": data},
+            )
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    /// The bytes of the files `messages` name, as MongoDB has them (one it lacks is
+    /// left out: its message then serves 404 for it).
+    async fn fetch_files(&self, messages: &[(u64, Message)]) -> Result<Files, SyncError> {
+        let mut files = Vec::new();
+        for a in messages.iter().flat_map(|(_, m)| &m.attachments) {
+            let found = self
+                .attachments()
+                .find_one(doc! {"_id": a.id.as_str()})
+                .await?;
+            match found
+                .as_ref()
+                .and_then(|d| d.get_binary_generic("data").ok())
+            {
+                Some(bytes) => files.push((a.id.clone(), bytes.clone())),
+                None => tracing::warn!(attachment = %a.id, "an attachment is not in MongoDB"),
+            }
+        }
+        Ok(files)
+    }
+
     /// Copies in sessions other hubs changed since `since`; returns the new mark.
     async fn pull_round(&self, since: i64) -> Result<i64, SyncError> {
         let hub = &self.inner.hub;
@@ -345,10 +414,7 @@ impl Sync {
     }
 
     /// The session, its history and its queue as MongoDB has them.
-    async fn fetch(
-        &self,
-        token: &Token,
-    ) -> Result<Option<(Session, Vec<(u64, Message)>, Vec<QueuedReply>)>, SyncError> {
+    async fn fetch(&self, token: &Token) -> Result<Option<Fetched>, SyncError> {
         let Some(d) = self
             .sessions()
             .find_one(doc! {"_id": token.as_str()})
@@ -385,14 +451,15 @@ impl Sync {
                 .map_err(|e| SyncError::Decode(e.to_string()))?;
             replies.push(reply);
         }
-        Ok(Some((session, messages, replies)))
+        let files = self.fetch_files(&messages).await?;
+        Ok(Some((session, messages, replies, files)))
     }
 
     async fn pull_session(&self, token: &Token) -> Result<(), SyncError> {
-        if let Some((session, messages, _)) = self.fetch(token).await? {
+        if let Some((session, messages, _, files)) = self.fetch(token).await? {
             self.inner
                 .hub
-                .put_mirror(session, messages)
+                .put_mirror(session, messages, files)
                 .map_err(|e| SyncError::Decode(e.to_string()))?;
         }
         Ok(())
@@ -404,7 +471,7 @@ impl Sync {
         if self.inner.hub.owns(token) == Some(true) {
             return Ok(false);
         }
-        let Some((session, messages, replies)) =
+        let Some((session, messages, replies, files)) =
             tokio::time::timeout(Duration::from_secs(5), self.fetch(token))
                 .await
                 .map_err(|_| SyncError::Mongo("MongoDB did not answer within 5 s".into()))??
@@ -413,7 +480,7 @@ impl Sync {
         };
         self.inner
             .hub
-            .adopt(session, messages, replies)
+            .adopt(session, messages, replies, files)
             .map_err(|e| SyncError::Decode(e.to_string()))?;
         // Claim it in MongoDB at once, so the old owner stops writing.
         if let Err(e) = self.push_one(token, true).await {

@@ -4,7 +4,8 @@
 //! `wait_for_user_input` calls on `/mcp`, and MCP Tasks on `/mcp`. Afterwards
 //! every reply answered 200 has reached its agent exactly once and is acked,
 //! every agent message answered 200 on the agent routes is in the history once
-//! and in order, and sessions and bindings are intact.
+//! and in order (every fifth with its attached file, bytes equal), and sessions
+//! and bindings are intact.
 //!
 //! `HOLDLINE_CRASH_KILLS` (default 25) sets the number of kills for a long
 //! run; `HOLDLINE_CRASH_SEED` replays a run's schedule.
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::mcpclient::McpClient;
 use crate::realhub::{Api, RealHub, free_addr};
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 const AGENTS: usize = 8;
@@ -55,6 +57,47 @@ impl Rng {
     fn chance(&mut self, pct: u64) -> bool {
         self.below(100) < pct
     }
+}
+
+/// The file agent message `n` of session `i` carries (every fifth), as (name, bytes).
+fn attachment_of(i: usize, n: u64) -> Option<(String, Vec<u8>)> {
+    n.is_multiple_of(5).then(|| {
+        let line = format!("log of session {i} step {n}\n");
+        (format!("step-{n}.log"), line.repeat(200).into_bytes())
+    })
+}
+
+/// Every agent message in the history that was sent with a file still has it, bytes
+/// equal (a question with attachments survives kill -9 whole). The promises checked.
+async fn verify_attachments(run: &Run, token: &str, i: usize, messages: &[Value]) -> u64 {
+    let mut checked = 0;
+    for m in messages.iter().filter(|m| m["role"] == "assistant") {
+        let content = m["content"].as_str().unwrap_or("");
+        let Some(n) = content
+            .strip_prefix("agent message ")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let Some((name, bytes)) = attachment_of(i, n) else {
+            continue;
+        };
+        checked += 1;
+        let file = &m["attachments"][0];
+        if file["name"] != json!(name) {
+            run.problem(format!("{token}: message {n} lost its attachment: {m}"));
+            continue;
+        }
+        match run.api.get_bytes(file["url"].as_str().unwrap_or("")).await {
+            Ok((200, got)) if got == bytes => {}
+            other => run.problem(format!(
+                "{token}: message {n}'s attachment answered {:?}",
+                other.map(|(s, b)| (s, b.len()))
+            )),
+        }
+    }
+    checked
 }
 
 /// What the clients know the hub promised about one session.
@@ -186,6 +229,10 @@ impl Run {
             body["requestId"] = json!(format!("q-{i}-{n}"));
             body["completionPct"] = json!(n % 100);
             body["nextStep"] = json!(format!("step {}", n + 1));
+            if let Some((name, bytes)) = attachment_of(i, n) {
+                body["attachments"] = json!([{"name": name, "mimeType": "text/plain",
+                    "data": base64::engine::general_purpose::STANDARD.encode(bytes)}]);
+            }
             (body, message)
         };
         let v = self.until_ok("/api/wait/register", &body).await?;
@@ -603,6 +650,9 @@ async fn verify(run: &Run, i: usize) -> u64 {
             track_messages.len(),
             track_messages.get(first_diff)
         ));
+    }
+    if transport == Transport::Rest {
+        checked += verify_attachments(run, &token, i, &messages).await;
     }
     let mut in_history: HashMap<&str, usize> = HashMap::new();
     for m in messages.iter().filter(|m| m["role"] == "user") {

@@ -8,6 +8,7 @@ mod notifyfake;
 mod realhub;
 
 mod api;
+mod attachments;
 mod choices;
 mod cli;
 mod connections;
@@ -17,6 +18,7 @@ mod in_reply_to;
 mod keys;
 mod liveness;
 mod notify;
+mod notify_attachments;
 mod notify_choices;
 mod owners;
 mod panel_login;

@@ -115,12 +115,66 @@ impl Fake {
     }
 }
 
+/// A `multipart/form-data` body as JSON: each field's text, or for a file
+/// `{filename, contentType, data}` (data base64).
+fn form_fields(boundary: &str, body: &[u8]) -> Value {
+    use base64::Engine as _;
+    let mut fields = serde_json::Map::new();
+    let delimiter = format!("--{boundary}");
+    let text = body;
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = find(rest, delimiter.as_bytes()) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + delimiter.len()..];
+    }
+    for part in parts.into_iter().skip(1) {
+        let part = part.strip_prefix(b"\r\n").unwrap_or(part);
+        let part = part.strip_suffix(b"\r\n").unwrap_or(part);
+        let Some(split) = find(part, b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&part[..split]).to_string();
+        let data = &part[split + 4..];
+        let attr = |key: &str| {
+            head.split(&format!("{key}=\""))
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .map(str::to_owned)
+        };
+        let Some(name) = attr("name") else { continue };
+        let value = match attr("filename") {
+            Some(filename) => json!({
+                "filename": filename,
+                "contentType": head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(str::to_owned)),
+                "data": base64::engine::general_purpose::STANDARD.encode(data),
+            }),
+            None => json!(String::from_utf8_lossy(data)),
+        };
+        fields.insert(name, value);
+    }
+    Value::Object(fields)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 async fn answer(State(inner): State<Arc<Mutex<Inner>>>, req: Request) -> Response {
     let path = req.uri().path().to_owned();
+    let boundary = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("multipart/form-data; boundary="))
+        .map(str::to_owned);
     let bytes: Bytes = axum::body::to_bytes(req.into_body(), 16 << 20)
         .await
         .unwrap_or_default();
-    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let body: Value = match &boundary {
+        Some(b) => form_fields(b, &bytes),
+        None => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    };
     let status = {
         let mut g = inner.lock().unwrap();
         g.seen.push(Seen {
@@ -163,7 +217,7 @@ async fn answer(State(inner): State<Arc<Mutex<Inner>>>, req: Request) -> Respons
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-        "sendMessage" => {
+        "sendMessage" | "sendPhoto" | "sendDocument" => {
             let mut g = inner.lock().unwrap();
             g.next_message += 1;
             json!({"message_id": g.next_message, "chat": {"id": body["chat_id"]}, "text": body["text"]})

@@ -334,6 +334,18 @@ impl Api {
             .await
     }
 
+    /// GET `path` with the secret: the status and the raw bytes.
+    pub async fn get_bytes(&self, path: &str) -> Result<(u16, Vec<u8>), reqwest::Error> {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.secret)
+            .send()
+            .await?;
+        let status = res.status().as_u16();
+        Ok((status, res.bytes().await?.to_vec()))
+    }
+
     /// `/healthz`, or `None` when the hub does not answer.
     pub async fn health(&self) -> Option<Value> {
         let res = self

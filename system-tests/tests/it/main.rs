@@ -7,6 +7,7 @@ mod harness;
 mod inproc;
 
 mod agent_key;
+mod attachments;
 mod bridge;
 mod changes;
 mod client_behaviour;

@@ -550,3 +550,77 @@ async fn two_hubs_share_sessions_and_a_failed_over_wait_is_adopted() {
         .unwrap();
     assert_eq!(doc.get_str("owner").unwrap(), name_b);
 }
+
+#[tokio::test]
+async fn a_questions_files_reach_mongodb_in_their_own_documents_and_another_hub_serves_them() {
+    use base64::Engine as _;
+    let Some(mongo) = Mongo::start().await else {
+        return;
+    };
+    let secret = "0123456789abcdef0123456789abcdef-shared";
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let hub_a = hub(dir_a.path(), &mongo.uri(), Some(secret), 0).await;
+    let hub_b = hub(dir_b.path(), &mongo.uri(), Some(secret), 0).await;
+    let png: Vec<u8> = [0x89, b'P', b'N', b'G', 13, 10, 26, 10].repeat(1000);
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let token = hub_a.ok("/api/init", fingerprint("Files")).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    hub_a
+        .ok(
+            "/api/wait/register",
+            json!({"token": token, "message": "see the chart", "cursorTitle": "Files",
+                   "workspace": "/w", "hostIp": "10.0.0.2", "requestId": "q1",
+                   "attachments": [{"name": "chart.png", "mimeType": "image/png", "data": b64(&png)}]}),
+        )
+        .await;
+
+    let files = mongo.coll("attachments").await;
+    eventually(10, "the file in MongoDB", || async {
+        count(&files, doc! {"token": &token}).await == 1
+    })
+    .await;
+    let d = files
+        .find_one(doc! {"token": &token})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.get_str("name").unwrap(), "chart.png");
+    assert_eq!(d.get_binary_generic("data").unwrap(), &png);
+    let m = mongo
+        .coll("messages")
+        .await
+        .find_one(doc! {"_id": format!("{token}:0")})
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !format!("{m:?}").contains(&b64(&png[..64])),
+        "the message document names the file only"
+    );
+
+    // Hub B's copy of the session serves the same bytes.
+    let url = eventually_url(&hub_b, &token).await;
+    let got = reqwest::Client::new()
+        .get(format!("{}{url}", hub_b.url))
+        .bearer_auth(secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.bytes().await.unwrap().as_ref(), png.as_slice());
+}
+
+/// The url of the first file of `token`'s first message, once hub `h` has a copy.
+async fn eventually_url(h: &TestHub, token: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let s = h.get(&format!("/api/sessions/{token}")).await.1;
+        if let Some(url) = s["messages"][0]["attachments"][0]["url"].as_str() {
+            return url.to_owned();
+        }
+        assert!(Instant::now() < deadline, "hub B has no copy: {s}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

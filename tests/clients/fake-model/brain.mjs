@@ -74,6 +74,7 @@ export function classifyResult(text, isError, bare) {
  *   maxErrors      tool errors tolerated before giving up with a text answer (default 3)
  *   offers         { [step]: { question, options, multiSelect? } }: the wait of that step (1 before
  *                  the first reply, +1 after each) asks `question` and offers `options`
+ *   attach         { [step]: [path…] }: the wait of that step passes these `attachments`
  *   hooks.resolve  (conv, bare) => { name, args } | null: how to reach a tool the client
  *                  defers (Claude Code's ToolSearch, Qwen's tool_search / tool_call)
  *   hooks.wrap     (conv, exposed, args) => { name, args }: how to call a resolved tool
@@ -146,6 +147,7 @@ export function createBrain(knobs = {}) {
     const resume = findResume(lastHoldline.text);
     const args = { token, message, ...knobs.waitArgs };
     if (offer) Object.assign(args, { options: offer.options }, offer.multiSelect ? { multiSelect: true } : {});
+    if (knobs.attach?.[step]) args.attachments = knobs.attach[step];
     // HOLDLINE_CLIENTS_NO_RESUME=1: identical re-calls, to see a client's loop detector.
     if (resume && !process.env.HOLDLINE_CLIENTS_NO_RESUME) args.resume = resume;
     if (lastHoldline.bare === 'wait_for_user_input' && lastKind === 'replied') {

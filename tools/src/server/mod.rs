@@ -6,6 +6,7 @@
 //! Invariant: a token these tools have bound is always sent with the same fingerprint, so
 //! a wait passes the hub's binding check that init or select passed.
 
+mod attachments;
 mod image_files;
 mod params;
 pub mod sentences;
@@ -108,6 +109,8 @@ pub struct Tools {
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
     roots: Arc<Mutex<Option<Option<String>>>>,
+    /// Register requests whose files the hub has.
+    files_sent: attachments::FilesSent,
     shutdown: CancellationToken,
     tool_router: ToolRouter<Tools>,
 }
@@ -134,6 +137,7 @@ impl Tools {
                 .then(Git::default),
             known: Arc::default(),
             roots: Arc::default(),
+            files_sent: attachments::FilesSent::default(),
             shutdown,
             tool_router: Self::tool_router(),
         }

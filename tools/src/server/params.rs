@@ -90,6 +90,11 @@ pub struct WaitParams {
     /// true when the person may pick several of `options`.
     #[serde(default)]
     pub multi_select: Option<bool>,
+    /// Files inside the workspace to show the person beside your message: a screenshot, a
+    /// log; up to 10, 5 MiB each. Paths absolute or relative to the workspace.
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub attachments: Option<Vec<String>>,
 }
 
 /// `merge_conversation` arguments.

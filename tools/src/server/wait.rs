@@ -24,7 +24,7 @@ use rmcp::{
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use super::{Tools, WaitParams, image_files::ImageRoute, sentences::*};
+use super::{Tools, WaitParams, attachments, image_files::ImageRoute, sentences::*};
 use crate::{
     delivery::{Delivery, OpenWait, resume_naming},
     hub::Hub,
@@ -428,7 +428,29 @@ impl Tools {
             tracing::debug!(%token, size, "message refused: too large");
             return Err(too_large(size, routes::JSON_LIMIT));
         }
+        request.attachments = self.attachments_for(&request, p, &fingerprint.workspace)?;
         Ok(request)
+    }
+
+    /// The files the call attaches, read from the workspace; none when the hub already
+    /// has this request's files (a re-call reattaching to the same wait).
+    fn attachments_for(
+        &self,
+        request: &RegisterRequest,
+        p: &WaitParams,
+        workspace: &str,
+    ) -> Result<Vec<holdline_contract::AttachmentUpload>, CallToolResult> {
+        let paths = p.attachments.as_deref().unwrap_or_default();
+        if paths.is_empty() || self.files_sent.contains(&request.request_id) {
+            return Ok(Vec::new());
+        }
+        attachments::read_attachments(paths, workspace, self.transport).map_err(|e| {
+            tracing::debug!(token = %request.token, error = %e, "attachments refused");
+            tool_error(
+                &format!("{e}. Nothing was sent; call again with only files that follow the rule, or none."),
+                "BAD_REQUEST",
+            )
+        })
     }
 
     /// Registers the message and polls its wait until the call ends; registers again when
@@ -489,6 +511,9 @@ impl Tools {
             {
                 Ok(a) => {
                     call.recovered();
+                    if !request.attachments.is_empty() {
+                        self.files_sent.note(&request.request_id);
+                    }
                     return Ok(a.wait_id);
                 }
                 Err(e) if e.is_transient() => {
