@@ -1,7 +1,8 @@
 // screenshots.test.mjs — takes the docs' screenshots (into target/screenshots/, or
 // docs/screenshots/ with scripts/test-e2e.sh --update-screenshots): the panel with a
 // few realistic sessions on three machines at desktop size (light and dark: the list
-// with its machine filter, a question with options) and on a phone (the conversation
+// with its machine filter, a question with options, the files it changed and a
+// screenshot it attached) and on a phone (the conversation
 // with its "N waiting ›" pill), checking each view for sideways scrolling on the way.
 
 import { test, before, after } from 'node:test';
@@ -23,6 +24,47 @@ function failureChart() {
     return i === 3 ? [220, 60, 50] : [70, 130, 220];
   });
 }
+
+/** The CI job times after the fix, all green: the agent's screenshot beside its question. */
+function ciTimesChart() {
+  const bars = [33, 31, 32, 30, 31, 29, 30, 31];
+  return makePng(240, 120, (x, y) => {
+    const i = Math.floor(x / 30);
+    const inBar = x % 30 > 5 && x % 30 < 25 && 120 - y < bars[i] * 1.8;
+    return inBar ? [60, 160, 90] : [246, 247, 249];
+  });
+}
+
+/** The workspace's changes the agent's bridge sent with its question (`--share-changes`). */
+const CI_CHANGES = {
+  files: [
+    { path: '.github/workflows/ci.yml', status: 'modified', added: 6, removed: 1 },
+    { path: 'tests/db_pool.rs', status: 'modified', added: 2, removed: 2 },
+  ],
+  diff: [
+    'diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml',
+    '--- a/.github/workflows/ci.yml',
+    '+++ b/.github/workflows/ci.yml',
+    '@@ -18,3 +18,8 @@ jobs:',
+    '-      - run: sleep 10',
+    '+      - name: wait for postgres',
+    '+        run: |',
+    '+          for i in $(seq 1 30); do',
+    '+            pg_isready -h localhost && exit 0',
+    '+            sleep 1',
+    '+          done',
+    '       - run: cargo test',
+    'diff --git a/tests/db_pool.rs b/tests/db_pool.rs',
+    '--- a/tests/db_pool.rs',
+    '+++ b/tests/db_pool.rs',
+    '@@ -40,4 +40,4 @@',
+    '-    thread::sleep(Duration::from_secs(2));',
+    '-    let pool = Pool::connect(URL)?;',
+    '+    let pool = Pool::connect_retrying(URL, 30)?;',
+    '+    assert!(pool.is_ready());',
+    '',
+  ].join('\n'),
+};
 
 before(async () => {
   hub = await startHub();
@@ -62,6 +104,8 @@ before(async () => {
   ].join('\n'), {
     completionPct: 80,
     nextStep: 'remove the sleep from Makefile',
+    attachments: [{ name: 'ci-times.png', mimeType: 'image/png', data: ciTimesChart() }],
+    changes: CI_CHANGES,
     options: [
       { label: 'Drop the sleep too', description: 'same fix in Makefile, then 50 more runs' },
       { label: 'Commit as it is', description: 'leave the Makefile for later' },
@@ -113,6 +157,24 @@ test('phone list screenshot (390×844, Chinese)', async () => {
     await item(b.page, main.token).waitFor();
     assert.equal(await hasHorizontalScroll(b.page), false);
     await screenshot(b.page, 'phone-list-zh.png');
+  } finally {
+    await b.close();
+  }
+});
+
+test('changed files screenshot (1280×800): the files the agent changed, one diff open', async () => {
+  const b = await launchBrowser({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+  try {
+    const { page } = b;
+    await openPanel(page, hub);
+    await selectSession(page, main.token);
+    const block = page.getByTestId('workspace-changes');
+    await block.getByTestId('changed-file').first().locator('summary').click();
+    await block.scrollIntoViewIfNeeded();
+    await page.evaluate(() => document.querySelector('[data-testid="workspace-changes"]').scrollIntoView({ block: 'start' }));
+    assert.equal(await hasHorizontalScroll(page), false);
+    await screenshot(page, 'changes.png');
+    if (b.errors.length) assert.fail(`page errors: ${b.errors.join(' | ')}`);
   } finally {
     await b.close();
   }
