@@ -3,7 +3,7 @@
 //! installer. The installer's own list is checked against this one by a test.
 
 /// Every `--client` name, in the installer's order.
-pub const CLIENT_NAMES: [&str; 12] = [
+pub const CLIENT_NAMES: [&str; 14] = [
     "cursor",
     "claude-code",
     "codex",
@@ -16,6 +16,8 @@ pub const CLIENT_NAMES: [&str; 12] = [
     "copilot",
     "opencode",
     "continue",
+    "mistral-vibe",
+    "kimi-code",
 ];
 
 /// `name` if it is one of [`CLIENT_NAMES`].

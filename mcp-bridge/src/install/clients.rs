@@ -28,11 +28,15 @@ pub enum Client {
     Opencode,
     /// Continue CLI (`cn`).
     Continue,
+    /// Mistral Vibe (`vibe`, PyPI `mistral-vibe`).
+    MistralVibe,
+    /// Kimi Code CLI (`kimi`, npm `@moonshot-ai/kimi-code`).
+    KimiCode,
 }
 
 impl Client {
     /// Every client, for `uninstall --all`.
-    pub const ALL: [Client; 12] = [
+    pub const ALL: [Client; 14] = [
         Client::Cursor,
         Client::ClaudeCode,
         Client::Codex,
@@ -45,6 +49,8 @@ impl Client {
         Client::Copilot,
         Client::Opencode,
         Client::Continue,
+        Client::MistralVibe,
+        Client::KimiCode,
     ];
 }
 
@@ -73,6 +79,8 @@ pub enum Format {
     CodexToml,
     /// Continue's YAML: `mcpServers:` list of items with `name`.
     ContinueYaml,
+    /// Mistral Vibe's TOML: `[[mcp_servers]]` tables with `name`.
+    VibeToml,
 }
 
 /// One config file and holdline's entry in it.
@@ -134,7 +142,8 @@ pub struct Setup<'a> {
     pub remote: Option<Remote>,
     pub home: PathBuf,
     pub project: PathBuf,
-    /// The environment (`CODEX_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`, `APPDATA`).
+    /// The environment (`CODEX_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`, `APPDATA`, `VIBE_HOME`,
+    /// `KIMI_CODE_HOME`).
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -184,6 +193,7 @@ impl Client {
         match self {
             Client::Codex => Format::CodexToml,
             Client::Continue => Format::ContinueYaml,
+            Client::MistralVibe => Format::VibeToml,
             Client::Vscode => Format::Json("servers"),
             Client::Opencode => Format::Json("mcp"),
             _ => Format::Json("mcpServers"),
@@ -246,6 +256,14 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
         Client::Continue => json!({
             "name": super::SERVER_NAME, "command": command, "args": [], "env": env,
         }),
+        Client::MistralVibe => json!({
+            "name": super::SERVER_NAME, "transport": "stdio", "command": command, "args": [],
+            "env": env_long, "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+        }),
+        Client::KimiCode => json!({
+            "transport": "stdio", "command": command, "args": [], "env": env_long,
+            "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
+        }),
     }
 }
 
@@ -291,6 +309,16 @@ pub fn remote_entry(client: Client, remote: &Remote) -> Value {
             "name": super::SERVER_NAME, "type": "streamable-http", "url": url,
             "requestOptions": {"headers": headers},
         }),
+        // `auth.type = "static"`: Vibe's own `mcp add --header` writes headers there.
+        Client::MistralVibe => json!({
+            "name": super::SERVER_NAME, "transport": "streamable-http", "url": url,
+            "auth": {"type": "static", "headers": headers_long},
+            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+        }),
+        Client::KimiCode => json!({
+            "transport": "http", "url": url, "headers": headers_long,
+            "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
+        }),
     }
 }
 
@@ -318,10 +346,17 @@ fn wanted_entry(client: Client, setup: &Setup) -> (Value, Vec<String>, Vec<Strin
         Some(remote) => {
             let entry = remote_entry(client, remote);
             // The transport is holdline's to decide: the hub serves Streamable HTTP only.
-            let decided = ["type", "url", "httpUrl", "serverUrl", "Authorization"]
-                .iter()
-                .filter_map(|k| path_of(&entry, k))
-                .collect();
+            let decided = [
+                "type",
+                "transport",
+                "url",
+                "httpUrl",
+                "serverUrl",
+                "Authorization",
+            ]
+            .iter()
+            .filter_map(|k| path_of(&entry, k))
+            .collect();
             (entry, local_entry(client, command, None), decided)
         }
         None => {
@@ -446,6 +481,22 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 "---\nname: holdline\nalwaysApply: true\n---\n\n",
             ),
         ),
+        Client::MistralVibe => {
+            let dir = setup.var("VIBE_HOME").unwrap_or_else(|| home.join(".vibe"));
+            simple(
+                vec![target(dir.join("config.toml"))],
+                section(dir.join("AGENTS.md")),
+            )
+        }
+        Client::KimiCode => {
+            let dir = setup
+                .var("KIMI_CODE_HOME")
+                .unwrap_or_else(|| home.join(".kimi-code"));
+            simple(
+                vec![target(dir.join("mcp.json"))],
+                section(dir.join("AGENTS.md")),
+            )
+        }
     }
 }
 
