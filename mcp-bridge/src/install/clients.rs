@@ -32,11 +32,15 @@ pub enum Client {
     MistralVibe,
     /// Kimi Code CLI (`kimi`, npm `@moonshot-ai/kimi-code`).
     KimiCode,
+    /// Roo Code (VS Code extension); from its public docs, not measured.
+    RooCode,
+    /// Zed's agent; from its public docs, not measured.
+    Zed,
 }
 
 impl Client {
     /// Every client, for `uninstall --all`.
-    pub const ALL: [Client; 14] = [
+    pub const ALL: [Client; 16] = [
         Client::Cursor,
         Client::ClaudeCode,
         Client::Codex,
@@ -51,6 +55,8 @@ impl Client {
         Client::Continue,
         Client::MistralVibe,
         Client::KimiCode,
+        Client::RooCode,
+        Client::Zed,
     ];
 }
 
@@ -173,6 +179,18 @@ impl Setup<'_> {
         base.join(app).join("User")
     }
 
+    /// Zed's `settings.json`: `%APPDATA%/Zed` on Windows, else `~/.config/zed`.
+    fn zed_settings(&self) -> PathBuf {
+        let dir = if cfg!(windows) {
+            self.var("APPDATA")
+                .unwrap_or_else(|| self.home.join("AppData/Roaming"))
+                .join("Zed")
+        } else {
+            self.xdg_config().join("zed")
+        };
+        dir.join("settings.json")
+    }
+
     /// Cline CLI 3.x's settings file: `$CLINE_MCP_SETTINGS_PATH`, else under
     /// `$CLINE_DATA_DIR`, else under `$CLINE_DIR/data`, else `~/.cline/data`.
     fn cline_cli_settings(&self) -> PathBuf {
@@ -196,6 +214,7 @@ impl Client {
             Client::MistralVibe => Format::VibeToml,
             Client::Vscode => Format::Json("servers"),
             Client::Opencode => Format::Json("mcp"),
+            Client::Zed => Format::Json("context_servers"),
             _ => Format::Json("mcpServers"),
         }
     }
@@ -264,6 +283,12 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
             "transport": "stdio", "command": command, "args": [], "env": env_long,
             "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
         }),
+        // Cline's fork: the same keys (`alwaysAllow` for Cline's `autoApprove`).
+        Client::RooCode => json!({
+            "command": command, "args": [], "env": env_long,
+            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
+        }),
+        Client::Zed => json!({"command": command, "args": [], "env": env}),
     }
 }
 
@@ -319,6 +344,11 @@ pub fn remote_entry(client: Client, remote: &Remote) -> Value {
             "transport": "http", "url": url, "headers": headers_long,
             "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
         }),
+        Client::RooCode => json!({
+            "type": "streamable-http", "url": url, "headers": headers_long,
+            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
+        }),
+        Client::Zed => json!({"url": url, "headers": headers}),
     }
 }
 
@@ -497,6 +527,17 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 section(dir.join("AGENTS.md")),
             )
         }
+        Client::RooCode => simple(
+            vec![target(setup.vscode_like_user_dir("Code").join(
+                "globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+            ))],
+            own(project.join(".roo/rules/holdline.md"), ""),
+        ),
+        // Zed reads the first of `.rules`, `AGENTS.md`, `CLAUDE.md` … in the project.
+        Client::Zed => simple(
+            vec![target(setup.zed_settings())],
+            section(project.join("AGENTS.md")),
+        ),
     }
 }
 
