@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 PNG_1PX = (
@@ -62,7 +62,10 @@ async def main(bridge: str) -> None:
                 "HOLDLINE_POLL_MS": "500"})
     params = StdioServerParameters(command=bridge, args=[], env=env)
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        # A name of its own: the SDK's default name `mcp` is what Mistral Vibe sends, and the
+        # bridge treats `mcp` as Vibe (a 50 s limit, images as files in the workspace).
+        info = types.Implementation(name="holdline-python-sdk-check", version="1.0")
+        async with ClientSession(read, write, client_info=info) as session:
             init = await session.initialize()
             assert init.server_info.name == "holdline-mcp", init.server_info
             tools = await session.list_tools()

@@ -34,16 +34,19 @@ if (( node_major < 20 )); then
 fi
 
 # Installs happen one client at a time, before the clients start, so the test runner's
-# timing does not include npm; the test itself reuses the cache.
+# timing does not include npm; the test itself reuses the cache. Clients from PyPI
+# (Mistral Vibe) need a Python ≥ 3.12: tests/clients/python.mjs unpacks Debian 13's CPython
+# 3.13 into the cache with apt-get download (private apt state) and installs the client
+# with uv from PyPI; that needs apt-get, dpkg and python3 -m pip.
 node --input-type=module -e '
   import { readdirSync } from "node:fs";
-  import { installPackage } from "./tests/clients/harness.mjs";
+  import { installDriver } from "./tests/clients/harness.mjs";
   const only = (process.env.HOLDLINE_CLIENTS || "").split(",").filter(Boolean);
   for (const f of readdirSync("tests/clients/clients").filter((f) => f.endsWith(".mjs")).sort()) {
     const d = await import(`./tests/clients/clients/${f}`);
     if (only.length && !only.includes(d.name)) continue;
     const t = Date.now();
-    const dir = await installPackage(d.pkg, d.version);
+    const dir = await installDriver(d);
     console.log(`test-clients: ${d.pkg}@${d.version} in ${dir} (${Math.round((Date.now() - t) / 1000)} s)`);
   }
 '

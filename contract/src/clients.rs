@@ -3,7 +3,7 @@
 //! installer. The installer's own list is checked against this one by a test.
 
 /// Every `--client` name, in the installer's order.
-pub const CLIENT_NAMES: [&str; 14] = [
+pub const CLIENT_NAMES: [&str; 18] = [
     "cursor",
     "claude-code",
     "codex",
@@ -18,6 +18,10 @@ pub const CLIENT_NAMES: [&str; 14] = [
     "continue",
     "kilo",
     "droid",
+    "mistral-vibe",
+    "kimi-code",
+    "roo-code",
+    "zed",
 ];
 
 /// `name` if it is one of [`CLIENT_NAMES`].

@@ -63,7 +63,14 @@ export async function installPackage(pkg, version) {
   return dir;
 }
 
-/** A real hub on 127.0.0.1:0 with its home in `home`; `env` adds to its environment. */
+/**
+ * A driver's client installed once: its own `install()` where it has one (a client not on
+ * npm, e.g. from PyPI), else `pkg@version` from npm. Returns the folder it is in.
+ */
+export function installDriver(driver) {
+  return driver.install ? driver.install() : installPackage(driver.pkg, driver.version);
+}
+
 /**
  * `holdline-hub serve` on 127.0.0.1:0 with `home`; `env` is added to `baseEnv` (the
  * process's own by default), `bin` is the hub binary (this tree's by default).

@@ -53,7 +53,7 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         const brain = r.brain;
         const errors = brain.results.filter((x) => x.kind === 'error');
         assert.deepEqual(errors.map((x) => x.text.slice(0, 300)), [], 'no tool error reached the model (a call the client timed out would be one)');
-        const LOOP = /loop detected|Potential loop|Loop detection halted|consecutive identical calls/i;
+        const LOOP = /loop detected|Potential loop|Loop detection halted|consecutive identical calls|repeat breaker/i;
         assert.doesNotMatch(r.log ?? '', LOOP, 'no loop detector stopped the client');
         needs(r, 're-calls');
         const calls = r.callsBeforeReply;

@@ -34,8 +34,9 @@ describe('real clients', { concurrency: true }, () => {
         const waits = holdlineResults(brain, 'wait_for_user_input');
         const errors = brain.results.filter((x) => x.kind === 'error');
         assert.deepEqual(errors.map((x) => x.text), [], 'no tool error reached the model');
-        // Gemini, Qwen Code ("Loop detection halted the run"), Cline CLI ("… consecutive identical calls …").
-        const LOOP = /loop detected|Potential loop|Loop detection halted|consecutive identical calls/i;
+        // Gemini, Qwen Code ("Loop detection halted the run"), Cline CLI ("… consecutive identical calls …"),
+        // Kimi Code ("… ended by the repeat breaker …").
+        const LOOP = /loop detected|Potential loop|Loop detection halted|consecutive identical calls|repeat breaker/i;
         assert.doesNotMatch(r.log ?? '', LOOP, 'no loop detector stopped the client');
         const warned = r.requests.find((q) => LOOP.test(JSON.stringify(q.body)));
         assert.ok(!warned, `no loop detector spoke to the model: ${JSON.stringify(warned?.body ?? '').match(/.{0,80}loop detected.{0,200}/i)?.[0]}`);

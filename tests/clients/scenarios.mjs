@@ -18,7 +18,7 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFakeModel } from './fake-model/server.mjs';
-import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installPackage, pngBase64, sleep, spawnClient, startHub, waitFor, within } from './harness.mjs';
+import { MCP_BIN, RUNS, agentKey, bridgesOf, revokeKey, installDriver, pngBase64, sleep, spawnClient, startHub, waitFor, within } from './harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Wait calls before the person answers: Gemini's and Qwen's detectors stop the 5th identical one. */
@@ -129,7 +129,7 @@ async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attem
   let client;
   let earlier = [];
   try {
-    const installDir = await installPackage(driver.pkg, driver.version);
+    const installDir = await installDriver(driver);
     const key = remote ? out.key = await agentKey(hub, `${driver.name}-${scenario}`) : null;
     const spec = await driver.prepare({
       home, project, dir, installDir,
@@ -192,7 +192,9 @@ export function needs(r, what) {
 function agentToken(brain) {
   for (const t of [...brain.turns].reverse()) {
     // Qwen's deferred tools: `tool_call {name, arguments: {token…}}`.
-    const token = t.action?.args?.token ?? t.action?.args?.arguments?.token;
+    // Vibe's code mode: `run_typescript {code}` with the arguments inside the program.
+    const token = t.action?.args?.token ?? t.action?.args?.arguments?.token ??
+      (typeof t.action?.args?.code === 'string' ? t.action.args.code.match(/ct_[0-9a-f]{32}/)?.[0] : undefined);
     if (token) return token;
   }
   return null;
@@ -319,7 +321,8 @@ export function judgePicks(r) {
 /**
  * Where the model was shown `wait_for_user_input`'s `options` (items with a `label`) and
  * `multiSelect`: 'in its tools' (a schema object in a request), 'in a tool result' (a
- * deferred tool's schema handed over as text: Qwen's tool_search), or null — a client
+ * deferred tool's schema handed over as text: Qwen's tool_search, or as a TypeScript
+ * declaration: Vibe's search_tool_functions), or null — a client
  * whose sanitiser dropped them would leave a real model unaware it can offer choices.
  */
 function schemaShown(requests) {
@@ -328,6 +331,8 @@ function schemaShown(requests) {
     if (found || v == null) return;
     if (typeof v === 'string') {
       if (/"options"\s*:\s*\{[^]*"label"/.test(v) && /"multiSelect"\s*:\s*\{/.test(v)) found = 'in a tool result';
+      // A TypeScript declaration (Vibe's search_tool_functions details).
+      if (/\boptions\?:\s*Array<\{[^]*\blabel: string/.test(v) && /\bmultiSelect\?: boolean/.test(v)) found = 'in a tool result';
       return;
     }
     if (typeof v !== 'object') return;

@@ -11,8 +11,10 @@ use std::time::Duration;
 /// One client's measured behaviour with a long tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientLimit {
-    /// Matched against the lowercased `clientInfo.name`.
+    /// Matched against the lowercased `clientInfo.name`: contained in it, or equal to it
+    /// when `exact` (a generic name such as the Python SDK's `mcp`).
     pub needle: &'static str,
+    pub exact: bool,
     /// What the bridge waits at most, a margin under the client's limit; `None`: no limit.
     pub wait_secs: Option<u64>,
     /// Whether progress notifications reset the client's timer (then, with a progress
@@ -39,6 +41,7 @@ const fn client(
 ) -> ClientLimit {
     ClientLimit {
         needle,
+        exact: false,
         wait_secs,
         progress_resets,
         images_beside_structure: true,
@@ -51,7 +54,13 @@ const fn client(
 /// The table entry for a client by its `clientInfo.name`, if it is known.
 pub fn known_client(name: &str) -> Option<&'static ClientLimit> {
     let name = name.to_lowercase();
-    CLIENT_LIMITS.iter().find(|c| name.contains(c.needle))
+    CLIENT_LIMITS.iter().find(|c| {
+        if c.exact {
+            name == c.needle
+        } else {
+            name.contains(c.needle)
+        }
+    })
 }
 
 /// Whether a result with images may also carry `structuredContent` for this client.
@@ -127,6 +136,17 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
         images: Images::AsText,
         ..client("cline", Some(50), false)
     },
+    // Kimi Code CLI: the TypeScript SDK's 60 s unless `toolTimeoutMs`, no progress token,
+    // cancels on its timeout.
+    client("kimi-code", Some(50), false),
+    // Mistral Vibe, named `mcp` (the Python SDK's default name): 60 s unless
+    // `tool_timeout_sec`, no progress token, no cancel; its code mode hands the model a
+    // result's `structuredContent` (else its text), never an image.
+    ClientLimit {
+        exact: true,
+        images: Images::Dropped,
+        ..client("mcp", Some(50), false)
+    },
     // Public reports, not measured here.
     client("cursor", Some(540), false),
     client("visual studio code", Some(270), false),
@@ -187,8 +207,6 @@ pub enum LimitSource {
         needle: &'static str,
         progress: bool,
     },
-    /// The official Python SDK, which has no request timeout unless the caller sets one.
-    PythonSdk,
     /// A client not in the table.
     Unknown,
 }
@@ -223,9 +241,6 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
             LimitSource::Unknown,
         );
     };
-    if name == "mcp" {
-        return (None, LimitSource::PythonSdk);
-    }
     let Some(entry) = known_client(&name) else {
         return (
             Some(Duration::from_secs(UNKNOWN_CLIENT_WAIT)),
@@ -319,6 +334,7 @@ mod tests {
         assert_eq!(limit(Some("copilot-cli"), true), None);
         assert_eq!(limit(Some("claude-code"), true), None);
         assert_eq!(limit(Some("claude-code"), false), Some(1740));
+        assert_eq!(limit(Some("kimi-code"), true), Some(50));
     }
 
     #[test]
@@ -330,7 +346,9 @@ mod tests {
             Some(UNKNOWN_CLIENT_WAIT)
         );
         assert_eq!(limit(None, true), Some(UNKNOWN_CLIENT_WAIT));
-        assert_eq!(limit(Some("mcp"), false), None);
+        // `mcp` is a name of its own (Vibe's), not every name that contains it.
+        assert_eq!(limit(Some("mcp"), true), Some(50));
+        assert_eq!(limit(Some("my-mcp-thing"), true), Some(UNKNOWN_CLIENT_WAIT));
     }
 
     #[test]
@@ -389,6 +407,8 @@ mod tests {
         assert_eq!(images(Some("continue-cli-client")), Images::AsText);
         assert_eq!(images(Some("Continue")), Images::AsText);
         assert_eq!(images(Some("github-copilot-cli")), Images::Dropped);
+        assert_eq!(images(Some("mcp")), Images::Dropped);
+        assert_eq!(images(Some("kimi-code")), Images::Blocks);
         assert_eq!(images(Some("claude-code")), Images::Blocks);
         assert_eq!(images(Some("codex-mcp-client")), Images::Blocks);
         assert_eq!(images(Some("something-new")), Images::Blocks);

@@ -32,11 +32,19 @@ pub enum Client {
     Kilo,
     /// Factory Droid CLI (`droid`).
     Droid,
+    /// Mistral Vibe (`vibe`, PyPI `mistral-vibe`).
+    MistralVibe,
+    /// Kimi Code CLI (`kimi`, npm `@moonshot-ai/kimi-code`).
+    KimiCode,
+    /// Roo Code (VS Code extension); from its public docs, not measured.
+    RooCode,
+    /// Zed's agent; from its public docs, not measured.
+    Zed,
 }
 
 impl Client {
     /// Every client, for `uninstall --all`.
-    pub const ALL: [Client; 14] = [
+    pub const ALL: [Client; 18] = [
         Client::Cursor,
         Client::ClaudeCode,
         Client::Codex,
@@ -51,6 +59,10 @@ impl Client {
         Client::Continue,
         Client::Kilo,
         Client::Droid,
+        Client::MistralVibe,
+        Client::KimiCode,
+        Client::RooCode,
+        Client::Zed,
     ];
 }
 
@@ -79,6 +91,8 @@ pub enum Format {
     CodexToml,
     /// Continue's YAML: `mcpServers:` list of items with `name`.
     ContinueYaml,
+    /// Mistral Vibe's TOML: `[[mcp_servers]]` tables with `name`.
+    VibeToml,
 }
 
 /// One config file and holdline's entry in it.
@@ -143,7 +157,8 @@ pub struct Setup<'a> {
     pub remote: Option<Remote>,
     pub home: PathBuf,
     pub project: PathBuf,
-    /// The environment (`CODEX_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`, `APPDATA`).
+    /// The environment (`CODEX_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`, `APPDATA`, `VIBE_HOME`,
+    /// `KIMI_CODE_HOME`).
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -173,6 +188,18 @@ impl Setup<'_> {
         base.join(app).join("User")
     }
 
+    /// Zed's `settings.json`: `%APPDATA%/Zed` on Windows, else `~/.config/zed`.
+    fn zed_settings(&self) -> PathBuf {
+        let dir = if cfg!(windows) {
+            self.var("APPDATA")
+                .unwrap_or_else(|| self.home.join("AppData/Roaming"))
+                .join("Zed")
+        } else {
+            self.xdg_config().join("zed")
+        };
+        dir.join("settings.json")
+    }
+
     /// Cline CLI 3.x's settings file: `$CLINE_MCP_SETTINGS_PATH`, else under
     /// `$CLINE_DATA_DIR`, else under `$CLINE_DIR/data`, else `~/.cline/data`.
     fn cline_cli_settings(&self) -> PathBuf {
@@ -193,8 +220,10 @@ impl Client {
         match self {
             Client::Codex => Format::CodexToml,
             Client::Continue => Format::ContinueYaml,
+            Client::MistralVibe => Format::VibeToml,
             Client::Vscode => Format::Json("servers"),
             Client::Opencode | Client::Kilo => Format::Json("mcp"),
+            Client::Zed => Format::Json("context_servers"),
             _ => Format::Json("mcpServers"),
         }
     }
@@ -259,6 +288,20 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
         Client::Continue => json!({
             "name": super::SERVER_NAME, "command": command, "args": [], "env": env,
         }),
+        Client::MistralVibe => json!({
+            "name": super::SERVER_NAME, "transport": "stdio", "command": command, "args": [],
+            "env": env_long, "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+        }),
+        Client::KimiCode => json!({
+            "transport": "stdio", "command": command, "args": [], "env": env_long,
+            "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
+        }),
+        // Cline's fork: the same keys (`alwaysAllow` for Cline's `autoApprove`).
+        Client::RooCode => json!({
+            "command": command, "args": [], "env": env_long,
+            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
+        }),
+        Client::Zed => json!({"command": command, "args": [], "env": env}),
     }
 }
 
@@ -309,6 +352,21 @@ pub fn remote_entry(client: Client, remote: &Remote) -> Value {
             "name": super::SERVER_NAME, "type": "streamable-http", "url": url,
             "requestOptions": {"headers": headers},
         }),
+        // `auth.type = "static"`: Vibe's own `mcp add --header` writes headers there.
+        Client::MistralVibe => json!({
+            "name": super::SERVER_NAME, "transport": "streamable-http", "url": url,
+            "auth": {"type": "static", "headers": headers_long},
+            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+        }),
+        Client::KimiCode => json!({
+            "transport": "http", "url": url, "headers": headers_long,
+            "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
+        }),
+        Client::RooCode => json!({
+            "type": "streamable-http", "url": url, "headers": headers_long,
+            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
+        }),
+        Client::Zed => json!({"url": url, "headers": headers}),
     }
 }
 
@@ -336,10 +394,17 @@ fn wanted_entry(client: Client, setup: &Setup) -> (Value, Vec<String>, Vec<Strin
         Some(remote) => {
             let entry = remote_entry(client, remote);
             // The transport is holdline's to decide: the hub serves Streamable HTTP only.
-            let decided = ["type", "url", "httpUrl", "serverUrl", "Authorization"]
-                .iter()
-                .filter_map(|k| path_of(&entry, k))
-                .collect();
+            let decided = [
+                "type",
+                "transport",
+                "url",
+                "httpUrl",
+                "serverUrl",
+                "Authorization",
+            ]
+            .iter()
+            .filter_map(|k| path_of(&entry, k))
+            .collect();
             (entry, local_entry(client, command, None), decided)
         }
         None => {
@@ -478,6 +543,33 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 project.join(".continue/rules/holdline.md"),
                 "---\nname: holdline\nalwaysApply: true\n---\n\n",
             ),
+        ),
+        Client::MistralVibe => {
+            let dir = setup.var("VIBE_HOME").unwrap_or_else(|| home.join(".vibe"));
+            simple(
+                vec![target(dir.join("config.toml"))],
+                section(dir.join("AGENTS.md")),
+            )
+        }
+        Client::KimiCode => {
+            let dir = setup
+                .var("KIMI_CODE_HOME")
+                .unwrap_or_else(|| home.join(".kimi-code"));
+            simple(
+                vec![target(dir.join("mcp.json"))],
+                section(dir.join("AGENTS.md")),
+            )
+        }
+        Client::RooCode => simple(
+            vec![target(setup.vscode_like_user_dir("Code").join(
+                "globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+            ))],
+            own(project.join(".roo/rules/holdline.md"), ""),
+        ),
+        // Zed reads the first of `.rules`, `AGENTS.md`, `CLAUDE.md` … in the project.
+        Client::Zed => simple(
+            vec![target(setup.zed_settings())],
+            section(project.join("AGENTS.md")),
         ),
     }
 }

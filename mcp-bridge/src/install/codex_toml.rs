@@ -10,7 +10,7 @@ use super::SERVER_NAME;
 #[derive(Debug)]
 pub struct TomlError(pub String);
 
-fn parse(text: &str) -> Result<DocumentMut, TomlError> {
+pub(super) fn parse(text: &str) -> Result<DocumentMut, TomlError> {
     text.parse::<DocumentMut>()
         .map_err(|e| TomlError(e.to_string().trim().replace('\n', " ")))
 }
@@ -65,7 +65,7 @@ pub fn without_entry(text: &str) -> Result<Option<String>, TomlError> {
 
 /// Makes `table` equal to `fields`: sets each key whose value differs, recursing into
 /// sub-tables, and removes the keys `fields` lacks (an entry that switched transport).
-fn update(table: &mut dyn TableLike, fields: &Map<String, Value>) {
+pub(super) fn update(table: &mut dyn TableLike, fields: &Map<String, Value>) {
     let gone: Vec<String> = table
         .iter()
         .map(|(k, _)| k.to_owned())
@@ -118,7 +118,7 @@ fn json_to_toml(v: &Value) -> toml_edit::Value {
 }
 
 /// A TOML item as JSON, to compare entries regardless of formatting.
-fn item_to_json(item: &Item) -> Value {
+pub(super) fn item_to_json(item: &Item) -> Value {
     fn from_value(v: &toml_edit::Value) -> Value {
         match v {
             toml_edit::Value::String(s) => json!(s.value()),

@@ -8,7 +8,7 @@
 //! - `command`: the command an entry runs by default (a path that survives upgrades).
 //! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
-//! - `json_doc`, `codex_toml`, `continue_yaml`: in-place edits of each file format.
+//! - `json_doc`, `codex_toml`, `vibe_toml`, `continue_yaml`: in-place edits of each file format.
 //! - `rule`: the rule text, its own file or its marked section.
 //! - `file`: symlinks followed, mode and owner kept, backups, atomic replace.
 
@@ -21,6 +21,7 @@ mod file;
 mod json_doc;
 mod remote;
 mod rule;
+mod vibe_toml;
 
 use std::path::{Path, PathBuf};
 
@@ -324,6 +325,7 @@ fn entry_text(format: Format, entry: &Value) -> String {
             serde_json::to_string_pretty(&json!({ key: { SERVER_NAME: entry } })).expect("json")
         )),
         Format::CodexToml => codex_toml::with_entry("", entry).map_err(|e| e.0),
+        Format::VibeToml => vibe_toml::with_entry("", entry).map_err(|e| e.0),
         Format::ContinueYaml => {
             continue_yaml::with_entry("mcpServers: []\n", entry).map_err(|e| e.0)
         }
@@ -360,6 +362,8 @@ fn current_entry(target: &ConfigTarget, text: &str) -> Result<Option<Value>, Ins
             .map_err(|e| doc_error(target, e)),
         Format::CodexToml => codex_toml::entry(text)
             .map_err(|e| refuse(target, &format!("is not valid TOML ({})", e.0))),
+        Format::VibeToml => vibe_toml::entry(text)
+            .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
         Format::ContinueYaml => continue_yaml::entry(text)
             .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
     }
@@ -375,6 +379,8 @@ fn text_with_entry(
             .and_then(|d| d.with_entry(key, SERVER_NAME, value))
             .map_err(|e| doc_error(target, e)),
         Format::CodexToml => codex_toml::with_entry(text, value)
+            .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
+        Format::VibeToml => vibe_toml::with_entry(text, value)
             .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
         Format::ContinueYaml => continue_yaml::with_entry(text, value)
             .map_err(|e| refuse(target, &format!("cannot be edited: {}", e.0))),
@@ -398,6 +404,9 @@ fn text_without_entry(target: &ConfigTarget, text: &str) -> Result<Option<String
             }),
         Format::CodexToml => codex_toml::without_entry(text)
             .map_err(|e| fail(format!("is not valid TOML ({})", e.0))),
+        Format::VibeToml => {
+            vibe_toml::without_entry(text).map_err(|e| fail(format!("cannot be edited: {}", e.0)))
+        }
         Format::ContinueYaml => continue_yaml::without_entry(text)
             .map_err(|e| fail(format!("cannot be edited: {}", e.0))),
     }

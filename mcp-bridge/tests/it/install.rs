@@ -22,6 +22,8 @@ enum Fmt {
     Json(&'static str),
     Toml,
     Yaml,
+    /// Mistral Vibe's `[[mcp_servers]]` tables, each with its `name`.
+    VibeToml,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -39,7 +41,7 @@ struct ClientCase {
     env_key: &'static str,
 }
 
-const CLIENTS: [ClientCase; 14] = [
+const CLIENTS: [ClientCase; 18] = [
     ClientCase {
         name: "cursor",
         config: ".cursor/mcp.json",
@@ -167,6 +169,42 @@ const CLIENTS: [ClientCase; 14] = [
         timeout: None,
         env_key: "env",
     },
+    ClientCase {
+        name: "mistral-vibe",
+        config: ".vibe/config.toml",
+        fmt: Fmt::VibeToml,
+        rule: ".vibe/AGENTS.md",
+        rule_section: true,
+        timeout: Some(("tool_timeout_sec", 3600)),
+        env_key: "env",
+    },
+    ClientCase {
+        name: "kimi-code",
+        config: ".kimi-code/mcp.json",
+        fmt: Fmt::Json("mcpServers"),
+        rule: ".kimi-code/AGENTS.md",
+        rule_section: true,
+        timeout: Some(("toolTimeoutMs", 3_600_000)),
+        env_key: "env",
+    },
+    ClientCase {
+        name: "roo-code",
+        config: ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+        fmt: Fmt::Json("mcpServers"),
+        rule: "proj:.roo/rules/holdline.md",
+        rule_section: false,
+        timeout: Some(("timeout", 3600)),
+        env_key: "env",
+    },
+    ClientCase {
+        name: "zed",
+        config: ".config/zed/settings.json",
+        fmt: Fmt::Json("context_servers"),
+        rule: "proj:AGENTS.md",
+        rule_section: true,
+        timeout: None,
+        env_key: "env",
+    },
 ];
 
 /// A temporary home and project, and the bridge binary run inside them.
@@ -241,7 +279,9 @@ fn read(path: &Path) -> String {
 fn parse(fmt: Fmt, text: &str) -> Value {
     match fmt {
         Fmt::Json(_) => serde_json::from_str(text).unwrap(),
-        Fmt::Toml => serde_json::to_value(toml::from_str::<toml::Value>(text).unwrap()).unwrap(),
+        Fmt::Toml | Fmt::VibeToml => {
+            serde_json::to_value(toml::from_str::<toml::Value>(text).unwrap()).unwrap()
+        }
         Fmt::Yaml => serde_yaml_ng::from_str(text).unwrap(),
     }
 }
@@ -255,6 +295,14 @@ fn servers(fmt: Fmt, doc: &Value) -> Vec<(String, Value)> {
         Fmt::Toml => doc["mcp_servers"]
             .as_object()
             .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default(),
+        Fmt::VibeToml => doc["mcp_servers"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .map(|v| (v["name"].as_str().unwrap_or("").to_owned(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default(),
         Fmt::Yaml => doc["mcpServers"]
             .as_array()
@@ -283,7 +331,18 @@ fn with_other_server(fmt: Fmt) -> String {
         }
         Fmt::Toml => "# my settings\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\" # mine\nargs = [\"--flag\"]\n".into(),
         Fmt::Yaml => "name: mine\nversion: 1.0.0\nschema: v1\nmodels:\n  - name: m\n    provider: openai\nmcpServers:\n  - name: other\n    command: x # mine\n\nrules:\n  - be terse\n".into(),
+        Fmt::VibeToml => "# my settings\nactive_model = \"devstral\"\n\n[[mcp_servers]]\nname = \"other\"\ntransport = \"stdio\"\ncommand = \"x\" # mine\n".into(),
     }
+}
+
+/// Holdline's `[[mcp_servers]]` table in Vibe's `config.toml`.
+pub(crate) fn vibe_entry(doc: &mut toml_edit::DocumentMut) -> &mut toml_edit::Table {
+    doc["mcp_servers"]
+        .as_array_of_tables_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("holdline"))
+        .unwrap()
 }
 
 /// The person's own edit of holdline's entry: a secret in its environment and a key of theirs.
@@ -299,6 +358,13 @@ fn edit_entry(case: &ClientCase, text: &str) -> String {
         Fmt::Toml => {
             let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
             let e = &mut doc["mcp_servers"]["holdline"];
+            e["env"]["HOLDLINE_SECRET"] = toml_edit::value("s3cret");
+            e["mine"] = toml_edit::value(true);
+            doc.to_string()
+        }
+        Fmt::VibeToml => {
+            let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
+            let e = vibe_entry(&mut doc);
             e["env"]["HOLDLINE_SECRET"] = toml_edit::value("s3cret");
             e["mine"] = toml_edit::value(true);
             doc.to_string()

@@ -188,6 +188,9 @@ export function linkToolResults(conv) {
       // Deferred calls (Qwen's tool_call {name, arguments}) name the real tool in their args.
       const inner = c.args.name ?? c.args.tool_name ?? c.args.toolName;
       if (typeof inner === 'string') m.bare = bareName(inner);
+      // Code-mode calls (Vibe's run_typescript) name the real tool in their program.
+      const called = typeof c.args.code === 'string' ? c.args.code.match(/tools\.[\w-]+\.(\w+)\(/) : null;
+      if (m.bare == null && called) m.bare = bareName(called[1]);
     }
   }
   return conv;

@@ -30,6 +30,9 @@ fn shape(client: &str) -> (&'static str, &'static [&'static str], Option<&'stati
             &["requestOptions", "headers"],
             Some("streamable-http"),
         ),
+        "mistral-vibe" => ("url", &["auth", "headers"], None),
+        "kimi-code" | "zed" => ("url", &["headers"], None),
+        "roo-code" => ("url", &["headers"], Some("streamable-http")),
         other => panic!("no remote shape for {other}"),
     }
 }
@@ -181,6 +184,11 @@ fn switching_local_remote_local_keeps_the_person_s_keys_and_uninstall_restores_b
                 doc["mcp_servers"]["holdline"]["http_headers"]["X-Mine"] = toml_edit::value("1");
                 doc.to_string()
             }
+            Fmt::VibeToml => {
+                let mut doc: toml_edit::DocumentMut = read(&config).parse().unwrap();
+                super::vibe_entry(&mut doc)["auth"]["headers"]["X-Mine"] = toml_edit::value("1");
+                doc.to_string()
+            }
         };
         std::fs::write(&config, text).unwrap();
         let out = remote(&sb, case.name, "hlk_second");
@@ -247,7 +255,7 @@ fn find_entry(fmt: Fmt, doc: &mut Value) -> &mut Value {
             .iter_mut()
             .find(|e| e["name"] == "holdline")
             .unwrap(),
-        Fmt::Toml => unreachable!("TOML is edited with toml_edit"),
+        Fmt::Toml | Fmt::VibeToml => unreachable!("TOML is edited with toml_edit"),
     }
 }
 
