@@ -147,6 +147,13 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
         images: Images::Dropped,
         ..client("mcp", Some(50), false)
     },
+    // Grok CLI (`grok-cli`, @vibe-kit/grok-cli 0.0.34): the SDK's 60 s, no progress token (a
+    // wait with no limit ended at 60.0 s with "MCP error -32001: Request timed out"); hands
+    // the model only the text blocks, an image block as the words `[object Object]`.
+    ClientLimit {
+        images: Images::Dropped,
+        ..client("grok-cli", Some(50), false)
+    },
     // Public reports, not measured here.
     client("cursor", Some(540), false),
     client("visual studio code", Some(270), false),
@@ -331,6 +338,7 @@ mod tests {
         assert_eq!(limit(Some("kilo"), true), None);
         assert_eq!(limit(Some("kilo"), false), Some(50));
         assert_eq!(limit(Some("factory-cli-mcp-client"), true), Some(170));
+        assert_eq!(limit(Some("grok-cli"), true), Some(50));
         assert_eq!(limit(Some("copilot-cli"), true), None);
         assert_eq!(limit(Some("claude-code"), true), None);
         assert_eq!(limit(Some("claude-code"), false), Some(1740));
@@ -401,7 +409,7 @@ mod tests {
     }
 
     #[test]
-    fn cline_and_continue_turn_images_into_text_and_copilot_drops_them() {
+    fn cline_and_continue_turn_images_into_text_copilot_and_grok_drop_them() {
         assert_eq!(images(Some("@cline/core")), Images::AsText);
         assert_eq!(images(Some("cline")), Images::AsText);
         assert_eq!(images(Some("continue-cli-client")), Images::AsText);
@@ -409,6 +417,7 @@ mod tests {
         assert_eq!(images(Some("github-copilot-cli")), Images::Dropped);
         assert_eq!(images(Some("mcp")), Images::Dropped);
         assert_eq!(images(Some("kimi-code")), Images::Blocks);
+        assert_eq!(images(Some("grok-cli")), Images::Dropped);
         assert_eq!(images(Some("claude-code")), Images::Blocks);
         assert_eq!(images(Some("codex-mcp-client")), Images::Blocks);
         assert_eq!(images(Some("something-new")), Images::Blocks);
