@@ -91,7 +91,8 @@ export async function startHub(home, env = {}, { bin = HUB_BIN, baseEnv = proces
   const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
   const addr = await waitFor('the hub to listen', () => {
     if (child.exitCode !== null) throw new Error(`hub exited early (${child.exitCode}):\n${log}`);
-    const m = log.match(/listening on http:\/\/(\S+)/);
+    // The whole line: output comes in chunks, and half an address is another address.
+    const m = log.match(/listening on http:\/\/(\S+)\r?\n/);
     if (m) return m[1];
     try { return readFileSync(join(home, 'hub.addr'), 'utf8').trim() || null; } catch { return null; }
   }, 20_000, 50);

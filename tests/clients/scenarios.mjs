@@ -14,6 +14,7 @@
 // must show the session not waiting within its grace period and queue a later reply.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -117,6 +118,10 @@ async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attem
   const home = join(dir, 'home');
   const project = join(dir, 'project');
   mkdirSync(project, { recursive: true });
+  // The project is a repository of its own: the run's folder lies inside holdline's, and a
+  // client that reads the project's git state (Claude Code puts the newest commits into its
+  // prompt) would hand holdline's own history to the fake model.
+  execFileSync('git', ['init', '-q', project]);
   for (const path of Object.values(brainKnobs.attach ?? {}).flat()) writeFileSync(join(project, path), Buffer.from(pngBase64(), 'base64'));
   const started = Date.now();
   // HOLDLINE_HOST_ID: a host the hub's own environment claims; /mcp bindings must not use it.

@@ -36,7 +36,8 @@ async function spawnHub(home, listen) {
   await rm(join(home, 'hub.addr'), { force: true });
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const m = proc.log.match(/listening on http:\/\/(\S+)/);
+    // The whole line: output comes in chunks, and half an address is another address.
+    const m = proc.log.match(/listening on http:\/\/(\S+)\r?\n/);
     if (m) { proc.addr = m[1]; break; }
     if (existsSync(join(home, 'hub.addr'))) {
       proc.addr = (await readFile(join(home, 'hub.addr'), 'utf8')).trim() || null;
