@@ -5,6 +5,7 @@
 //! `requestId` records the agent's message once.
 
 use super::*;
+use crate::session::AttachmentRef;
 
 impl Hub {
     /// `init_conversation`: lenient — reuses the caller's own session bound
@@ -160,26 +161,8 @@ impl Hub {
     /// Opens the session's wait (superseding an open one) and records the
     /// agent's message, once per `requestId`.
     pub fn register(&self, req: RegisterRequest) -> Result<Unflushed<String>> {
-        check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
-        if req.request_id.is_empty() || req.request_id.len() > MAX_NAME {
-            return Err(HubError::BadRequest(format!(
-                "requestId must be 1 to {MAX_NAME} characters"
-            )));
-        }
-        if req.completion_pct.is_some_and(|p| p > 100) {
-            return Err(HubError::BadRequest(
-                "completionPct must be 0 to 100".into(),
-            ));
-        }
-        holdline_contract::choices::check_options(&req.options, req.multi_select)
-            .map_err(|e| HubError::BadRequest(e.to_string()))?;
-        if let Some(changes) = &req.changes {
-            holdline_contract::changes::check_changes(changes)
-                .map_err(|e| HubError::BadRequest(e.to_string()))?;
-        }
         // Checked and decoded before anything is written: a bad file stores nothing.
-        let files =
-            crate::session::decode_uploads(&req.attachments).map_err(HubError::BadRequest)?;
+        let files = check_register(&req)?;
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -190,23 +173,7 @@ impl Hub {
         let wait_id = self.commit(&req.token, |hub, s, w| {
             own(s, owner)?;
             ensure_open(s)?;
-            match binding::check_wait(&caller, s) {
-                WaitBinding::Same => {}
-                WaitBinding::Migrate { old_key, new_key } => {
-                    let store = &hub.inner.store;
-                    let old = owned_name(owner, &old_key);
-                    if store.binding(BindingKind::Chat, &old)?.as_ref() == Some(&s.token) {
-                        w.bind(BindingKind::Chat, &old, None);
-                    }
-                    w.bind(
-                        BindingKind::Chat,
-                        &owned_name(owner, new_key.as_str()),
-                        Some(&s.token),
-                    );
-                    binding::migrate(s, &req.cursor_title, new_key);
-                }
-                WaitBinding::Rejected => return Err(rejected(s, &caller)),
-            }
+            hub.bind_wait(s, w, &caller, &req.cursor_title)?;
             s.binding_check_count += 1;
             s.note_host_name(req.host_name.as_deref());
             let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
@@ -214,23 +181,8 @@ impl Hub {
                 return Ok(open.wait_id.clone());
             }
             if !repeated {
-                s.close_wait(WaitEnd::Superseded);
                 // A repeated request id (a re-call) stores its files no second time.
-                let mut attachments = Vec::with_capacity(files.len());
-                for (record, bytes) in files {
-                    w.attachment(&record.id, bytes);
-                    attachments.push(record);
-                }
-                let message = Message {
-                    options: req.options.clone(),
-                    multi_select: req.multi_select,
-                    changes: req.changes.clone(),
-                    attachments,
-                    ..Message::new(Role::Assistant, req.message.clone(), now_ms())
-                };
-                hub.append(s, w, message);
-                s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
-                s.last_request_id = Some(req.request_id.clone());
+                hub.record_question(s, w, &req, files);
             }
             let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
             s.wait = Some(OpenWait {
@@ -261,6 +213,63 @@ impl Hub {
         self.inner.waiters.opened(&req.token);
         self.arm_timed_reply(req.token.clone(), wait_id.clone());
         Ok(Unflushed::new(wait_id))
+    }
+
+    /// The wait's caller against the session's binding: the same chat goes on,
+    /// a chat whose key moved takes the binding along, another is rejected.
+    fn bind_wait(
+        &self,
+        s: &mut Session,
+        w: &mut Write,
+        caller: &Caller,
+        cursor_title: &str,
+    ) -> Result<()> {
+        let owner = caller.agent_key;
+        match binding::check_wait(caller, s) {
+            WaitBinding::Same => {}
+            WaitBinding::Migrate { old_key, new_key } => {
+                let old = owned_name(owner, &old_key);
+                if self.inner.store.binding(BindingKind::Chat, &old)?.as_ref() == Some(&s.token) {
+                    w.bind(BindingKind::Chat, &old, None);
+                }
+                w.bind(
+                    BindingKind::Chat,
+                    &owned_name(owner, new_key.as_str()),
+                    Some(&s.token),
+                );
+                binding::migrate(s, cursor_title, new_key);
+            }
+            WaitBinding::Rejected => return Err(rejected(s, caller)),
+        }
+        Ok(())
+    }
+
+    /// A new question: the open wait is superseded, the agent's message is
+    /// appended with its options, changes and files (their bytes written in the
+    /// same write), and its progress becomes the session's.
+    fn record_question(
+        &self,
+        s: &mut Session,
+        w: &mut Write,
+        req: &RegisterRequest,
+        files: Vec<(AttachmentRef, Vec<u8>)>,
+    ) {
+        s.close_wait(WaitEnd::Superseded);
+        let mut attachments = Vec::with_capacity(files.len());
+        for (record, bytes) in files {
+            w.attachment(&record.id, bytes);
+            attachments.push(record);
+        }
+        let message = Message {
+            options: req.options.clone(),
+            multi_select: req.multi_select,
+            changes: req.changes.clone(),
+            attachments,
+            ..Message::new(Role::Assistant, req.message.clone(), now_ms())
+        };
+        self.append(s, w, message);
+        s.last_review = Review::from_wait(req.completion_pct, req.next_step.clone());
+        s.last_request_id = Some(req.request_id.clone());
     }
 
     fn queue_auto_reply(&self, s: &mut Session, w: &mut Write, text: String) {
@@ -589,6 +598,29 @@ fn bind_plan_thread(s: &mut Session, w: &mut Write, req: &InitRequest) {
         s.thread_id = Some(t.clone());
         w.bind(BindingKind::Thread, &owned_name(owner, t), Some(&s.token));
     }
+}
+
+/// Every rule on a register's fields, checked before anything is written; its
+/// files decoded, ready to store.
+fn check_register(req: &RegisterRequest) -> Result<Vec<(AttachmentRef, Vec<u8>)>> {
+    check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
+    if req.request_id.is_empty() || req.request_id.len() > MAX_NAME {
+        return Err(HubError::BadRequest(format!(
+            "requestId must be 1 to {MAX_NAME} characters"
+        )));
+    }
+    if req.completion_pct.is_some_and(|p| p > 100) {
+        return Err(HubError::BadRequest(
+            "completionPct must be 0 to 100".into(),
+        ));
+    }
+    holdline_contract::choices::check_options(&req.options, req.multi_select)
+        .map_err(|e| HubError::BadRequest(e.to_string()))?;
+    if let Some(changes) = &req.changes {
+        holdline_contract::changes::check_changes(changes)
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
+    }
+    crate::session::decode_uploads(&req.attachments).map_err(HubError::BadRequest)
 }
 
 /// The owner check every agent call makes first: another owner's session
