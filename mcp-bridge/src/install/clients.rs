@@ -238,6 +238,12 @@ impl Client {
     }
 }
 
+/// `command` as one shell word: unchanged when it needs no quoting, else quoted.
+fn shell_word(command: &str) -> String {
+    // A path cannot hold NUL, the one thing `try_quote` refuses.
+    shlex::try_quote(command).map_or_else(|_| command.to_owned(), |quoted| quoted.into_owned())
+}
+
 /// holdline's local entry: the client runs `command` (this `holdline-mcp`) over stdio,
 /// with `HOLDLINE_HUB` set when `hub` is given.
 fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
@@ -288,8 +294,10 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
         Client::Continue => json!({
             "name": super::SERVER_NAME, "command": command, "args": [], "env": env,
         }),
+        // Vibe splits a string `command` as a shell would (shlex): a path with a space is
+        // quoted, or Vibe runs its first word and the server never connects.
         Client::MistralVibe => json!({
-            "name": super::SERVER_NAME, "transport": "stdio", "command": command, "args": [],
+            "name": super::SERVER_NAME, "transport": "stdio", "command": shell_word(command), "args": [],
             "env": env_long, "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
         }),
         Client::KimiCode => json!({

@@ -469,6 +469,38 @@ fn client_specific_keys() {
 /// Droid: the server entry in `~/.factory/mcp.json` as `droid mcp add` writes it, and the
 /// autonomy levels `droid exec` needs to run the tools in `~/.factory/settings.json`,
 /// beside the person's own settings, which uninstall leaves as they were.
+/// Mistral Vibe splits a string `command` as a shell would: found by the real-client suite
+/// run from a clone under a folder with a space (`mcp_transport_failed`, no server).
+#[test]
+fn a_command_with_a_space_stays_one_word_where_the_client_splits_it() {
+    let spaced = "/opt/hold line/holdline-mcp";
+    for (client, fmt, config, written) in [
+        (
+            "mistral-vibe",
+            Fmt::VibeToml,
+            ".vibe/config.toml",
+            "'/opt/hold line/holdline-mcp'",
+        ),
+        (
+            "claude-code",
+            Fmt::Json("mcpServers"),
+            ".claude.json",
+            spaced,
+        ),
+    ] {
+        let sb = Sandbox::new();
+        sb.ok(&["install", "--client", client, "--command", spaced]);
+        let entry = holdline(fmt, &read(&sb.path(config))).unwrap();
+        assert_eq!(entry_command(&entry), written, "{client}");
+        if client == "mistral-vibe" {
+            assert_eq!(shlex::split(written), Some(vec![spaced.to_owned()]));
+            // A second run sees the same entry: nothing to change.
+            let again = sb.ok(&["install", "--client", client, "--command", spaced]);
+            assert!(again.contains("unchanged"), "{again}");
+        }
+    }
+}
+
 #[test]
 fn droid_gets_its_entry_and_tool_levels_and_uninstall_keeps_its_settings() {
     let sb = Sandbox::new();
