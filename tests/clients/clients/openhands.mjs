@@ -6,6 +6,7 @@
 // ~/.openhands/skills/holdline.md).
 
 import { baseEnv, holdlineInstall, holdlineInstallRemote, patchJson } from '../harness.mjs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { installPythonPackage } from '../python.mjs';
 
@@ -42,16 +43,25 @@ export async function prepare(ctx) {
     entry.timeout = ctx.clientTimeoutSec * 1000;
     return c;
   });
+  // Its terminal tool runs in a tmux server when `tmux -V` works, and that server can outlive
+  // the run (one was left after a normal exit): a `tmux` that fails makes it use plain
+  // subprocesses instead.
+  const bin = join(ctx.home, 'bin');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'tmux'), '#!/bin/sh\nexit 127\n');
+  chmodSync(join(bin, 'tmux'), 0o755);
+  const env = baseEnv(ctx.home, {
+    LLM_MODEL: 'openai/fake-model',
+    LLM_API_KEY: 'dummy',
+    LLM_BASE_URL: `${ctx.modelUrl}/v1`,
+    LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+    OPENHANDS_SUPPRESS_BANNER: '1',
+  });
+  env.PATH = `${bin}:${env.PATH ?? '/usr/bin:/bin'}`;
   return {
     cmd: join(ctx.installDir, 'bin', 'openhands'),
     args: ['--headless', '--json', '--override-with-envs', '-t', ctx.prompt],
     cwd: ctx.project,
-    env: baseEnv(ctx.home, {
-      LLM_MODEL: 'openai/fake-model',
-      LLM_API_KEY: 'dummy',
-      LLM_BASE_URL: `${ctx.modelUrl}/v1`,
-      LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-      OPENHANDS_SUPPRESS_BANNER: '1',
-    }),
+    env,
   };
 }
