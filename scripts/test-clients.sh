@@ -35,9 +35,10 @@ fi
 
 # Installs happen one client at a time, before the clients start, so the test runner's
 # timing does not include npm; the test itself reuses the cache. Clients from PyPI
-# (Mistral Vibe) need a Python ≥ 3.12: tests/clients/python.mjs unpacks Debian 13's CPython
-# 3.13 into the cache with apt-get download (private apt state) and installs the client
-# with uv from PyPI; that needs apt-get, dpkg and python3 -m pip.
+# (Mistral Vibe, OpenHands) need a Python ≥ 3.12: tests/clients/python.mjs unpacks Debian 13's
+# CPython 3.13 (Ubuntu 24.04's 3.12 for OpenHands) into the cache with apt-get download
+# (private apt state) and installs the client with uv from PyPI; that needs apt-get, dpkg
+# and python3 -m pip.
 node --input-type=module -e '
   import { readdirSync } from "node:fs";
   import { installDriver } from "./tests/clients/harness.mjs";

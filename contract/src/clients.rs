@@ -3,7 +3,7 @@
 //! installer. The installer's own list is checked against this one by a test.
 
 /// Every `--client` name, in the installer's order.
-pub const CLIENT_NAMES: [&str; 18] = [
+pub const CLIENT_NAMES: [&str; 19] = [
     "cursor",
     "claude-code",
     "codex",
@@ -20,6 +20,7 @@ pub const CLIENT_NAMES: [&str; 18] = [
     "droid",
     "mistral-vibe",
     "kimi-code",
+    "openhands",
     "roo-code",
     "zed",
 ];

@@ -12,21 +12,12 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_CLIENT_TIMEOUT_SEC, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
+import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_CLIENT_TIMEOUT_SEC, ROUNDS, drivers, holdlineResults, judgePicks, knownOpts, needs, scenarios } from './scenarios.mjs';
 
 /** The client whose key is revoked mid-wait (a light native binary). */
 const REVOKE_CLIENT = 'codex';
 /** The client whose waits are bounded by its entry's Holdline-Max-Wait-Sec header. */
 const HEADER_CLIENT = 'codex';
-/**
- * Failures known and not fixed yet, per client and check ('*': every check): the check
- * still runs and reports, as a `todo` that does not fail the run. Take an entry out with
- * the fix.
- */
-const KNOWN = {};
-const known = (driver, check) => KNOWN[driver.name]?.[check] ?? KNOWN[driver.name]?.['*'];
-const opts = (driver, check) => (known(driver, check) ? { todo: `known: ${known(driver, check)}` } : {});
-
 const remoteOnly = (process.env.HOLDLINE_REMOTE_CLIENTS || '').split(',').map((s) => s.trim()).filter(Boolean);
 const remoteDrivers = drivers.filter((d) => !remoteOnly.length || remoteOnly.includes(d.name));
 
@@ -35,7 +26,7 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
     describe(`${driver.name} ${driver.version} over ${MCP_PATH}`, { concurrency: true }, () => {
       const s = scenarios(driver, 'remote', { revoke: driver.name === REVOKE_CLIENT, header: driver.name === HEADER_CLIENT });
 
-      it('R1. delivers the reply once over /mcp: stored once, given to the model once', opts(driver, 'R1'), async (t) => {
+      it('R1. delivers the reply once over /mcp: stored once, given to the model once', knownOpts(driver, 'R1'), async (t) => {
         const r = needs(await s.reply, 'the reply');
         t.diagnostic(`agent key ${r.key.name}; ${r.seconds} s`);
         const msgs = r.history.messages;
@@ -48,7 +39,7 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         assert.equal(r.exit.code, 0, `the client exited 0 (got ${JSON.stringify(r.exit)})`);
       });
 
-      it(`R2. waits across ≥ ${ROUNDS} calls, each ended by the hub before the client's own ${REMOTE_CLIENT_TIMEOUT_SEC} s limit: none identical, no error`, opts(driver, 'R2'), async (t) => {
+      it(`R2. waits across ≥ ${ROUNDS} calls, each ended by the hub before the client's own ${REMOTE_CLIENT_TIMEOUT_SEC} s limit: none identical, no error`, knownOpts(driver, 'R2'), async (t) => {
         const r = await s.reply;
         const brain = r.brain;
         const errors = brain.results.filter((x) => x.kind === 'error');
@@ -65,7 +56,7 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         t.diagnostic(`${calls.length} wait calls before the reply, ${brain.waitCalls().length} in all, over ${r.seconds} s`);
       });
 
-      it('R3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', opts(driver, 'R3'), async (t) => {
+      it('R3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', knownOpts(driver, 'R3'), async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
         assert.ok(c.leftAfterMs !== null, `the session still waiting ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C (it left ${c.leftLateMs ? `after ${c.leftLateMs} ms` : 'not within 15 s more'})`);
         t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status})`);
@@ -75,20 +66,20 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         assert.equal(got.length, 1, `the queued reply reached the model once (got ${got.length})`);
       });
 
-      it("R4. the binding's host is the address the hub saw (127.0.0.1), not one the caller or the hub's environment claims", opts(driver, 'R4'), async () => {
+      it("R4. the binding's host is the address the hub saw (127.0.0.1), not one the caller or the hub's environment claims", knownOpts(driver, 'R4'), async () => {
         const r = needs(await s.reply, 'the binding');
         const session = r.waiting;
         assert.equal(session.hostIp, '127.0.0.1', `hostIp (claimed: ${CLAIMED_ADDRESS}, hub environment: hub-environment-host)`);
         assert.ok(session.bindingKey.endsWith('@127.0.0.1'), `bindingKey ${session.bindingKey}`);
       });
 
-      it("R7. a pick among the agent's options reaches the model over /mcp (one, then several)", opts(driver, 'R7'), async (t) => {
+      it("R7. a pick among the agent's options reaches the model over /mcp (one, then several)", knownOpts(driver, 'R7'), async (t) => {
         const r = needs(await s.reply, 'the picks');
         t.diagnostic(judgePicks(r));
       });
 
       if (driver.name === HEADER_CLIENT) {
-        it(`R6. the entry's Holdline-Max-Wait-Sec header bounds each wait under the client's own ${REMOTE_CLIENT_TIMEOUT_SEC} s limit`, opts(driver, 'R6'), async (t) => {
+        it(`R6. the entry's Holdline-Max-Wait-Sec header bounds each wait under the client's own ${REMOTE_CLIENT_TIMEOUT_SEC} s limit`, knownOpts(driver, 'R6'), async (t) => {
           const r = await s.header;
           const errors = r.brain.results.filter((x) => x.kind === 'error');
           assert.deepEqual(errors.map((x) => x.text.slice(0, 200)), [], 'no tool error reached the model (a call the client timed out would be one)');
@@ -102,7 +93,7 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
       }
 
       if (driver.name === REVOKE_CLIENT) {
-        it('R5. a revoked key locks the client out: the wait closes at once, the model is told of a failure, no new wait', opts(driver, 'R5'), async (t) => {
+        it('R5. a revoked key locks the client out: the wait closes at once, the model is told of a failure, no new wait', knownOpts(driver, 'R5'), async (t) => {
           const v = needs(await s.revoke, 'the revoked key');
           const kinds = v.resultsAfter.map((x) => x.kind);
           t.diagnostic(`session left waiting ${v.leftAfterMs} ms after \`key revoke\`; then ${kinds.length} results (${[...new Set(kinds)].join(', ') || 'none'}), the first: ${v.resultsAfter[0]?.text.slice(0, 160)}; client exit ${JSON.stringify(v.exit)}`);

@@ -8,7 +8,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ATTACH, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, OFFERS, ROUNDS, drivers, holdlineResults, judgePicks, needs, scenarios } from './scenarios.mjs';
+import { ATTACH, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, OFFERS, ROUNDS, drivers, holdlineResults, judgePicks, knownOpts, needs, scenarios } from './scenarios.mjs';
 import { pngBase64 } from './harness.mjs';
 
 describe('real clients', { concurrency: true }, () => {
@@ -16,7 +16,7 @@ describe('real clients', { concurrency: true }, () => {
     describe(`${driver.name} ${driver.version}`, { concurrency: true }, () => {
       const s = scenarios(driver);
 
-      it('1. delivers the reply once: stored once, given to the model once', async () => {
+      it('1. delivers the reply once: stored once, given to the model once', knownOpts(driver, '1'), async () => {
         const r = needs(await s.reply, 'the reply');
         const msgs = r.history.messages;
         const reports = msgs.filter((m) => m.role === 'assistant' && m.content.startsWith('Step 1 done'));
@@ -28,7 +28,7 @@ describe('real clients', { concurrency: true }, () => {
         assert.equal(r.exit.code, 0, `the client exited 0 (got ${JSON.stringify(r.exit)})`);
       });
 
-      it(`2. waits across ≥ ${ROUNDS} re-calls, none identical, no error to the model, no loop stop`, async (t) => {
+      it(`2. waits across ≥ ${ROUNDS} re-calls, none identical, no error to the model, no loop stop`, knownOpts(driver, '2'), async (t) => {
         const r = await s.reply;
         const brain = r.brain;
         const waits = holdlineResults(brain, 'wait_for_user_input');
@@ -50,7 +50,7 @@ describe('real clients', { concurrency: true }, () => {
         assert.ok(waits.filter((w) => w.kind === 'no_reply_yet').length >= ROUNDS - 1, 'each early wait ended with "no reply yet"');
       });
 
-      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', async (t) => {
+      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', knownOpts(driver, '3'), async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
         assert.ok(c.leftAfterMs !== null, `the session still waiting ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C (it left ${c.leftLateMs ? `after ${c.leftLateMs} ms` : 'not within 15 s more'})`);
         t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status}); bridges before ${c.bridgesBefore?.length}, after ${c.bridgesAfter?.length}`);
@@ -62,7 +62,7 @@ describe('real clients', { concurrency: true }, () => {
         assert.equal(c.later.queued, true, `a reply after Ctrl-C answers queued:true (got ${JSON.stringify(c.later)})`);
       });
 
-      it('4. an image in the reply reaches the model', async (t) => {
+      it('4. an image in the reply reaches the model', knownOpts(driver, '4'), async (t) => {
         const r = needs(await s.reply, 'the image reply');
         const brain = r.brain;
         const got = brain.results.find((x) => x.text?.includes(r.marker));
@@ -79,7 +79,7 @@ describe('real clients', { concurrency: true }, () => {
         assert.ok(got.images >= 1, `the tool result with the reply carries an image part (got ${got.images}; text: ${got.text.slice(0, 300)})`);
       });
 
-      it('5. the guidance sentence reaches the model', async () => {
+      it('5. the guidance sentence reaches the model', knownOpts(driver, '5'), async () => {
         const r = await s.reply;
         const brain = r.brain;
         const waits = holdlineResults(brain, 'wait_for_user_input');
@@ -91,12 +91,12 @@ describe('real clients', { concurrency: true }, () => {
         assert.match(reply.text, GUIDANCE, `the reply as the model got it carries the reminder: ${reply.text.slice(0, 300)}`);
       });
 
-      it('6. a pick among the agent\'s options reaches the model (one, then several)', async (t) => {
+      it('6. a pick among the agent\'s options reaches the model (one, then several)', knownOpts(driver, '6'), async (t) => {
         const r = needs(await s.reply, 'the picks');
         t.diagnostic(judgePicks(r));
       });
 
-      it('7. a file the agent attaches from its workspace reaches the person, once, bytes intact', async () => {
+      it('7. a file the agent attaches from its workspace reaches the person, once, bytes intact', knownOpts(driver, '7'), async () => {
         const r = needs(await s.reply, 'the attachment');
         // Wherever the client puts the tool's arguments (Qwen's `tool_call {arguments}`, Vibe's program).
         const asked = r.brain.waitCalls().filter((t) => JSON.stringify(t.action.args ?? {}).includes('attachments'));

@@ -71,6 +71,23 @@ export const OFFERS = {
  * there before the client starts): the person must get its bytes (`attachments`).
  */
 export const ATTACH = { 2: ['screenshot.png'] };
+
+/**
+ * Failures known and not fixed yet, per client and check ('6', 'R7'…; '*': every check):
+ * the check still runs and reports, as a `todo` that does not fail the run. Take an entry
+ * out with the fix.
+ */
+const SCHEMA_FLATTENED = 'OpenHands 1.16.0 rebuilds each MCP tool schema through its own model: `options.items` reaches the model as {"type":"object"}, without `label`';
+const KNOWN = {
+  openhands: {
+    6: SCHEMA_FLATTENED,
+    R7: SCHEMA_FLATTENED,
+    R3: 'OpenHands 1.16.0 closes its /mcp connection ~3.3 s after SIGINT, and the hub then ends the wait by its grace: left waiting 6.5–7.1 s after Ctrl-C',
+  },
+};
+const known = (driver, check) => KNOWN[driver.name]?.[check] ?? KNOWN[driver.name]?.['*'];
+/** The test options of `driver`'s `check`: a `todo` when its failure is known. */
+export const knownOpts = (driver, check) => (known(driver, check) ? { todo: `known: ${known(driver, check)}` } : {});
 const PROMPT = 'Work on this repository with the person through holdline: call init_conversation, then report with wait_for_user_input and follow the replies.';
 
 const selected = (process.env.HOLDLINE_CLIENTS || '').split(',').map((s) => s.trim()).filter(Boolean);

@@ -141,7 +141,10 @@ pub const CLIENT_LIMITS: &[ClientLimit] = &[
     client("kimi-code", Some(50), false),
     // Mistral Vibe, named `mcp` (the Python SDK's default name): 60 s unless
     // `tool_timeout_sec`, no progress token, no cancel; its code mode hands the model a
-    // result's `structuredContent` (else its text), never an image.
+    // result's `structuredContent` (else its text), never an image. OpenHands CLI 1.16.0
+    // (fastmcp) sends the same name: 300 s per call (the SDK's hard limit), a progress token
+    // that resets nothing; it hands the model a result's images only when LiteLLM knows the
+    // model has vision, so a file path (which it can open) is the way that always works.
     ClientLimit {
         exact: true,
         images: Images::Dropped,

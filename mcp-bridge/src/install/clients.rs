@@ -36,6 +36,8 @@ pub enum Client {
     MistralVibe,
     /// Kimi Code CLI (`kimi`, npm `@moonshot-ai/kimi-code`).
     KimiCode,
+    /// OpenHands CLI (`openhands`, PyPI `openhands`).
+    Openhands,
     /// Roo Code (VS Code extension); from its public docs, not measured.
     RooCode,
     /// Zed's agent; from its public docs, not measured.
@@ -44,7 +46,7 @@ pub enum Client {
 
 impl Client {
     /// Every client, for `uninstall --all`.
-    pub const ALL: [Client; 18] = [
+    pub const ALL: [Client; 19] = [
         Client::Cursor,
         Client::ClaudeCode,
         Client::Codex,
@@ -61,6 +63,7 @@ impl Client {
         Client::Droid,
         Client::MistralVibe,
         Client::KimiCode,
+        Client::Openhands,
         Client::RooCode,
         Client::Zed,
     ];
@@ -158,7 +161,7 @@ pub struct Setup<'a> {
     pub home: PathBuf,
     pub project: PathBuf,
     /// The environment (`CODEX_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`, `APPDATA`, `VIBE_HOME`,
-    /// `KIMI_CODE_HOME`).
+    /// `KIMI_CODE_HOME`, `OPENHANDS_PERSISTENCE_DIR`).
     pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -304,6 +307,9 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
             "transport": "stdio", "command": command, "args": [], "env": env_long,
             "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
         }),
+        // fastmcp's `StdioMCPServer`. No `timeout`: the SDK ends every tool call at 300 s
+        // whatever the entry says; the bridge's limit for it comes from `limits.rs`.
+        Client::Openhands => json!({"command": command, "args": [], "env": env}),
         // Cline's fork: the same keys (`alwaysAllow` for Cline's `autoApprove`).
         Client::RooCode => json!({
             "command": command, "args": [], "env": env_long,
@@ -370,6 +376,8 @@ pub fn remote_entry(client: Client, remote: &Remote) -> Value {
             "transport": "http", "url": url, "headers": headers_long,
             "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
         }),
+        // fastmcp's `RemoteMCPServer`; the SDK's 300 s per call stays, so no long header.
+        Client::Openhands => json!({"url": url, "transport": "http", "headers": headers}),
         Client::RooCode => json!({
             "type": "streamable-http", "url": url, "headers": headers_long,
             "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
@@ -566,6 +574,19 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
             simple(
                 vec![target(dir.join("mcp.json"))],
                 section(dir.join("AGENTS.md")),
+            )
+        }
+        // `~/.openhands/skills/*.md` without triggers is always in the system prompt.
+        Client::Openhands => {
+            let dir = setup
+                .var("OPENHANDS_PERSISTENCE_DIR")
+                .unwrap_or_else(|| home.join(".openhands"));
+            simple(
+                vec![target(dir.join("mcp.json"))],
+                own(
+                    home.join(".openhands/skills/holdline.md"),
+                    "---\nname: holdline\n---\n\n",
+                ),
             )
         }
         Client::RooCode => simple(

@@ -41,7 +41,7 @@ struct ClientCase {
     env_key: &'static str,
 }
 
-const CLIENTS: [ClientCase; 18] = [
+const CLIENTS: [ClientCase; 19] = [
     ClientCase {
         name: "cursor",
         config: ".cursor/mcp.json",
@@ -185,6 +185,16 @@ const CLIENTS: [ClientCase; 18] = [
         rule: ".kimi-code/AGENTS.md",
         rule_section: true,
         timeout: Some(("toolTimeoutMs", 3_600_000)),
+        env_key: "env",
+    },
+    ClientCase {
+        name: "openhands",
+        config: ".openhands/mcp.json",
+        fmt: Fmt::Json("mcpServers"),
+        rule: ".openhands/skills/holdline.md",
+        rule_section: false,
+        // The SDK ends every call at 300 s whatever the entry says.
+        timeout: None,
         env_key: "env",
     },
     ClientCase {

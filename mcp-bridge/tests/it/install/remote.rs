@@ -31,7 +31,7 @@ fn shape(client: &str) -> (&'static str, &'static [&'static str], Option<&'stati
             Some("streamable-http"),
         ),
         "mistral-vibe" => ("url", &["auth", "headers"], None),
-        "kimi-code" | "zed" => ("url", &["headers"], None),
+        "kimi-code" | "zed" | "openhands" => ("url", &["headers"], None),
         "roo-code" => ("url", &["headers"], Some("streamable-http")),
         other => panic!("no remote shape for {other}"),
     }
