@@ -77,11 +77,8 @@ export const ATTACH = { 2: ['screenshot.png'] };
  * the check still runs and reports, as a `todo` that does not fail the run. Take an entry
  * out with the fix.
  */
-const SCHEMA_FLATTENED = 'OpenHands 1.16.0 rebuilds each MCP tool schema through its own model: `options.items` reaches the model as {"type":"object"}, without `label`';
 const KNOWN = {
   openhands: {
-    6: SCHEMA_FLATTENED,
-    R7: SCHEMA_FLATTENED,
     R3: 'OpenHands 1.16.0 closes its /mcp connection ~3.3 s after SIGINT, and the hub then ends the wait by its grace: left waiting 6.5–7.1 s after Ctrl-C',
   },
 };
@@ -344,7 +341,8 @@ export function judgePicks(r) {
  * Where the model was shown `wait_for_user_input`'s `options` (items with a `label`) and
  * `multiSelect`: 'in its tools' (a schema object in a request), 'in a tool result' (a
  * deferred tool's schema handed over as text: Qwen's tool_search, or as a TypeScript
- * declaration: Vibe's search_tool_functions), or null — a client
+ * declaration: Vibe's search_tool_functions), 'in its tools (items flattened…)' (the
+ * description names `label` where a client rebuilt the items without it), or null — a client
  * whose sanitiser dropped them would leave a real model unaware it can offer choices.
  */
 function schemaShown(requests) {
@@ -360,6 +358,12 @@ function schemaShown(requests) {
     if (typeof v !== 'object') return;
     const p = v.properties;
     if (p?.options?.items?.properties?.label && p.multiSelect && p.token) { found = 'in its tools'; return; }
+    // A client that flattens `items` to {"type":"object"} (OpenHands) still shows the
+    // property's description, which spells an option's shape out.
+    if (p?.options?.items && /"label"/.test(p.options.description ?? '') && p.multiSelect && p.token) {
+      found = "in its tools (items flattened; the options' description gives their shape)";
+      return;
+    }
     for (const k of Object.keys(v)) visit(v[k]);
   };
   for (const q of requests) visit(q.body);

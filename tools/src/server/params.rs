@@ -83,7 +83,9 @@ pub struct WaitParams {
     #[schemars(range(min = 1))]
     pub timeout_sec: Option<u64>,
     /// When you ask the person to choose (A or B, which of these), offer the answers here
-    /// (1 to 10): they pick with one tap and may add words. The result says what they chose.
+    /// (1 to 10), each `{"label": "…", "description": "…"}` (label up to 100 characters;
+    /// description optional): they pick with one tap and may add words. The result says
+    /// what they chose.
     #[serde(default)]
     #[schemars(length(min = 1, max = 10))]
     pub options: Option<Vec<ChoiceOption>>,
