@@ -26,6 +26,11 @@ fn register_body(token: &str, request: &str, attachments: Value) -> Value {
            "attachments": attachments})
 }
 
+/// `POST /api/wait/register` with `body` as `bearer`.
+async fn register(hub: &RealHub, bearer: &str, body: Value) -> (u16, Value) {
+    call(hub, Method::POST, "/api/wait/register", bearer, Some(body)).await
+}
+
 async fn start() -> (tempfile::TempDir, RealHub) {
     let dir = tempfile::tempdir().unwrap();
     let hub = RealHub::start(&dir.path().join("home"), free_addr()).await;
@@ -85,24 +90,10 @@ async fn files_are_kept_once_shown_to_the_person_and_served_without_running_on_t
         upload("page.html", "text/html", b"<script>alert(1)</script>"),
     ]);
     let body = register_body(&token, "q1", files);
-    let (s, v) = call(
-        &hub,
-        Method::POST,
-        "/api/wait/register",
-        &secret,
-        Some(body.clone()),
-    )
-    .await;
+    let (s, v) = register(&hub, &secret, body.clone()).await;
     assert_eq!(s, 200, "{v}");
     // The same request again (a re-call after "no reply yet") stores nothing new.
-    let (s, v) = call(
-        &hub,
-        Method::POST,
-        "/api/wait/register",
-        &secret,
-        Some(body),
-    )
-    .await;
+    let (s, v) = register(&hub, &secret, body).await;
     assert_eq!(s, 200, "{v}");
 
     let shown = messages(&hub, &token).await;
@@ -155,7 +146,7 @@ async fn only_the_person_reads_a_file_and_only_through_its_session() {
     // The key's own session, its question with a file.
     let token = init(&hub, &key, "Site").await;
     let body = register_body(&token, "q1", json!([upload("shot.png", "image/png", PNG)]));
-    let (s, v) = call(&hub, Method::POST, "/api/wait/register", &key, Some(body)).await;
+    let (s, v) = register(&hub, &key, body).await;
     assert_eq!(s, 200, "{v}");
     let url = messages(&hub, &token).await[0]["attachments"][0]["url"]
         .as_str()
@@ -207,14 +198,7 @@ async fn a_question_breaking_a_rule_is_refused_whole_and_stores_nothing() {
     ];
     for (n, (files, rule)) in refused.into_iter().enumerate() {
         let body = register_body(&token, &format!("bad{n}"), files);
-        let (s, v) = call(
-            &hub,
-            Method::POST,
-            "/api/wait/register",
-            &secret,
-            Some(body),
-        )
-        .await;
+        let (s, v) = register(&hub, &secret, body).await;
         assert_eq!(s, 400, "{rule}: {v}");
         let message = v["error"]["message"].as_str().unwrap();
         assert!(message.contains(rule), "{rule}: {v}");
@@ -235,14 +219,7 @@ async fn export_import_and_merge_keep_the_files_reachable() {
     let from = init(&hub, &secret, "Site").await;
     let to = init(&hub, &secret, "Other").await;
     let body = register_body(&from, "q1", json!([upload("shot.png", "image/png", PNG)]));
-    let (s, v) = call(
-        &hub,
-        Method::POST,
-        "/api/wait/register",
-        &secret,
-        Some(body),
-    )
-    .await;
+    let (s, v) = register(&hub, &secret, body).await;
     assert_eq!(s, 200, "{v}");
 
     let (s, export) = call(&hub, Method::GET, "/api/export", &secret, None).await;

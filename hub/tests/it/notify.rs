@@ -73,7 +73,7 @@ pub(crate) fn bodies(fake: &Fake, prefix: &str) -> Vec<Value> {
 }
 
 /// Keeps the agent's wait attended (renewals) for `d`.
-async fn hold(hub: &TestHub, token: &str, wait: &str, d: Duration) {
+pub(crate) async fn hold(hub: &TestHub, token: &str, wait: &str, d: Duration) {
     let until = Instant::now() + d;
     while Instant::now() < until {
         let v = hub.poll(token, wait, 300).await;

@@ -22,6 +22,7 @@ use p256::elliptic_curve::sec1::ToEncodedPoint as _;
 use serde_json::{Value, json};
 
 use crate::inproc::{Options, TestHub};
+use crate::notify::hold;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -253,15 +254,6 @@ async fn hub_with_push(after_sec: u64, include_text: bool) -> TestHub {
 async fn subscribe(hub: &TestHub, browser: &Browser) {
     let (status, v) = hub.post("/api/push/subscriptions", browser.json()).await;
     assert_eq!(status, StatusCode::CREATED, "{v}");
-}
-
-/// Keeps the agent's wait attended for `d`.
-async fn hold(hub: &TestHub, token: &str, wait: &str, d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        let v = hub.poll(token, wait, 300).await;
-        assert_eq!(v["status"], "renewal", "{v}");
-    }
 }
 
 #[tokio::test]

@@ -297,32 +297,26 @@ fn parse(fmt: Fmt, text: &str) -> Value {
 }
 
 fn servers(fmt: Fmt, doc: &Value) -> Vec<(String, Value)> {
-    match fmt {
-        Fmt::Json(key) => doc[key]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default(),
-        Fmt::Toml => doc["mcp_servers"]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default(),
-        Fmt::VibeToml => doc["mcp_servers"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .map(|v| (v["name"].as_str().unwrap_or("").to_owned(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        Fmt::Yaml => doc["mcpServers"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .map(|v| (v["name"].as_str().unwrap_or("").to_owned(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
+    let key = match fmt {
+        Fmt::Json(key) => key,
+        Fmt::Toml | Fmt::VibeToml => "mcp_servers",
+        Fmt::Yaml => "mcpServers",
+    };
+    // A table of servers by name (JSON, Codex), or a list of servers with `name` (Vibe, Continue).
+    if let Some(by_name) = doc[key].as_object() {
+        return by_name
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
     }
+    doc[key]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|v| (v["name"].as_str().unwrap_or("").to_owned(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn holdline(fmt: Fmt, text: &str) -> Option<Value> {
