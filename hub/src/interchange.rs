@@ -333,56 +333,64 @@ impl ExportSession {
         let mut messages = Vec::with_capacity(self.messages.len());
         let mut files = ImportedFiles::new();
         for m in self.messages {
-            let role = match m.role.as_str() {
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                "system" => Role::System,
-                other => {
-                    return Err(BadEntry::Role {
-                        token: s.token.clone(),
-                        role: other.to_owned(),
-                    });
-                }
-            };
-            // Imported images obey the reply rule: nothing the panel would
-            // not show as an image (SVG or HTML could carry script).
-            for image in &m.images {
-                crate::session::check_image(image).map_err(|source| BadEntry::Image {
-                    token: s.token.clone(),
-                    source,
-                })?;
-            }
-            // Imported files obey the register rule, with new ids.
-            let decoded = crate::session::decode_uploads(&m.attachments).map_err(|detail| {
-                BadEntry::Attachment {
-                    token: s.token.clone(),
-                    detail,
-                }
-            })?;
-            let mut attachments = Vec::with_capacity(decoded.len());
-            for (record, bytes) in decoded {
-                files.push((record.id.clone(), bytes));
-                attachments.push(record);
-            }
-            messages.push(Message {
-                role,
-                content: m.content,
-                at: m.at,
-                auto: m.auto,
-                images: m.images,
-                reply_id: m.reply_id,
-                via: m.via,
-                options: m.options,
-                multi_select: m.multi_select,
-                choices: m.choices,
-                changes: m.changes,
-                attachments,
-            });
+            messages.push(m.into_message(&s.token, &mut files)?);
         }
         if let Some(last) = messages.last() {
             s.preview = preview_of(&last.content);
         }
         Ok((s, messages, files))
+    }
+}
+
+impl ExportMessage {
+    /// The stored message of an exported one, its files decoded into `files` with new
+    /// ids; `token` names the session in an error.
+    fn into_message(self, token: &Token, files: &mut ImportedFiles) -> Result<Message, BadEntry> {
+        let role = match self.role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" => Role::System,
+            other => {
+                return Err(BadEntry::Role {
+                    token: token.clone(),
+                    role: other.to_owned(),
+                });
+            }
+        };
+        // Imported images obey the reply rule: nothing the panel would
+        // not show as an image (SVG or HTML could carry script).
+        for image in &self.images {
+            crate::session::check_image(image).map_err(|source| BadEntry::Image {
+                token: token.clone(),
+                source,
+            })?;
+        }
+        // Imported files obey the register rule, with new ids.
+        let decoded = crate::session::decode_uploads(&self.attachments).map_err(|detail| {
+            BadEntry::Attachment {
+                token: token.clone(),
+                detail,
+            }
+        })?;
+        let mut attachments = Vec::with_capacity(decoded.len());
+        for (record, bytes) in decoded {
+            files.push((record.id.clone(), bytes));
+            attachments.push(record);
+        }
+        Ok(Message {
+            role,
+            content: self.content,
+            at: self.at,
+            auto: self.auto,
+            images: self.images,
+            reply_id: self.reply_id,
+            via: self.via,
+            options: self.options,
+            multi_select: self.multi_select,
+            choices: self.choices,
+            changes: self.changes,
+            attachments,
+        })
     }
 }
 

@@ -21,7 +21,7 @@ use holdline_contract::choices::{self, ChoiceOption};
 use serde_json::{Value, json};
 
 use super::channels::{clip, read_bounded, transport};
-use super::notice::{self, Notice};
+use super::notice::{self, Notice, Outcome};
 use super::{Event, SendError};
 use crate::config::notify::Telegram;
 use crate::hub::{Hub, HubError, PersonReply};
@@ -289,83 +289,96 @@ impl TelegramChannel {
     /// the chats already told.
     pub async fn deliver(&self, http: &reqwest::Client, ev: &Event) -> Result<(), SendError> {
         match ev {
-            Event::Waiting(n) => {
-                let key = (n.token.clone(), n.request_id.clone());
-                let options: Arc<[ChoiceOption]> = n.options.clone().into();
-                for &chat in &self.cfg.chat_ids {
-                    let done = self
-                        .sent()
-                        .by_wait
-                        .get(&key)
-                        .is_some_and(|m| m.iter().any(|(c, _, _)| *c == chat));
-                    if done && !n.test {
-                        continue;
-                    }
-                    let text = n.full();
-                    let mut body = json!({
-                        "chat_id": chat,
-                        "text": text,
-                        "disable_web_page_preview": true,
-                    });
-                    let asked = (!n.test).then(|| self.sent().asked(n, &options));
-                    if let Some(k) = asked.as_ref().and_then(keyboard) {
-                        body["reply_markup"] = k;
-                    }
-                    let sent = self
-                        .call(http, "sendMessage", &body, Duration::from_secs(15))
-                        .await?;
-                    let Some(asked) = asked else {
-                        continue;
-                    };
-                    match sent["message_id"].as_i64() {
-                        Some(id) => {
-                            {
-                                let mut sent = self.sent();
-                                sent.remember_message(chat, id, asked);
-                                sent.remember_wait(key.clone(), chat, id, text);
-                            }
-                            self.send_files(http, chat, id, n).await;
-                        }
-                        None => {
-                            return Err(SendError::Refused(
-                                "sendMessage answered without a message_id".into(),
-                            ));
-                        }
-                    }
-                }
-                Ok(())
+            Event::Waiting(n) => self.tell_waiting(http, n).await,
+            Event::Ended { notice, outcome } => self.tell_ended(http, notice, *outcome).await,
+        }
+    }
+
+    /// The waiting question in every allowed chat not told yet (a test in all of them),
+    /// with its options as buttons and its files after it.
+    async fn tell_waiting(&self, http: &reqwest::Client, n: &Notice) -> Result<(), SendError> {
+        let key = (n.token.clone(), n.request_id.clone());
+        let options: Arc<[ChoiceOption]> = n.options.clone().into();
+        for &chat in &self.cfg.chat_ids {
+            let done = self
+                .sent()
+                .by_wait
+                .get(&key)
+                .is_some_and(|m| m.iter().any(|(c, _, _)| *c == chat));
+            if done && !n.test {
+                continue;
             }
-            Event::Ended { notice, outcome } => {
-                let key = (notice.token.clone(), notice.request_id.clone());
-                let told = self.sent().by_wait.get(&key).cloned().unwrap_or_default();
-                for (chat, message, text) in told {
-                    let body = json!({
-                        "chat_id": chat,
-                        "message_id": message,
-                        "text": format!("{text}\n\n{}", outcome.sentence()),
-                        "disable_web_page_preview": true,
-                    });
-                    match self
-                        .call(http, "editMessageText", &body, Duration::from_secs(15))
-                        .await
+            let text = n.full();
+            let mut body = json!({
+                "chat_id": chat,
+                "text": text,
+                "disable_web_page_preview": true,
+            });
+            let asked = (!n.test).then(|| self.sent().asked(n, &options));
+            if let Some(k) = asked.as_ref().and_then(keyboard) {
+                body["reply_markup"] = k;
+            }
+            let sent = self
+                .call(http, "sendMessage", &body, Duration::from_secs(15))
+                .await?;
+            let Some(asked) = asked else {
+                continue;
+            };
+            match sent["message_id"].as_i64() {
+                Some(id) => {
                     {
-                        Ok(_) => {}
-                        // Too old to edit, or deleted: say it below instead.
-                        Err(SendError::Refused(_)) => {
-                            let body = json!({
-                                "chat_id": chat,
-                                "text": notice.follow_up(*outcome),
-                                "reply_to_message_id": message,
-                            });
-                            self.call(http, "sendMessage", &body, Duration::from_secs(15))
-                                .await?;
-                        }
-                        Err(e) => return Err(e),
+                        let mut sent = self.sent();
+                        sent.remember_message(chat, id, asked);
+                        sent.remember_wait(key.clone(), chat, id, text);
                     }
+                    self.send_files(http, chat, id, n).await;
                 }
-                Ok(())
+                None => {
+                    return Err(SendError::Refused(
+                        "sendMessage answered without a message_id".into(),
+                    ));
+                }
             }
         }
+        Ok(())
+    }
+
+    /// Each message that told of the wait edited to say how it ended (or, too old to
+    /// edit, a reply below it saying so).
+    async fn tell_ended(
+        &self,
+        http: &reqwest::Client,
+        notice: &Notice,
+        outcome: Outcome,
+    ) -> Result<(), SendError> {
+        let key = (notice.token.clone(), notice.request_id.clone());
+        let told = self.sent().by_wait.get(&key).cloned().unwrap_or_default();
+        for (chat, message, text) in told {
+            let body = json!({
+                "chat_id": chat,
+                "message_id": message,
+                "text": format!("{text}\n\n{}", outcome.sentence()),
+                "disable_web_page_preview": true,
+            });
+            match self
+                .call(http, "editMessageText", &body, Duration::from_secs(15))
+                .await
+            {
+                Ok(_) => {}
+                // Too old to edit, or deleted: say it below instead.
+                Err(SendError::Refused(_)) => {
+                    let body = json!({
+                        "chat_id": chat,
+                        "text": notice.follow_up(outcome),
+                        "reply_to_message_id": message,
+                    });
+                    self.call(http, "sendMessage", &body, Duration::from_secs(15))
+                        .await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Sends the question's files after its text, each as a reply to it: raster images
