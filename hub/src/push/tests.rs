@@ -1,3 +1,7 @@
+//! Web Push against its RFCs: RFC 8291's example decrypts through the hub's derivation, a prepared
+//! push decrypts with the subscription's keys and its VAPID JWT (RFC 8292) verifies, and
+//! endpoints, key sizes, record size and the key file are checked.
+
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use p256::ecdsa::signature::Verifier as _;
