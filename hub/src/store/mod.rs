@@ -23,7 +23,8 @@
 //!
 //! Beside sled's files, `holdline-generation` notes the last write a flush
 //! confirmed (see [`manifest`]); after a failed write the store is reopened
-//! (see [`recover`]); backups, `verify` and `restore` are in [`backup`].
+//! (see [`recover`]); backups are taken in [`backup`], checked and put back in
+//! `verify.rs` (`verify`, `restore`).
 
 mod backup;
 mod history;
@@ -31,10 +32,12 @@ mod journal;
 mod manifest;
 mod open;
 mod recover;
+mod verify;
 
-pub use backup::{BackupReport, Verified, backups_dir, restore, verify};
+pub use backup::{BackupReport, backups_dir};
 use manifest::Manifest;
 pub use recover::StoreState;
+pub use verify::{Verified, restore, verify};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
