@@ -120,10 +120,12 @@ pub async fn run(
         subscriptions: Arc::new(push::Subscriptions::open(hub.store())?),
     };
     let notify = notify::Notifier::start(&hub, Some(&web_push));
+    // `hub.addr` before the line scripts wait for: an admin command run on seeing it
+    // must find this hub, not fall back to opening the store this hub holds.
+    home::write_private(&home.addr_file(), addr.to_string().as_bytes()).map_err(home_err)?;
     let (sessions, waiting) = hub.counts();
     tracing::info!(%addr, sessions, waiting, "holdline-hub listening");
     eprintln!("holdline-hub listening on http://{addr}");
-    home::write_private(&home.addr_file(), addr.to_string().as_bytes()).map_err(home_err)?;
     announce(&name, &secret);
 
     let sync = match &mongo_uri {

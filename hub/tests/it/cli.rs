@@ -311,3 +311,36 @@ fn serve_without_a_terminal_names_its_own_path_for_the_login_link() {
     );
     assert!(!line.contains("#key="), "the key went to a pipe: {line}");
 }
+
+/// "listening on" is what scripts wait for: by then `hub.addr` names the address, so an
+/// admin command run at once reaches this hub (found by the real-client suite on a loaded
+/// machine: `key create` right after the line found no `hub.addr`, fell back to opening
+/// the store, and was refused because the running hub holds it).
+#[test]
+fn the_address_file_is_there_when_the_hub_says_it_listens() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("HOLDLINE_LISTEN")
+        .env_remove("HOLDLINE_MONGO_URI")
+        .env_remove("HOLDLINE_HOME")
+        .env("HOLDLINE_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let said = stderr.lines().map_while(Result::ok).find_map(|l| {
+        l.strip_prefix("holdline-hub listening on http://")
+            .map(str::to_owned)
+    });
+    // Read at once, before anything else: the file must already be in place.
+    let file = std::fs::read_to_string(home.path().join("hub.addr"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = said.expect("the hub said where it listens");
+    assert_eq!(file.ok().as_deref(), Some(said.as_str()));
+}
