@@ -550,6 +550,9 @@ test('an installable web app: a manifest and a service worker that notifies wher
     assert.equal(await page.evaluate(async (src) => (await fetch(src)).headers.get('content-type'), icon.src), 'image/png');
   }
   assert.equal(await page.evaluate(async () => (await navigator.serviceWorker.ready).active.scriptURL.endsWith('/sw.js')), true);
+  // The panel announces a wait it hears of live; one already waiting when its event
+  // stream opens is in the list, unannounced (a loaded machine opened it late once).
+  await page.locator('#live[data-state="on"]').waitFor();
 
   const a = await newAgent(hub, 'Worker notifies');
   await a.wait('are you there?');
