@@ -165,15 +165,22 @@ fn reply_and_import_explain_their_arguments() {
 /// `holdline-hub serve` on an ephemeral port in `home`, as `nohup` or a
 /// bridge would start it (`started_by`: the bridge's mark, if any); waits
 /// until it has written `hub.addr`.
-fn serve_by_hand(home: &Path, started_by: Option<&str>) -> std::process::Child {
+/// `serve` on `home` at a free loopback port, with no listen address, MongoDB or home
+/// from this test's environment.
+fn serve_command(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_holdline-hub"));
     cmd.arg("--home")
         .arg(home)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env_remove("HOLDLINE_LISTEN")
         .env_remove("HOLDLINE_MONGO_URI")
-        .env_remove("HOLDLINE_HOME")
-        .env_remove("INVOCATION_ID")
+        .env_remove("HOLDLINE_HOME");
+    cmd
+}
+
+fn serve_by_hand(home: &Path, started_by: Option<&str>) -> std::process::Child {
+    let mut cmd = serve_command(home);
+    cmd.env_remove("INVOCATION_ID")
         .env_remove("XPC_SERVICE_NAME")
         .env_remove("HOLDLINE_STARTED_BY")
         .stdout(std::process::Stdio::null())
@@ -281,13 +288,7 @@ fn panel_url_into_a_reader_that_stopped_reading_ends_quietly() {
 fn serve_without_a_terminal_names_its_own_path_for_the_login_link() {
     use std::io::BufRead as _;
     let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
-        .arg("--home")
-        .arg(home.path())
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env_remove("HOLDLINE_HOME")
-        .env_remove("HOLDLINE_LISTEN")
-        .env_remove("HOLDLINE_MONGO_URI")
+    let mut child = serve_command(home.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -320,13 +321,7 @@ fn serve_without_a_terminal_names_its_own_path_for_the_login_link() {
 fn the_address_file_is_there_when_the_hub_says_it_listens() {
     use std::io::{BufRead, BufReader};
     let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
-        .arg("--home")
-        .arg(home.path())
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env_remove("HOLDLINE_LISTEN")
-        .env_remove("HOLDLINE_MONGO_URI")
-        .env_remove("HOLDLINE_HOME")
+    let mut child = serve_command(home.path())
         .env("HOLDLINE_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
