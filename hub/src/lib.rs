@@ -165,9 +165,10 @@ pub async fn run(
         shutdown.await;
         signal.cancel();
     });
-    let api = api::Api::new(state, Some(mcp.route()));
+    let api = api::Api::new(state, Some(mcp.clone().route()));
     server::serve(listener, api, stop.clone()).await;
     stop.cancel();
+    mcp.stopped().await;
     let flushed = hub.flush().await;
     let _ = std::fs::remove_file(home.addr_file());
     tracing::info!("holdline-hub stopped");

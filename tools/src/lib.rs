@@ -25,4 +25,4 @@ pub mod workspace_changes;
 
 pub use holdline_contract::HubApi;
 pub use hub::Hub;
-pub use server::{Settings, Tools, Transport, WorkspaceFallback};
+pub use server::{Roots, Settings, Tools, Transport, WorkspaceFallback};

@@ -8,7 +8,9 @@
 //! caller reports.
 
 mod dropped_stream;
+mod handshake;
 mod in_process;
+mod mux;
 mod sessions;
 mod tasks;
 
@@ -30,7 +32,7 @@ use axum::{
 };
 use holdline_contract::routes;
 use holdline_tools::{
-    Hub, Settings, Tools, Transport, WorkspaceFallback, delivery::Delivery, limits::MaxWait,
+    Hub, Roots, Settings, Tools, Transport, WorkspaceFallback, delivery::Delivery, limits::MaxWait,
     server::DEFAULT_POLL_HOLD,
 };
 use rmcp::{
@@ -41,12 +43,10 @@ use rmcp::{
         PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, RequestContext, RoleServer},
-    transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    },
+    transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService},
 };
 use serde::Deserialize;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tower::ServiceExt;
 
 use crate::api::{AppState, guard::Caller};
@@ -100,12 +100,16 @@ const SESSION_HEADER: &str = routes::MCP_SESSION_ID;
 /// rmcp's Streamable HTTP service as `/mcp` runs it.
 type Service = StreamableHttpService<RemoteAgent, Sessions>;
 
-/// The `/mcp` endpoint: rmcp's Streamable HTTP service over one [`RemoteAgent`] per MCP
-/// session (or per request, for stateless 2026-07-28 clients).
+/// The `/mcp` endpoint: rmcp's Streamable HTTP service over one [`RemoteAgent`], which
+/// serves every session's requests on one loop ([`mux`]) after each session's own
+/// `initialize` ([`handshake`]); a stateless 2026-07-28 request gets a loop of its own.
 #[derive(Clone)]
 pub struct McpEndpoint {
     service: Service,
     sessions: Arc<Sessions>,
+    /// The loop every session's requests share and the idle sessions' end: both end with
+    /// the hub's stop, and hold the hub's state until they have.
+    running: TaskTracker,
 }
 
 impl McpEndpoint {
@@ -163,13 +167,27 @@ impl McpEndpoint {
             // inside the 3 s grace the tests give (measured: 5 s left opencode, Continue
             // and Gemini CLI waiting past it).
             .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
-            .with_cancellation_token(stop);
-        let service = StreamableHttpService::new(
-            move || Ok(template.for_session()),
-            sessions.clone(),
-            config,
-        );
-        McpEndpoint { service, sessions }
+            .with_cancellation_token(stop.clone());
+        let running = TaskTracker::new();
+        running.spawn(sessions.clone().end_idle(stop.clone()));
+        sessions.serve(mux::Mux::start(
+            template.clone(),
+            stop.child_token(),
+            &running,
+        ));
+        running.close();
+        let service =
+            StreamableHttpService::new(move || Ok(template.clone()), sessions.clone(), config);
+        McpEndpoint {
+            service,
+            sessions,
+            running,
+        }
+    }
+
+    /// Once the hub's stop has ended `/mcp`'s own tasks (the store is free of them).
+    pub async fn stopped(&self) {
+        self.running.wait().await;
     }
 
     /// The `/mcp` route: every method, the caller's credential checked first.
@@ -273,7 +291,6 @@ impl McpEndpoint {
             None if message.is_some_and(|m| m["method"] == "initialize") => self
                 .sessions
                 .reserve(caller)
-                .await
                 .map(Some)
                 .map_err(Refusal::full),
             None => Ok(None),
@@ -287,25 +304,6 @@ const ANSWER_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2
 
 /// How often an open `/mcp` event stream gets a keep-alive comment.
 pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// How long an MCP session lives without a message either way. rmcp's default (5 min)
-/// ended every wait past 5 minutes from a client that sends no progress token (a wait
-/// sends nothing until it ends); 2 hours is above every limit the tools choose for such a
-/// client (the longest, an installed entry's `Holdline-Max-Wait-Sec`, is 3,570 s), and
-/// still bounds what a client that vanished without closing its session leaves behind.
-pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
-
-/// rmcp's session layer as `/mcp` configures it.
-fn session_manager() -> LocalSessionManager {
-    let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(SESSION_IDLE);
-    // The session layer primes each call's stream too (see `with_sse_retry` above).
-    manager.session_config.sse_retry = None;
-    // Without priming there is no resumption, so an answered call's stream and its cache
-    // of events are dropped at once rather than kept a minute (rmcp's default).
-    manager.session_config.completed_cache_ttl = std::time::Duration::ZERO;
-    manager
-}
 
 /// Why `/mcp` refused a request before MCP: the HTTP status and a JSON-RPC error body.
 #[derive(Debug)]
@@ -391,7 +389,8 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// One MCP session's server: the tools, re-aimed per call at the caller.
+/// The server of every MCP session: the tools, re-aimed per call at the caller and the
+/// caller's session (its roots).
 #[derive(Clone)]
 struct RemoteAgent {
     tools: Tools,
@@ -403,10 +402,12 @@ struct RemoteAgent {
 }
 
 impl RemoteAgent {
-    fn for_session(&self) -> RemoteAgent {
-        RemoteAgent {
-            tools: self.tools.for_session(),
-            ..self.clone()
+    /// The tools with the roots of the session `extensions` are of (no roots known outside
+    /// any session).
+    fn session_tools(&self, extensions: &rmcp::model::Extensions) -> Tools {
+        match extensions.get::<Roots>() {
+            Some(roots) => self.tools.with_roots(roots),
+            None => self.tools.with_roots(&Roots::default()),
         }
     }
 
@@ -437,7 +438,10 @@ impl RemoteAgent {
             .and_then(|v| v.to_str().ok())
             .and_then(MaxWait::parse)
             .unwrap_or_default();
-        Ok(self.tools.for_caller(hub, host_ip).with_max_wait(max_wait))
+        Ok(self
+            .session_tools(&ctx.extensions)
+            .for_caller(hub, host_ip)
+            .with_max_wait(max_wait))
     }
 }
 
@@ -517,7 +521,9 @@ impl ServerHandler for RemoteAgent {
     }
 
     async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
-        self.tools.on_roots_list_changed(ctx).await
+        self.session_tools(&ctx.extensions)
+            .on_roots_list_changed(ctx)
+            .await
     }
 
     async fn on_custom_request(

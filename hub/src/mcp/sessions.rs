@@ -1,31 +1,32 @@
 //! `/mcp`'s MCP sessions: whose each one is, whether a call is in flight on it, and how
-//! many a credential and the hub keep — rmcp's [`LocalSessionManager`] underneath.
+//! many a credential and the hub keep — the session layer rmcp's Streamable HTTP service
+//! runs on: each session's `initialize` goes to its own [`Handshake`], its requests to the
+//! loop all sessions share ([`Mux`]).
 //!
 //! Invariants: a session answers only the credential that opened it (the guard's
 //! [`Caller`]); any other sees the same 404 as an unknown id. A credential keeps at most
 //! `per_credential` sessions and the hub `total`: opening one past either first closes the
 //! longest-unused session with no call in flight (the credential's own, then anyone's), and
-//! is refused when none is idle. A revoked key's sessions end with it. Ending a session
+//! is refused when none is idle. A revoked key's sessions end with it, and a session with
+//! no call in flight ends after [`SESSION_IDLE`] without a message. Ending a session
 //! cancels its calls in flight (rmcp would let them run to their end).
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
-    time::Instant,
 };
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, channel::mpsc};
+use holdline_tools::Roots;
 use rmcp::{
-    model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage},
-    transport::streamable_http_server::{
-        SessionId, SessionManager,
-        session::{
-            ServerSseMessage,
-            local::{LocalSessionManager, LocalSessionManagerError},
-        },
-    },
+    model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage},
+    transport::streamable_http_server::{SessionId, SessionManager, session::ServerSseMessage},
 };
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
+use super::handshake::{Handshake, HandshakeTransport};
+use super::mux::{Client, Mux, Outgoing};
 use crate::api::guard::Caller;
 use crate::config::McpLimits;
 use crate::keys::KeyName;
@@ -33,9 +34,37 @@ use crate::keys::KeyName;
 /// How long a revoked key's session may go on writing the answers of its calls.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long an MCP session with no call in flight lives without a message. rmcp's default
+/// (5 min) ended every wait past 5 minutes from a client that sends no progress token (a
+/// wait sends nothing until it ends); 2 hours is above every limit the tools choose for
+/// such a client (the longest, an installed entry's `Holdline-Max-Wait-Sec`, is 3,570 s),
+/// and still bounds what a client that vanished without closing its session leaves behind.
+pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+
+/// How often sessions are checked for [`SESSION_IDLE`].
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Why a session could not take a message.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No session has the id (it ended, or never was).
+    #[error("the MCP session {0} is not open")]
+    NotFound(SessionId),
+    /// `/mcp` is not serving yet (its endpoint has not started the shared loop).
+    #[error("the hub's MCP service is not running")]
+    NotServing,
+    /// The hub gives no event ids, so there is nothing to resume from.
+    #[error("this hub keeps no MCP events to resume a stream from")]
+    NoResumption,
+    /// rmcp never answered `initialize`.
+    #[error("the MCP session's initialize got no answer")]
+    NotInitialized,
+}
+
 /// Every open `/mcp` session of this hub.
 pub struct Sessions {
-    local: LocalSessionManager,
+    /// What serves the sessions' requests: set once, when `/mcp` starts.
+    mux: std::sync::OnceLock<Arc<Mux>>,
     table: Arc<Mutex<Table>>,
     per_credential: usize,
     total: usize,
@@ -49,14 +78,21 @@ struct Table {
 }
 
 struct Entry {
+    /// Until its loop has ended and rmcp has closed the session for it (which is not the
+    /// client's close).
+    handshake: Option<Arc<Handshake>>,
+    /// Who the client is, once its `initialize` said.
+    client: Option<Client>,
+    /// Its client's roots, in the extensions of each of its messages to the shared loop.
+    roots: Roots,
+    /// Its open standalone (GET) streams: nothing is sent on them, they end with it.
+    standalone: Vec<mpsc::UnboundedSender<ServerSseMessage>>,
     /// `None` between rmcp making the session and its `initialize` answering: nobody
     /// holds its id yet.
     owner: Option<Caller>,
     last_used: Instant,
     /// Requests on it whose response stream is open (a tool call, a list).
     calls: u32,
-    /// The ids of those requests: ending the session cancels them.
-    requests: Vec<RequestId>,
 }
 
 /// Why a session could not be opened: every session counted against the cap has a call in
@@ -84,19 +120,23 @@ impl Full {
 }
 
 impl Sessions {
-    /// The hub's sessions, as `/mcp` configures rmcp's, capped by `limits`.
+    /// The hub's sessions, capped by `limits`.
     pub fn for_hub(limits: &McpLimits) -> Sessions {
-        Sessions::new(super::session_manager(), limits)
-    }
-
-    /// rmcp's sessions (`local`), capped by `limits`.
-    pub fn new(local: LocalSessionManager, limits: &McpLimits) -> Sessions {
         Sessions {
-            local,
+            mux: std::sync::OnceLock::new(),
             table: Arc::default(),
             per_credential: limits.sessions_per_credential,
             total: limits.sessions_total,
         }
+    }
+
+    /// Serves the sessions' requests with `mux`.
+    pub fn serve(&self, mux: Arc<Mux>) {
+        let _ = self.mux.set(mux);
+    }
+
+    fn mux(&self) -> Result<&Arc<Mux>, SessionError> {
+        self.mux.get().ok_or(SessionError::NotServing)
     }
 
     /// Whether session `id` is open and `caller` opened it; if so it counts as used now.
@@ -114,28 +154,28 @@ impl Sessions {
     /// Room for one more session of `caller`, made by closing the longest-unused idle
     /// session first when a cap is reached. Hold the answer until the session's id is
     /// known ([`Opening::opened`]); dropped without it, the room is given back.
-    pub async fn reserve(self: &Arc<Self>, caller: &Caller) -> Result<Opening, Full> {
+    pub fn reserve(self: &Arc<Self>, caller: &Caller) -> Result<Opening, Full> {
         let closing = {
             let mut table = lock(&self.table);
             let mut closing = Vec::new();
             if table.held(|o| o == caller) >= self.per_credential {
-                let id = table
+                let oldest = table
                     .take_oldest_idle(|o| o == caller)
                     .ok_or(Full::Credential(self.per_credential))?;
-                closing.push(id);
+                closing.push(oldest);
             }
             if table.held(|_| true) >= self.total {
-                let id = table
+                let oldest = table
                     .take_oldest_idle(|_| true)
                     .ok_or(Full::Hub(self.total))?;
-                closing.push(id);
+                closing.push(oldest);
             }
             table.opening.push(caller.clone());
             closing
         };
-        for id in closing {
+        for (id, entry) in closing {
             tracing::info!(session = %id, "MCP session closed to make room for a new one");
-            self.close_quietly(&id).await;
+            self.close_entry(&id, entry);
         }
         Ok(Opening {
             sessions: self.clone(),
@@ -146,7 +186,7 @@ impl Sessions {
     /// Ends every session opened with the agent key `key` (it was revoked); answers how many.
     /// An idle one ends now; one with a call in flight answers nobody from now on and ends
     /// when its calls have written their answers (the revoke ended their waits).
-    pub async fn close_of_key(self: &Arc<Self>, key: &KeyName) -> usize {
+    pub fn close_of_key(self: &Arc<Self>, key: &KeyName) -> usize {
         let (idle, busy) = {
             let mut table = lock(&self.table);
             let of_key: Vec<SessionId> = table
@@ -162,18 +202,15 @@ impl Sessions {
                         e.owner = None;
                         busy.push(id);
                     }
-                    _ => {
-                        table.open.remove(&id);
-                        idle.push(id);
-                    }
+                    _ => idle.extend(table.open.remove(&id).map(|e| (id, e))),
                 }
             }
             (idle, busy)
         };
-        for id in &idle {
-            self.close_quietly(id).await;
-        }
         let count = idle.len() + busy.len();
+        for (id, entry) in idle {
+            self.close_entry(&id, entry);
+        }
         for id in busy {
             tokio::spawn(self.clone().close_when_done(id));
         }
@@ -188,20 +225,70 @@ impl Sessions {
         {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        lock(&self.table).open.remove(&id);
-        self.close_quietly(&id).await;
+        self.end(&id);
     }
 
-    async fn close_quietly(&self, id: &SessionId) {
-        if let Err(e) = self.local.close_session(id).await {
-            tracing::warn!(session = %id, error = %e, "closing an MCP session failed");
+    /// Ends the sessions with no call in flight and no message for [`SESSION_IDLE`], every
+    /// [`IDLE_CHECK`] until `stop`.
+    pub async fn end_idle(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(IDLE_CHECK) => {}
+            }
+            let idle: Vec<(SessionId, Entry)> = {
+                let mut table = lock(&self.table);
+                let ids: Vec<SessionId> = table
+                    .open
+                    .iter()
+                    .filter(|(_, e)| e.calls == 0 && e.last_used.elapsed() >= SESSION_IDLE)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                ids.into_iter()
+                    .filter_map(|id| table.open.remove(&id).map(|e| (id, e)))
+                    .collect()
+            };
+            if !idle.is_empty() {
+                tracing::info!(sessions = idle.len(), "idle MCP sessions ended");
+            }
+            for (id, entry) in idle {
+                self.close_entry(&id, entry);
+            }
         }
     }
 
-    fn touch(&self, id: &SessionId) {
-        if let Some(e) = lock(&self.table).open.get_mut(id) {
-            e.last_used = Instant::now();
+    /// Ends session `id`, if it is open.
+    fn end(&self, id: &SessionId) {
+        let entry = lock(&self.table).open.remove(id);
+        if let Some(entry) = entry {
+            self.close_entry(id, entry);
         }
+    }
+
+    /// Ends the session `entry`: its calls in flight are cancelled (rmcp would let them run
+    /// to their end), its handshake and streams end.
+    fn close_entry(&self, id: &SessionId, entry: Entry) {
+        if let Some(handshake) = &entry.handshake {
+            handshake.close();
+        }
+        if let Ok(mux) = self.mux() {
+            mux.end_session(id);
+        }
+    }
+
+    /// Session `id`'s entry, counted as used now, through `read`.
+    fn touch<T>(
+        &self,
+        id: &SessionId,
+        read: impl FnOnce(&mut Entry) -> T,
+    ) -> Result<T, SessionError> {
+        let mut table = lock(&self.table);
+        let entry = table
+            .open
+            .get_mut(id)
+            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        entry.last_used = Instant::now();
+        Ok(read(entry))
     }
 }
 
@@ -218,15 +305,15 @@ impl Table {
 
     /// Removes and answers the longest-unused session with no call in flight of an owner
     /// matching `whose`.
-    fn take_oldest_idle(&mut self, whose: impl Fn(&Caller) -> bool) -> Option<SessionId> {
+    fn take_oldest_idle(&mut self, whose: impl Fn(&Caller) -> bool) -> Option<(SessionId, Entry)> {
         let id = self
             .open
             .iter()
             .filter(|(_, e)| e.calls == 0 && e.owner.as_ref().is_some_and(&whose))
             .min_by_key(|(_, e)| e.last_used)
             .map(|(id, _)| id.clone())?;
-        self.open.remove(&id);
-        Some(id)
+        let entry = self.open.remove(&id)?;
+        Some((id, entry))
     }
 }
 
@@ -275,28 +362,17 @@ fn release(table: &mut Table, caller: &Caller) {
 struct InFlight {
     table: Arc<Mutex<Table>>,
     id: SessionId,
-    request: Option<RequestId>,
 }
 
 impl InFlight {
-    fn begin(
-        table: &Arc<Mutex<Table>>,
-        id: &SessionId,
-        message: &ClientJsonRpcMessage,
-    ) -> InFlight {
-        let request = match message {
-            JsonRpcMessage::Request(r) => Some(r.id.clone()),
-            _ => None,
-        };
+    fn begin(table: &Arc<Mutex<Table>>, id: &SessionId) -> InFlight {
         if let Some(e) = lock(table).open.get_mut(id) {
             e.calls += 1;
             e.last_used = Instant::now();
-            e.requests.extend(request.clone());
         }
         InFlight {
             table: table.clone(),
             id: id.clone(),
-            request,
         }
     }
 }
@@ -306,40 +382,41 @@ impl Drop for InFlight {
         if let Some(e) = lock(&self.table).open.get_mut(&self.id) {
             e.calls = e.calls.saturating_sub(1);
             e.last_used = Instant::now();
-            if let Some(at) = self
-                .request
-                .as_ref()
-                .and_then(|r| e.requests.iter().position(|x| x == r))
-            {
-                e.requests.swap_remove(at);
-            }
         }
     }
 }
 
-/// `notifications/cancelled` for `request`: what ending its session tells its call.
-fn cancelled(request: &RequestId) -> Option<ClientJsonRpcMessage> {
-    serde_json::from_value(serde_json::json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/cancelled",
-        "params": {"requestId": request, "reason": "the client ended the session"},
-    }))
-    .ok()
+/// Who the client of `initialize` `message` is.
+fn client_of(message: &ClientJsonRpcMessage) -> Option<Client> {
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::InitializeRequest(init) = &request.request else {
+        return None;
+    };
+    Some(Client {
+        info: init.params.client_info.clone(),
+        capabilities: init.params.capabilities.clone(),
+    })
 }
 
 impl SessionManager for Sessions {
-    type Error = LocalSessionManagerError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
+    type Error = SessionError;
+    type Transport = HandshakeTransport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let (id, transport) = self.local.create_session().await?;
+        let id: SessionId = uuid::Uuid::new_v4().to_string().into();
+        let (handshake, transport) = Handshake::open();
         lock(&self.table).open.insert(
             id.clone(),
             Entry {
+                handshake: Some(handshake),
+                client: None,
+                roots: Roots::default(),
+                standalone: Vec::new(),
                 owner: None,
                 last_used: Instant::now(),
                 calls: 0,
-                requests: Vec::new(),
             },
         );
         Ok((id, transport))
@@ -350,25 +427,37 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.local.initialize_session(id, message).await
+        let client = client_of(&message);
+        let handshake = self.touch(id, |e| {
+            e.client = client;
+            e.handshake.clone()
+        })?;
+        let answer = match handshake {
+            Some(handshake) => handshake.initialize(message).await,
+            None => None,
+        };
+        if answer.is_none() {
+            self.end(id);
+        }
+        answer.ok_or(SessionError::NotInitialized)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.local.has_session(id).await
+        Ok(lock(&self.table).open.contains_key(id))
     }
 
     /// Its calls in flight are cancelled first: rmcp would let them run to their end, and
-    /// a wait would then stay open for the grace (Codex ends its session on Ctrl-C).
+    /// a wait would then stay open for the grace (Codex ends its session on Ctrl-C). rmcp
+    /// also closes a session when its loop ends: for a handshake's loop that is not the
+    /// session's end.
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        let requests = lock(&self.table)
-            .open
-            .remove(id)
-            .map(|e| e.requests)
-            .unwrap_or_default();
-        for message in requests.iter().filter_map(cancelled) {
-            let _ = self.local.accept_message(id, message).await;
+        let handshake_ended = self
+            .touch(id, |e| e.handshake.take_if(|h| h.ended()).is_some())
+            .unwrap_or(false);
+        if !handshake_ended {
+            self.end(id);
         }
-        self.local.close_session(id).await
+        Ok(())
     }
 
     async fn create_stream(
@@ -376,8 +465,17 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let in_flight = InFlight::begin(&self.table, id, &message);
-        let stream = self.local.create_stream(id, message).await?;
+        let mux = self.mux()?;
+        let (client, roots) = self.touch(id, |e| (e.client.clone(), e.roots.clone()))?;
+        let in_flight = InFlight::begin(&self.table, id);
+        let stream = mux.call(
+            id,
+            client.as_ref(),
+            |extensions| {
+                extensions.insert(roots);
+            },
+            message,
+        );
         Ok(stream.map(move |m| {
             let _held = &in_flight;
             m
@@ -389,24 +487,34 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        self.touch(id);
-        self.local.accept_message(id, message).await
+        let mux = self.mux()?;
+        let roots = self.touch(id, |e| e.roots.clone())?;
+        mux.notify(
+            id,
+            |extensions| {
+                extensions.insert(roots);
+            },
+            message,
+        );
+        Ok(())
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.local.create_standalone_stream(id).await
+        let (tx, rx): (_, Outgoing) = mpsc::unbounded();
+        self.touch(id, |e| e.standalone.push(tx))?;
+        Ok(rx)
     }
 
+    /// No stream is given event ids (no priming, see `McpEndpoint::new`): nothing to resume.
     async fn resume(
         &self,
-        id: &SessionId,
-        last_event_id: String,
+        _id: &SessionId,
+        _last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.local.resume(id, last_event_id).await
+        Err::<Outgoing, _>(SessionError::NoResumption)
     }
 }
 
@@ -415,6 +523,100 @@ impl crate::api::KeyHolder for Sessions {
         self: Arc<Self>,
         key: KeyName,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send>> {
-        Box::pin(async move { self.close_of_key(&key).await })
+        Box::pin(async move { self.close_of_key(&key) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions() -> Arc<Sessions> {
+        let sessions = Arc::new(Sessions::for_hub(&McpLimits {
+            sessions_per_credential: 8,
+            sessions_total: 8,
+            tasks_per_credential: 8,
+            task_keep: std::time::Duration::from_secs(60),
+        }));
+        sessions.serve(Mux::open().0);
+        sessions
+    }
+
+    fn call() -> ClientJsonRpcMessage {
+        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": 1,
+            "method": "tools/call", "params": {"name": "wait_for_user_input"}}))
+        .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_without_a_call_ends_after_the_idle_time_one_with_a_call_stays() {
+        let sessions = sessions();
+        let (idle, _) = sessions.create_session().await.unwrap();
+        let (busy, _) = sessions.create_session().await.unwrap();
+        let stream = sessions.create_stream(&busy, call()).await.unwrap();
+        let stop = CancellationToken::new();
+        tokio::spawn(sessions.clone().end_idle(stop.clone()));
+
+        tokio::time::sleep(SESSION_IDLE - IDLE_CHECK).await;
+        assert!(
+            sessions.has_session(&idle).await.unwrap(),
+            "not yet idle long enough"
+        );
+        tokio::time::sleep(IDLE_CHECK * 2).await;
+        assert!(!sessions.has_session(&idle).await.unwrap(), "ended");
+        assert!(
+            sessions.has_session(&busy).await.unwrap(),
+            "a call in flight"
+        );
+
+        drop(stream);
+        tokio::time::sleep(SESSION_IDLE + IDLE_CHECK).await;
+        assert!(
+            !sessions.has_session(&busy).await.unwrap(),
+            "idle once its call ended"
+        );
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn only_the_close_for_an_ended_handshake_is_not_the_sessions_end() {
+        let sessions = sessions();
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        sessions.close_session(&id).await.unwrap();
+        assert!(
+            !sessions.has_session(&id).await.unwrap(),
+            "a close before: the end"
+        );
+
+        let (id, mut ended) = sessions.create_session().await.unwrap();
+        let init: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}}))
+        .unwrap();
+        let answering = {
+            let sessions = sessions.clone();
+            let id = id.clone();
+            tokio::spawn(async move { sessions.initialize_session(&id, init).await })
+        };
+        use rmcp::transport::Transport as _;
+        assert!(ended.receive().await.is_some(), "the initialize");
+        let answer: ServerJsonRpcMessage = serde_json::from_value(serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18",
+                "capabilities": {}, "serverInfo": {"name": "h", "version": "1"}}}))
+        .unwrap();
+        ended.send(answer).await.unwrap();
+        answering.await.unwrap().unwrap();
+        assert!(ended.receive().await.is_none(), "the loop reads its end");
+        sessions.close_session(&id).await.unwrap();
+        assert!(
+            sessions.has_session(&id).await.unwrap(),
+            "rmcp's close after the loop"
+        );
+        sessions.close_session(&id).await.unwrap();
+        assert!(
+            !sessions.has_session(&id).await.unwrap(),
+            "the client's close"
+        );
     }
 }

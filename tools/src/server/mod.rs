@@ -91,6 +91,11 @@ pub struct Settings {
     pub share_changes: bool,
 }
 
+/// What one client's roots say its workspace is, once asked (`None` inside: it has none);
+/// cleared when they change. One per stdio connection or `/mcp` session.
+#[derive(Clone, Default)]
+pub struct Roots(Arc<Mutex<Option<Option<String>>>>);
+
 /// The MCP server of the four tools: one per stdio connection, or one per `/mcp` session.
 #[derive(Clone)]
 pub struct Tools {
@@ -108,11 +113,12 @@ pub struct Tools {
     /// Token → binding; a std mutex, held only for a map operation.
     known: Arc<Mutex<HashMap<String, KnownBinding>>>,
     /// The workspace from the client's roots, once asked; cleared when the roots change.
-    roots: Arc<Mutex<Option<Option<String>>>>,
+    roots: Roots,
     /// Register requests whose files the hub has.
     files_sent: attachments::FilesSent,
     shutdown: CancellationToken,
-    tool_router: ToolRouter<Tools>,
+    /// Shared: every session's and caller's copy routes the same four tools.
+    tool_router: Arc<ToolRouter<Tools>>,
 }
 
 impl Tools {
@@ -136,10 +142,10 @@ impl Tools {
             changes: (settings.share_changes && settings.transport == Transport::Stdio)
                 .then(Git::default),
             known: Arc::default(),
-            roots: Arc::default(),
+            roots: Roots::default(),
             files_sent: attachments::FilesSent::default(),
             shutdown,
-            tool_router: Self::tool_router(),
+            tool_router: Arc::new(Self::tool_router()),
         }
     }
 
@@ -194,10 +200,10 @@ impl Tools {
         self.delivery.written(request);
     }
 
-    /// The same tools with their own roots: a new MCP session's client has its own.
-    pub fn for_session(&self) -> Tools {
+    /// The same tools with `roots` as the client's: each MCP session's client has its own.
+    pub fn with_roots(&self, roots: &Roots) -> Tools {
         Tools {
-            roots: Arc::default(),
+            roots: roots.clone(),
             ..self.clone()
         }
     }
@@ -235,7 +241,7 @@ impl Tools {
     // Roots are deprecated for protocols after 2025-11-25 but are what IDEs send today.
     #[allow(deprecated)]
     async fn roots_workspace(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
-        if let Some(cached) = self.roots.lock().expect("not poisoned").clone() {
+        if let Some(cached) = self.roots.0.lock().expect("not poisoned").clone() {
             return cached;
         }
         let supports_roots = ctx.client_capabilities().is_some_and(|c| c.roots.is_some());
@@ -255,7 +261,7 @@ impl Tools {
         } else {
             None
         };
-        *self.roots.lock().expect("not poisoned") = Some(found.clone());
+        *self.roots.0.lock().expect("not poisoned") = Some(found.clone());
         found
     }
 }
@@ -460,7 +466,7 @@ impl ServerHandler for Tools {
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
-        *self.roots.lock().expect("not poisoned") = None;
+        *self.roots.0.lock().expect("not poisoned") = None;
     }
 
     /// The stand-in for a client line over the limit (`line_cap`) gets a clear error.
