@@ -5,8 +5,8 @@
 //!
 //! Every remote agent is its own rmcp client over Streamable HTTP, with its own
 //! HTTP client and connections, as separate agent processes would have: while it
-//! waits it holds its MCP session's standalone GET stream and the POST stream of
-//! its tool call.
+//! waits it holds the POST stream of its tool call (the hub answers the session's
+//! standalone GET with 405, as MCP allows, and the client goes on without it).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -211,6 +211,9 @@ impl McpEndpoint {
             Ok(caller) => caller,
             Err(refusal) => return refusal.into_response(),
         };
+        if request.method() == axum::http::Method::GET {
+            return Refusal::no_event_stream().into_response();
+        }
         // The tools' calls go to the agent routes as this caller.
         let mut request = request;
         request.extensions_mut().insert(caller.clone());
@@ -305,6 +308,20 @@ const ANSWER_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2
 /// How often an open `/mcp` event stream gets a keep-alive comment.
 pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// What the tools read of a call's HTTP request (its extensions: the caller, its address,
+/// the stream's end; the credential and `Holdline-Max-Wait-Sec` headers), kept for as long
+/// as the call runs instead of every header the client sent.
+fn what_the_tools_read(parts: axum::http::request::Parts) -> axum::http::request::Parts {
+    let (mut kept, ()) = axum::http::Request::new(()).into_parts();
+    for name in [header::AUTHORIZATION.as_str(), routes::MAX_WAIT_HEADER] {
+        if let Some(value) = parts.headers.get(name) {
+            kept.headers.insert(name, value.clone());
+        }
+    }
+    kept.extensions = parts.extensions;
+    kept
+}
+
 /// Why `/mcp` refused a request before MCP: the HTTP status and a JSON-RPC error body.
 #[derive(Debug)]
 pub struct Refusal {
@@ -359,6 +376,17 @@ impl Refusal {
         }
     }
 
+    /// A GET: the hub sends nothing outside a request's own stream (every message of a
+    /// call rides the call's stream), so it offers no standalone stream, as MCP allows —
+    /// one that stayed open would hold a connection per agent for nothing.
+    fn no_event_stream() -> Refusal {
+        Refusal {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            code: -32600,
+            message: "METHOD_NOT_ALLOWED: the hub offers no standalone event stream; each request's messages come on its own response".into(),
+        }
+    }
+
     fn too_large() -> Refusal {
         Refusal {
             status: StatusCode::PAYLOAD_TOO_LARGE,
@@ -379,6 +407,12 @@ impl IntoResponse for Refusal {
             "error": {"code": self.code, "message": self.message},
         });
         let mut response = (self.status, axum::Json(body)).into_response();
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            response.headers_mut().insert(
+                header::ALLOW,
+                header::HeaderValue::from_static("POST, DELETE"),
+            );
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

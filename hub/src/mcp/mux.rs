@@ -24,8 +24,8 @@ use rmcp::{
     RoleServer, ServerHandler,
     model::{
         ClientCapabilities, ClientJsonRpcMessage, ClientNotification, GetExtensions, GetMeta,
-        Implementation, JsonRpcMessage, NumberOrString, ProgressToken, RequestId,
-        ServerJsonRpcMessage, ServerNotification,
+        Implementation, JsonRpcMessage, JsonRpcRequest, NumberOrString, ProgressToken, RequestId,
+        ServerJsonRpcMessage, ServerNotification, ServerRequest,
     },
     service::{OriginatingRequestId, serve_directly_with_ct},
     transport::{Transport, streamable_http_server::session::ServerSseMessage},
@@ -274,59 +274,57 @@ impl Routes {
                 }
             }
             JsonRpcMessage::Error(mut e) => {
-                if let Some(call) =
+                let call =
                     e.id.as_ref()
                         .and_then(hub_id_of)
-                        .and_then(|id| self.end(id))
-                {
+                        .and_then(|id| self.end(id));
+                if let Some(call) = call {
                     e.id = Some(call.id);
                     send(&call.outlet, JsonRpcMessage::Error(e));
                 }
             }
-            JsonRpcMessage::Notification(mut n) => {
-                let call = match &mut n.notification {
-                    ServerNotification::ProgressNotification(p) => {
-                        let call = hub_id_of(&p.params.progress_token.0)
-                            .and_then(|id| self.calls.get(&id));
-                        match call.and_then(|c| c.progress.clone().map(|t| (c, t))) {
-                            Some((call, token)) => {
-                                p.params.progress_token = token;
-                                Some(call)
-                            }
-                            None => None,
-                        }
-                    }
-                    // The service withdrawing a request it made of the client.
-                    ServerNotification::CancelledNotification(c) => c
-                        .params
-                        .request_id
-                        .as_ref()
-                        .and_then(|id| self.asked.get(id))
-                        .and_then(|id| self.calls.get(id)),
-                    _ => None,
-                };
-                match call {
-                    Some(call) => send(&call.outlet, JsonRpcMessage::Notification(n)),
-                    None => tracing::debug!("an MCP notification for no call was dropped"),
-                }
+            JsonRpcMessage::Notification(mut n) => match self.call_told(&mut n.notification) {
+                Some(call) => send(&call.outlet, JsonRpcMessage::Notification(n)),
+                None => tracing::debug!("an MCP notification for no call was dropped"),
+            },
+            JsonRpcMessage::Request(r) => self.ask(r),
+        }
+    }
+
+    /// The call `notification` is about, the notification put in the client's terms: a
+    /// progress under the client's token, the service withdrawing a request it made.
+    fn call_told(&self, notification: &mut ServerNotification) -> Option<&Call> {
+        match notification {
+            ServerNotification::ProgressNotification(p) => {
+                let call = self.calls.get(&hub_id_of(&p.params.progress_token.0)?)?;
+                p.params.progress_token = call.progress.clone()?;
+                Some(call)
             }
-            JsonRpcMessage::Request(r) => {
-                let origin = r
-                    .request
-                    .extensions()
-                    .get::<OriginatingRequestId>()
-                    .and_then(|o| hub_id_of(&o.0))
-                    .filter(|id| self.calls.contains_key(id));
-                match origin {
-                    Some(hub_id) => {
-                        self.asked.insert(r.id.clone(), hub_id);
-                        send(&self.calls[&hub_id].outlet, JsonRpcMessage::Request(r));
-                    }
-                    None => {
-                        tracing::warn!("a request of the MCP service outside any call was dropped")
-                    }
-                }
+            ServerNotification::CancelledNotification(c) => self
+                .calls
+                .get(self.asked.get(c.params.request_id.as_ref()?)?),
+            _ => None,
+        }
+    }
+
+    /// A request of the service (`roots/list` during a call) rides the stream of the call
+    /// it was made for; the client's answer is then taken from that call's session only.
+    fn ask(&mut self, request: JsonRpcRequest<ServerRequest>) {
+        let origin = request
+            .request
+            .extensions()
+            .get::<OriginatingRequestId>()
+            .and_then(|o| hub_id_of(&o.0))
+            .filter(|id| self.calls.contains_key(id));
+        match origin {
+            Some(hub_id) => {
+                self.asked.insert(request.id.clone(), hub_id);
+                send(
+                    &self.calls[&hub_id].outlet,
+                    JsonRpcMessage::Request(request),
+                );
             }
+            None => tracing::warn!("a request of the MCP service outside any call was dropped"),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard},
 };
 
-use futures::{Stream, StreamExt, channel::mpsc};
+use futures::{Stream, StreamExt};
 use holdline_tools::Roots;
 use rmcp::{
     model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage},
@@ -53,6 +53,9 @@ pub enum SessionError {
     /// `/mcp` is not serving yet (its endpoint has not started the shared loop).
     #[error("the hub's MCP service is not running")]
     NotServing,
+    /// `/mcp` answers a GET itself: the hub sends nothing outside a request's stream.
+    #[error("the hub offers no standalone event stream")]
+    NoStandaloneStream,
     /// The hub gives no event ids, so there is nothing to resume from.
     #[error("this hub keeps no MCP events to resume a stream from")]
     NoResumption,
@@ -85,8 +88,6 @@ struct Entry {
     client: Option<Client>,
     /// Its client's roots, in the extensions of each of its messages to the shared loop.
     roots: Roots,
-    /// Its open standalone (GET) streams: nothing is sent on them, they end with it.
-    standalone: Vec<mpsc::UnboundedSender<ServerSseMessage>>,
     /// `None` between rmcp making the session and its `initialize` answering: nobody
     /// holds its id yet.
     owner: Option<Caller>,
@@ -413,7 +414,6 @@ impl SessionManager for Sessions {
                 handshake: Some(handshake),
                 client: None,
                 roots: Roots::default(),
-                standalone: Vec::new(),
                 owner: None,
                 last_used: Instant::now(),
                 calls: 0,
@@ -472,6 +472,9 @@ impl SessionManager for Sessions {
             id,
             client.as_ref(),
             |extensions| {
+                if let Some(parts) = extensions.remove::<axum::http::request::Parts>() {
+                    extensions.insert(super::what_the_tools_read(parts));
+                }
                 extensions.insert(roots);
             },
             message,
@@ -499,13 +502,13 @@ impl SessionManager for Sessions {
         Ok(())
     }
 
+    /// Never reached: `/mcp` answers a GET with 405 before rmcp.
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let (tx, rx): (_, Outgoing) = mpsc::unbounded();
-        self.touch(id, |e| e.standalone.push(tx))?;
-        Ok(rx)
+        self.touch(id, |_| ())?;
+        Err::<Outgoing, _>(SessionError::NoStandaloneStream)
     }
 
     /// No stream is given event ids (no priming, see `McpEndpoint::new`): nothing to resume.

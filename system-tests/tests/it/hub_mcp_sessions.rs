@@ -339,3 +339,95 @@ async fn ending_a_session_cancels_its_wait_in_flight_at_once() {
     );
     drop(call);
 }
+
+/// The hub sends nothing outside a request's own stream, so it offers no standalone
+/// stream: a GET is a 405 naming what `/mcp` takes (after the credentials' check), and
+/// the session goes on.
+#[tokio::test]
+async fn a_get_is_a_405_naming_post_and_delete_and_the_session_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let key = make_key(&hub, "laptop").await;
+    let session = open(&hub, &key).await;
+    let get = |bearer: Option<&str>| {
+        let mut request = hub
+            .http
+            .get(format!("{}/mcp", hub.url()))
+            .header("Accept", "text/event-stream")
+            .header("Mcp-Session-Id", &session)
+            .header("Mcp-Protocol-Version", "2025-06-18");
+        if let Some(b) = bearer {
+            request = request.bearer_auth(b);
+        }
+        request.send()
+    };
+    assert_eq!(get(None).await.unwrap().status(), 401);
+    let refused = get(Some(&key)).await.unwrap();
+    assert_eq!(refused.status(), 405);
+    assert_eq!(refused.headers()["allow"], "POST, DELETE");
+    let body = messages(refused).await;
+    assert_eq!(body[0]["error"]["code"], -32600, "{body:?}");
+    assert_eq!(list_tools(&hub, &key, &session).await.0, 200);
+}
+
+/// Every session's calls share one service loop in the hub: two agents of two keys that
+/// number their calls and progress tokens alike each get their own reply, under their own
+/// ids, and nothing of the other's.
+#[tokio::test]
+async fn two_agents_with_the_same_request_ids_each_get_only_their_own_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let mut agents = Vec::new();
+    for name in ["laptop", "desktop"] {
+        let key = make_key(&hub, name).await;
+        let session = open(&hub, &key).await;
+        let token = init_on(&hub, &key, &session, name).await;
+        let call = post(
+            &hub,
+            &key,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+                "name": "wait_for_user_input", "_meta": {"progressToken": "p"},
+                "arguments": {"token": token, "message": "waiting here", "timeoutSec": 60}}})
+            .to_string(),
+        )
+        .await;
+        assert_eq!(call.status(), 200);
+        hub.wait_status(&token, "waiting").await.unwrap();
+        agents.push((name, token, call));
+    }
+    let (laptop, desktop) = (agents.remove(0), agents.remove(0));
+    hub.reply(&desktop.1, "for the desktop", json!([]))
+        .await
+        .unwrap();
+    let got = messages(desktop.2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        hub.session(&laptop.1).await.unwrap()["status"],
+        "waiting",
+        "the laptop's wait goes on"
+    );
+    hub.reply(&laptop.1, "for the laptop", json!([]))
+        .await
+        .unwrap();
+    let got_laptop = messages(laptop.2).await;
+    for (messages, mine, other) in [
+        (&got, "for the desktop", "for the laptop"),
+        (&got_laptop, "for the laptop", "for the desktop"),
+    ] {
+        let shown = format!("{messages:?}");
+        let answers: Vec<&Value> = messages
+            .iter()
+            .filter(|m| m.get("result").is_some())
+            .collect();
+        assert_eq!(answers.len(), 1, "{shown}");
+        assert_eq!(answers[0]["id"], 4, "under the client's own id: {shown}");
+        assert!(shown.contains(mine) && !shown.contains(other), "{shown}");
+        for progress in messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+        {
+            assert_eq!(progress["params"]["progressToken"], "p", "{shown}");
+        }
+    }
+}
