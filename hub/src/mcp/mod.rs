@@ -439,10 +439,8 @@ impl RemoteAgent {
     /// The tools with the roots of the session `extensions` are of (no roots known outside
     /// any session).
     fn session_tools(&self, extensions: &rmcp::model::Extensions) -> Tools {
-        match extensions.get::<Roots>() {
-            Some(roots) => self.tools.with_roots(roots),
-            None => self.tools.with_roots(&Roots::default()),
-        }
+        let roots = extensions.get::<Roots>().cloned().unwrap_or_default();
+        self.tools.with_roots(&roots)
     }
 
     /// The tools answering the caller of `ctx`'s HTTP request: their hub calls carry the

@@ -1,6 +1,6 @@
 //! One rmcp service loop for the requests of every `/mcp` session: each request goes in
 //! under an id unique in this hub, carrying its session's client (name, capabilities) in
-//! its `_meta` and its session's tools in its extensions, and each message the service
+//! its `_meta` and its session's roots in its extensions, and each message the service
 //! sends goes out on the stream of the call it belongs to, under the client's own ids.
 //!
 //! Invariant: a session's messages reach only that session — a response, a progress
@@ -32,7 +32,7 @@ use rmcp::{
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-/// The messages of one call (or a standalone stream), as the client reads them.
+/// The messages of one call, as the client reads them.
 pub type Outgoing = mpsc::UnboundedReceiver<ServerSseMessage>;
 
 /// Who the client of a session is, as its `initialize` said.
@@ -137,13 +137,12 @@ impl Mux {
         let client_id = std::mem::replace(&mut request.id, RequestId::Number(hub_id));
         {
             let mut routes = self.routes();
+            let key = (session.clone(), client_id.clone());
             // A client reusing the id of a call in flight: the older call gets no more.
-            if let Some(older) = routes
-                .by_client
-                .insert((session.clone(), client_id.clone()), hub_id)
-            {
-                routes.calls.remove(&older);
+            if let Some(older) = routes.by_client.get(&key).copied() {
+                routes.end(older);
             }
+            routes.by_client.insert(key, hub_id);
             routes.calls.insert(
                 hub_id,
                 Call {

@@ -96,6 +96,21 @@ pub struct Settings {
 #[derive(Clone, Default)]
 pub struct Roots(Arc<Mutex<Option<Option<String>>>>);
 
+impl Roots {
+    /// The workspace the roots gave, if they were asked since they last changed.
+    fn cached(&self) -> Option<Option<String>> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+
+    fn remember(&self, found: Option<String>) {
+        *self.0.lock().expect("not poisoned") = Some(found);
+    }
+
+    fn forget(&self) {
+        *self.0.lock().expect("not poisoned") = None;
+    }
+}
+
 /// The MCP server of the four tools: one per stdio connection, or one per `/mcp` session.
 #[derive(Clone)]
 pub struct Tools {
@@ -241,7 +256,7 @@ impl Tools {
     // Roots are deprecated for protocols after 2025-11-25 but are what IDEs send today.
     #[allow(deprecated)]
     async fn roots_workspace(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
-        if let Some(cached) = self.roots.0.lock().expect("not poisoned").clone() {
+        if let Some(cached) = self.roots.cached() {
             return cached;
         }
         let supports_roots = ctx.client_capabilities().is_some_and(|c| c.roots.is_some());
@@ -261,7 +276,7 @@ impl Tools {
         } else {
             None
         };
-        *self.roots.0.lock().expect("not poisoned") = Some(found.clone());
+        self.roots.remember(found.clone());
         found
     }
 }
@@ -466,7 +481,7 @@ impl ServerHandler for Tools {
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
-        *self.roots.0.lock().expect("not poisoned") = None;
+        self.roots.forget();
     }
 
     /// The stand-in for a client line over the limit (`line_cap`) gets a clear error.
