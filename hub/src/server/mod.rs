@@ -332,10 +332,47 @@ async fn write_response(
     close: bool,
 ) -> io::Result<()> {
     let (parts, body) = response.into_parts();
+    let length = HttpBody::size_hint(&body).exact();
+    // The head's parts are gone before the body is written: a stream may last for hours.
+    let (mut head, bodiless) = head_of(parts, length, close);
+    if bodiless {
+        return stream.write_all(&head).await;
+    }
+    if let Some(n) = length
+        && n as usize <= ONE_WRITE
+    {
+        let body = axum::body::to_bytes(body, ONE_WRITE)
+            .await
+            .map_err(io::Error::other)?;
+        head.extend_from_slice(&body);
+        return stream.write_all(&head).await;
+    }
+    stream.write_all(&head).await?;
+    drop(head);
+    let mut data = body.into_data_stream();
+    while let Some(chunk) = data.next().await {
+        let chunk = chunk.map_err(io::Error::other)?;
+        if length.is_some() {
+            stream.write_all(&chunk).await?;
+        } else if !chunk.is_empty() {
+            stream
+                .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+                .await?;
+            stream.write_all(&chunk).await?;
+            stream.write_all(b"\r\n").await?;
+        }
+    }
+    if length.is_none() {
+        stream.write_all(b"0\r\n\r\n").await?;
+    }
+    Ok(())
+}
+
+/// A response's status line and headers as written, and whether it has no body.
+fn head_of(parts: http::response::Parts, length: Option<u64>, close: bool) -> (Vec<u8>, bool) {
     let bodiless = parts.status.is_informational()
         || parts.status == StatusCode::NO_CONTENT
         || parts.status == StatusCode::NOT_MODIFIED;
-    let length = HttpBody::size_hint(&body).exact();
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(b"HTTP/1.1 ");
     head.extend_from_slice(parts.status.as_str().as_bytes());
@@ -360,36 +397,7 @@ async fn write_response(
         head.extend_from_slice(b"connection: close\r\n");
     }
     head.extend_from_slice(b"\r\n");
-    if bodiless {
-        return stream.write_all(&head).await;
-    }
-    if let Some(n) = length
-        && n as usize <= ONE_WRITE
-    {
-        let body = axum::body::to_bytes(body, ONE_WRITE)
-            .await
-            .map_err(io::Error::other)?;
-        head.extend_from_slice(&body);
-        return stream.write_all(&head).await;
-    }
-    stream.write_all(&head).await?;
-    let mut data = body.into_data_stream();
-    while let Some(chunk) = data.next().await {
-        let chunk = chunk.map_err(io::Error::other)?;
-        if length.is_some() {
-            stream.write_all(&chunk).await?;
-        } else if !chunk.is_empty() {
-            stream
-                .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
-                .await?;
-            stream.write_all(&chunk).await?;
-            stream.write_all(b"\r\n").await?;
-        }
-    }
-    if length.is_none() {
-        stream.write_all(b"0\r\n\r\n").await?;
-    }
-    Ok(())
+    (head, bodiless)
 }
 
 #[cfg(test)]
