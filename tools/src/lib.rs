@@ -15,14 +15,17 @@
 //! - [`limits`]: how long one wait may block in each client, and what each client does
 //!   with a result, from measurement.
 //! - [`hub`]: the clonable handle the tools call the hub through.
+//! - [`client`]: who the MCP client of a call is.
 //! - [`workspace_changes`]: the workspace's uncommitted git changes a question may carry.
 
+pub mod client;
 pub mod delivery;
 pub mod hub;
 pub mod limits;
 pub mod server;
 pub mod workspace_changes;
 
+pub use client::Client;
 pub use holdline_contract::HubApi;
 pub use hub::Hub;
 pub use server::{Roots, Settings, Tools, Transport, WorkspaceFallback};

@@ -7,7 +7,8 @@
 //! routes; the host in a binding made here is the address the hub saw, never one the
 //! caller reports.
 
-mod dropped_stream;
+mod call_stream;
+mod calls;
 mod handshake;
 mod in_process;
 mod mux;
@@ -30,6 +31,10 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
+use futures::{
+    FutureExt,
+    future::{Either, ready},
+};
 use holdline_contract::routes;
 use holdline_tools::{
     Hub, Roots, Settings, Tools, Transport, WorkspaceFallback, delivery::Delivery, limits::MaxWait,
@@ -46,11 +51,12 @@ use rmcp::{
     transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService},
 };
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tower::ServiceExt;
 
 use crate::api::{AppState, guard::Caller};
-use dropped_stream::{SessionCall, StreamEnded};
+use call_stream::StreamEnded;
 use in_process::InProcess;
 use tasks::Tasks;
 
@@ -225,7 +231,7 @@ impl McpEndpoint {
         if declared.is_some_and(|n| n > DRAIN_LIMIT) {
             return Refusal::too_large().into_response();
         }
-        let (mut parts, body) = request.into_parts();
+        let (parts, body) = request.into_parts();
         let bytes = match read_body(body).await {
             Ok(bytes) => bytes,
             Err(refusal) => return refusal.into_response(),
@@ -242,15 +248,7 @@ impl McpEndpoint {
             Ok(opening) => opening,
             Err(refusal) => return refusal.into_response(),
         };
-        // A call on a session is watched: its stream dropped before the answer cancels it,
-        // and its end tells the call its answer left (a reply is acked only then).
-        let call = message
-            .as_ref()
-            .and_then(|m| SessionCall::find(&parts.headers, m));
         drop(message);
-        if let Some(call) = &call {
-            parts.extensions.insert(call.ended());
-        }
         let request = Request::from_parts(parts, Body::from(bytes));
         let response = self.service.clone().oneshot(request).await;
         let Ok(response) = response;
@@ -259,16 +257,10 @@ impl McpEndpoint {
         {
             opening.opened(id.to_str().unwrap_or_default());
         }
-        match call {
-            _ if response.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                Refusal::too_large().into_response()
-            }
-            Some(call) if response.status().is_success() => {
-                let service = self.service.clone();
-                response.map(|body| call.watch(Body::new(body), service))
-            }
-            _ => response.map(Body::new),
+        if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return Refusal::too_large().into_response();
         }
+        response.map(Body::new)
     }
 }
 
@@ -308,18 +300,54 @@ const ANSWER_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2
 /// How often an open `/mcp` event stream gets a keep-alive comment.
 pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// What the tools read of a call's HTTP request (its extensions: the caller, its address,
-/// the stream's end; the credential and `Holdline-Max-Wait-Sec` headers), kept for as long
-/// as the call runs instead of every header the client sent.
-fn what_the_tools_read(parts: axum::http::request::Parts) -> axum::http::request::Parts {
-    let (mut kept, ()) = axum::http::Request::new(()).into_parts();
-    for name in [header::AUTHORIZATION.as_str(), routes::MAX_WAIT_HEADER] {
-        if let Some(value) = parts.headers.get(name) {
-            kept.headers.insert(name, value.clone());
+/// Who made a `/mcp` call, as the tools read it: put in the call's extensions in place of
+/// its HTTP request's head (the head's headers and extensions were most of what a waiting
+/// call kept), for as long as the call runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Asker {
+    who: Caller,
+    /// The address the hub saw.
+    peer: SocketAddr,
+    /// What `HOLDLINE_MAX_WAIT_SEC` is to a stdio bridge, sent by the entry `install`
+    /// writes where it raised the client's timeout.
+    max_wait: MaxWait,
+    /// The SHA-256 of the request's credential: whose a task is.
+    credential: [u8; 32],
+    /// Fires once the call's answer left the hub (a call on a session only).
+    ended: Option<StreamEnded>,
+}
+
+impl Asker {
+    /// The asker of the request whose head is `parts` (`None` without the caller the
+    /// guard sets or the address the server sets).
+    fn of(parts: &axum::http::request::Parts, ended: Option<StreamEnded>) -> Option<Asker> {
+        let header = |name: &str| parts.headers.get(name).map(|v| v.as_bytes());
+        Some(Asker {
+            who: parts.extensions.get::<Caller>()?.clone(),
+            peer: parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0,
+            max_wait: header(routes::MAX_WAIT_HEADER)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(MaxWait::parse)
+                .unwrap_or_default(),
+            credential: Sha256::digest(header(header::AUTHORIZATION.as_str()).unwrap_or_default())
+                .into(),
+            ended,
+        })
+    }
+
+    /// The asker of the request with `extensions`: a session's call has it, a request
+    /// outside any session (2026-07-28, stateless) its HTTP request's head.
+    fn in_request(extensions: &rmcp::model::Extensions) -> Option<Asker> {
+        match extensions.get::<Asker>() {
+            Some(asker) => Some(asker.clone()),
+            None => Asker::of(extensions.get::<axum::http::request::Parts>()?, None),
         }
     }
-    kept.extensions = parts.extensions;
-    kept
+
+    /// Whose a task is: the credential's SHA-256, in hex.
+    pub(crate) fn owner(&self) -> String {
+        hex::encode(self.credential)
+    }
 }
 
 /// Why `/mcp` refused a request before MCP: the HTTP status and a JSON-RPC error body.
@@ -446,34 +474,36 @@ impl RemoteAgent {
     /// The tools answering the caller of `ctx`'s HTTP request: their hub calls carry the
     /// request's credential and their bindings the address the hub saw.
     fn tools_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Tools, ErrorData> {
-        let parts = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .ok_or_else(|| ErrorData::internal_error("the HTTP request is missing", None))?;
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0)
-            .ok_or_else(|| ErrorData::internal_error("the caller's address is missing", None))?;
-        let who = parts
-            .extensions
-            .get::<Caller>()
-            .cloned()
+        let asker = Asker::in_request(&ctx.extensions)
             .ok_or_else(|| ErrorData::internal_error("the caller is missing", None))?;
-        let hub = Hub::new(Arc::new(InProcess::for_caller(self.app.clone(), who, peer)));
-        let host_ip = peer.ip().to_canonical().to_string();
-        // What `HOLDLINE_MAX_WAIT_SEC` is to a stdio bridge, sent by the entry `install`
-        // writes where it raised the client's timeout.
-        let max_wait = parts
-            .headers
-            .get(routes::MAX_WAIT_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(MaxWait::parse)
-            .unwrap_or_default();
+        let hub = Hub::new(Arc::new(InProcess::for_caller(
+            self.app.clone(),
+            asker.who,
+            asker.peer,
+        )));
+        let host_ip = asker.peer.ip().to_canonical().to_string();
         Ok(self
             .session_tools(&ctx.extensions)
             .for_caller(hub, host_ip)
-            .with_max_wait(max_wait))
+            .with_max_wait(asker.max_wait))
+    }
+}
+
+/// What follows a call's answer, which rmcp writes to the caller's stream from here. On a
+/// session the reply is acked once the stream ended, so a hub killed before the answer
+/// left keeps the reply queued; an ack lost after it is made up by the agent's next call,
+/// whose `resume` names the reply. A stream that never ends frees the reply for the next
+/// call.
+fn after_answer(tools: Tools, id: NumberOrString, ended: Option<StreamEnded>) {
+    match ended {
+        Some(ended) => {
+            tokio::spawn(async move {
+                if ended.within(ANSWER_WRITE_LIMIT).await {
+                    tools.result_written(&id);
+                }
+            });
+        }
+        None => tools.result_written(&id),
     }
 }
 
@@ -488,39 +518,39 @@ impl ServerHandler for RemoteAgent {
         info
     }
 
-    async fn call_tool(
+    /// Made of combinators, not an `async fn`: a waiting call's future is the wait's own,
+    /// with nothing of the request kept beside it.
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         mut ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let tools = self.tools_for(&ctx)?;
-        if request.name == "wait_for_user_input" && tasks::client_does_tasks(&ctx) {
-            return self.tasks.start(tools, request, ctx).await;
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        let tools = match self.tools_for(&ctx) {
+            Ok(tools) => tools,
+            Err(e) => return Either::Right(ready(Err(e)).boxed()),
+        };
+        let waits = request.name == "wait_for_user_input";
+        if waits && tasks::client_does_tasks(&ctx) {
+            return Either::Right(self.tasks.start(tools, request, ctx).boxed());
         }
         let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
         ctx.id = id.clone();
-        let ended = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<StreamEnded>())
-            .cloned();
-        let answer = tools.call_tool(request, ctx).await;
-        // rmcp writes the answer to the caller's stream from here. On a session the reply
-        // is acked once the stream ended, so a hub killed before the answer left keeps
-        // the reply queued; an ack lost after it is made up by the agent's next call,
-        // whose `resume` names the reply. A stream that never ends frees the reply
-        // for the next call.
-        match ended {
-            Some(ended) => {
-                tokio::spawn(async move {
-                    if ended.within(ANSWER_WRITE_LIMIT).await {
-                        tools.result_written(&id);
-                    }
-                });
-            }
-            None => tools.result_written(&id),
-        }
-        answer
+        let ended = ctx.extensions.get::<Asker>().and_then(|a| a.ended.clone());
+        let answered = tools.clone();
+        // The wait straight, not through the router: a waiting call keeps only its future.
+        let call = if waits {
+            Either::Left(
+                tools
+                    .call_wait(request.arguments, ctx)
+                    .map(|result| Ok(result.into())),
+            )
+        } else {
+            Either::Right(async move { tools.call_tool(request, ctx).await }.boxed())
+        };
+        Either::Left(call.map(move |answer| {
+            after_answer(answered, id, ended);
+            answer
+        }))
     }
 
     async fn get_task(

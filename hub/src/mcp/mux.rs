@@ -23,8 +23,8 @@ use futures::{StreamExt, channel::mpsc};
 use rmcp::{
     RoleServer, ServerHandler,
     model::{
-        ClientCapabilities, ClientJsonRpcMessage, ClientNotification, GetExtensions, GetMeta,
-        Implementation, JsonRpcMessage, JsonRpcRequest, NumberOrString, ProgressToken, RequestId,
+        ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, GetMeta,
+        JsonRpcMessage, JsonRpcRequest, NumberOrString, ProgressToken, RequestId,
         ServerJsonRpcMessage, ServerNotification, ServerRequest,
     },
     service::{OriginatingRequestId, serve_directly_with_ct},
@@ -32,15 +32,12 @@ use rmcp::{
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+use super::calls::Calls;
+
 /// The messages of one call, as the client reads them.
 pub type Outgoing = mpsc::UnboundedReceiver<ServerSseMessage>;
 
-/// Who the client of a session is, as its `initialize` said.
-#[derive(Clone, Debug)]
-pub struct Client {
-    pub info: Implementation,
-    pub capabilities: ClientCapabilities,
-}
+pub use holdline_tools::Client;
 
 /// The shared service loop's routes.
 pub struct Mux {
@@ -83,7 +80,7 @@ impl Mux {
         running: &TaskTracker,
     ) -> Arc<Mux> {
         let (mux, transport) = Mux::open();
-        let service = serve_directly_with_ct(service, transport, None, stop);
+        let service = serve_directly_with_ct(Calls(service), transport, None, stop);
         running.spawn(async move {
             let _ = service.waiting().await;
         });
@@ -111,7 +108,7 @@ impl Mux {
     pub fn call(
         &self,
         session: &Arc<str>,
-        client: Option<&Client>,
+        client: Option<&Arc<Client>>,
         extensions: impl FnOnce(&mut rmcp::model::Extensions),
         message: ClientJsonRpcMessage,
     ) -> Outgoing {
@@ -120,18 +117,25 @@ impl Mux {
             return rx;
         };
         let hub_id = self.next.fetch_add(1, Ordering::Relaxed);
+        let is_call = matches!(request.request, ClientRequest::CallToolRequest(_));
         let meta = request.request.get_meta_mut();
         let progress = meta.get_progress_token();
         if progress.is_some() {
             meta.set_progress_token(ProgressToken(NumberOrString::Number(hub_id)));
         }
         if let Some(client) = client {
-            if meta.client_info().is_none() {
-                meta.set_client_info(client.info.clone());
+            // The tools read a call's client from its extensions; rmcp's own dispatch of
+            // every other request reads `_meta` (a task request checks the client does
+            // tasks). Copied there for those only: a call's `_meta` lives as long as it.
+            if !is_call {
+                if meta.client_info().is_none() {
+                    meta.set_client_info(client.info.clone());
+                }
+                if meta.client_capabilities().is_none() {
+                    meta.set_client_capabilities(client.capabilities.clone());
+                }
             }
-            if meta.client_capabilities().is_none() {
-                meta.set_client_capabilities(client.capabilities.clone());
-            }
+            request.request.extensions_mut().insert(client.clone());
         }
         extensions(request.request.extensions_mut());
         let client_id = std::mem::replace(&mut request.id, RequestId::Number(hub_id));
@@ -203,6 +207,14 @@ impl Mux {
         let _ = self.inbound.unbounded_send(message);
     }
 
+    /// Cancels the call `session` knows as `id`, as the client's `notifications/cancelled`
+    /// would: its stream ends and the service is told why.
+    pub fn cancel(&self, session: &Arc<str>, id: &RequestId, reason: &str) {
+        if let Some(hub_id) = self.routes().end_of_client(session, id) {
+            let _ = self.inbound.unbounded_send(cancelled(hub_id, reason));
+        }
+    }
+
     /// Ends `session`'s calls in flight: the service is told each was cancelled, and their
     /// streams end.
     pub fn end_session(&self, session: &str) {
@@ -220,7 +232,9 @@ impl Mux {
             ids
         };
         for id in ended {
-            let _ = self.inbound.unbounded_send(cancelled(id));
+            let _ = self
+                .inbound
+                .unbounded_send(cancelled(id, "the client ended the session"));
         }
     }
 
@@ -341,11 +355,11 @@ fn send(outlet: &mpsc::UnboundedSender<ServerSseMessage>, message: ServerJsonRpc
 }
 
 /// `notifications/cancelled` for the call `hub_id`.
-fn cancelled(hub_id: i64) -> ClientJsonRpcMessage {
+fn cancelled(hub_id: i64, reason: &str) -> ClientJsonRpcMessage {
     serde_json::from_value(serde_json::json!({
         "jsonrpc": "2.0",
         "method": "notifications/cancelled",
-        "params": {"requestId": hub_id, "reason": "the client ended the session"},
+        "params": {"requestId": hub_id, "reason": reason},
     }))
     .expect("a well-formed notification")
 }
@@ -392,11 +406,11 @@ mod tests {
             "params": {"name": "wait_for_user_input", "arguments": {}, "_meta": {"progressToken": "p"}}}))
     }
 
-    fn client() -> Client {
-        Client {
-            info: Implementation::new("codex", "1"),
-            capabilities: ClientCapabilities::default(),
-        }
+    fn client() -> Arc<Client> {
+        Arc::new(Client {
+            info: rmcp::model::Implementation::new("codex", "1"),
+            capabilities: rmcp::model::ClientCapabilities::default(),
+        })
     }
 
     /// What `stream` has now, as JSON, and whether it has ended.
@@ -422,14 +436,27 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         let mut of_a = mux.call(&a, Some(&client()), |_| {}, first_call());
         let mut of_b = mux.call(&b, None, |_| {}, first_call());
-        let (in_a, in_b) = (read(&mut transport).await, read(&mut transport).await);
+        let first = transport.receive().await.unwrap();
+        let JsonRpcMessage::Request(call) = &first else {
+            panic!("a request: {first:?}");
+        };
+        let rides = call.request.extensions().get::<Arc<Client>>();
+        assert_eq!(
+            rides.map(|c| c.info.name.as_str()),
+            Some("codex"),
+            "the session's client rides each call"
+        );
+        let in_a = serde_json::to_value(&first).unwrap();
+        assert!(
+            in_a["params"]["_meta"]
+                .get("io.modelcontextprotocol/clientInfo")
+                .is_none(),
+            "a call's _meta is the client's own: {in_a}"
+        );
+        let in_b = read(&mut transport).await;
         assert_ne!(in_a["id"], in_b["id"], "unique ids inside");
         let token_of_b = in_b["params"]["_meta"]["progressToken"].clone();
         assert_ne!(in_a["params"]["_meta"]["progressToken"], token_of_b);
-        assert_eq!(
-            in_a["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"], "codex",
-            "the session's client rides each request"
-        );
 
         let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
             "params": {"progressToken": token_of_b, "progress": 1}});

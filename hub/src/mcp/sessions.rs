@@ -16,7 +16,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard},
 };
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use holdline_tools::Roots;
 use rmcp::{
     model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage},
@@ -25,6 +25,8 @@ use rmcp::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::Asker;
+use super::call_stream::{CallStream, StreamEnded};
 use super::handshake::{Handshake, HandshakeTransport};
 use super::mux::{Client, Mux, Outgoing};
 use crate::api::guard::Caller;
@@ -85,7 +87,7 @@ struct Entry {
     /// client's close).
     handshake: Option<Arc<Handshake>>,
     /// Who the client is, once its `initialize` said.
-    client: Option<Client>,
+    client: Option<Arc<Client>>,
     /// Its client's roots, in the extensions of each of its messages to the shared loop.
     roots: Roots,
     /// `None` between rmcp making the session and its `initialize` answering: nobody
@@ -388,17 +390,17 @@ impl Drop for InFlight {
 }
 
 /// Who the client of `initialize` `message` is.
-fn client_of(message: &ClientJsonRpcMessage) -> Option<Client> {
+fn client_of(message: &ClientJsonRpcMessage) -> Option<Arc<Client>> {
     let JsonRpcMessage::Request(request) = message else {
         return None;
     };
     let ClientRequest::InitializeRequest(init) = &request.request else {
         return None;
     };
-    Some(Client {
+    Some(Arc::new(Client {
         info: init.params.client_info.clone(),
         capabilities: init.params.capabilities.clone(),
-    })
+    }))
 }
 
 impl SessionManager for Sessions {
@@ -468,21 +470,25 @@ impl SessionManager for Sessions {
         let mux = self.mux()?;
         let (client, roots) = self.touch(id, |e| (e.client.clone(), e.roots.clone()))?;
         let in_flight = InFlight::begin(&self.table, id);
-        let stream = mux.call(
+        let ended = StreamEnded::default();
+        let cancel = match &message {
+            JsonRpcMessage::Request(r) => Some((mux.clone(), id.clone(), r.id.clone())),
+            _ => None,
+        };
+        let messages = mux.call(
             id,
             client.as_ref(),
             |extensions| {
-                if let Some(parts) = extensions.remove::<axum::http::request::Parts>() {
-                    extensions.insert(super::what_the_tools_read(parts));
+                if let Some(parts) = extensions.remove::<axum::http::request::Parts>()
+                    && let Some(asker) = Asker::of(&parts, Some(ended.clone()))
+                {
+                    extensions.insert(asker);
                 }
                 extensions.insert(roots);
             },
             message,
         );
-        Ok(stream.map(move |m| {
-            let _held = &in_flight;
-            m
-        }))
+        Ok(CallStream::new(messages, ended, cancel, in_flight))
     }
 
     async fn accept_message(

@@ -136,19 +136,15 @@ pub struct Tasks {
 
 /// Who asked: the SHA-256 of the request's credentials.
 pub fn owner_of(ctx: &RequestContext<RoleServer>) -> String {
-    let credential = ctx
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.headers.get(axum::http::header::AUTHORIZATION))
-        .map(|v| v.as_bytes().to_vec())
-        .unwrap_or_default();
-    hex::encode(Sha256::digest(credential))
+    match super::Asker::in_request(&ctx.extensions) {
+        Some(asker) => asker.owner(),
+        None => hex::encode(Sha256::digest([])),
+    }
 }
 
 /// Whether the request declared the tasks extension (at `initialize` or in its `_meta`).
 pub fn client_does_tasks(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.client_capabilities()
-        .is_some_and(|c| c.supports_tasks())
+    holdline_tools::client::client_capabilities(ctx).is_some_and(|c| c.supports_tasks())
 }
 
 impl Tasks {

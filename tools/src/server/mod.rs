@@ -259,7 +259,8 @@ impl Tools {
         if let Some(cached) = self.roots.cached() {
             return cached;
         }
-        let supports_roots = ctx.client_capabilities().is_some_and(|c| c.roots.is_some());
+        let supports_roots =
+            crate::client::client_capabilities(ctx).is_some_and(|c| c.roots.is_some());
         let found = if supports_roots {
             let asked = tokio::time::timeout(ROOTS_TIMEOUT, ctx.peer.list_roots()).await;
             match asked {
@@ -399,7 +400,7 @@ impl Tools {
         Parameters(p): Parameters<WaitParams>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        self.wait(p, ctx).await
+        self.clone().wait(p, ctx).await
     }
 
     #[tool(
