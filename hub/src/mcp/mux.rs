@@ -1,7 +1,7 @@
 //! One rmcp service loop for the requests of every `/mcp` session: each request goes in
-//! under an id unique in this hub, carrying its session's client (name, capabilities) in
-//! its `_meta` and its session's roots in its extensions, and each message the service
-//! sends goes out on the stream of the call it belongs to, under the client's own ids.
+//! under an id unique in this hub, carrying its session's client (name, capabilities) and
+//! roots in its extensions, and each message the service sends goes out on the stream of
+//! the call it belongs to, under the client's own ids.
 //!
 //! Invariant: a session's messages reach only that session — a response, a progress
 //! notification or a request of the service goes to the one call it names, and a client's
