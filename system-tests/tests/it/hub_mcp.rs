@@ -214,6 +214,46 @@ async fn an_oversized_request_is_refused_as_too_large_and_the_session_keeps_work
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
 }
 
+/// The wait is called without rmcp's tool router over `/mcp`: arguments that do not
+/// parse are the same tool error the router gives, nothing is stored, the session goes on.
+#[tokio::test]
+async fn wait_arguments_that_do_not_parse_are_a_tool_error_and_nothing_is_stored() {
+    let home = tempfile::tempdir().unwrap();
+    let hub = TestHub::start(home.path()).await.unwrap();
+    let client = start_remote(&hub, &hub.secret, "holdline-test")
+        .await
+        .unwrap();
+    let token = init(&client, "bad arguments").await.unwrap();
+
+    for arguments in [
+        json!({"message": "no token"}),
+        json!({"token": token, "message": 42}),
+    ] {
+        let r = call(&client, "wait_for_user_input", arguments.clone())
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true), "{arguments}: {}", text(&r));
+        assert!(
+            text(&r).starts_with("failed to deserialize parameters:"),
+            "{arguments}: {}",
+            text(&r)
+        );
+    }
+    let session = hub.session(&token).await.unwrap();
+    assert_ne!(session["status"], "waiting", "{session}");
+    assert_eq!(count_messages(&session, "no token"), 0);
+
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "good", "timeoutSec": 1}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    client.cancel().await.unwrap();
+}
+
 /// A client of `/mcp` that declares the MCP Tasks extension.
 async fn tasks_client(hub: &TestHub) -> Client {
     tasks_client_with(hub, &hub.secret).await
