@@ -115,6 +115,7 @@ pub async fn run(
     hub.resume_waits();
     tokio::spawn(hub.clone().watch_waits());
     tokio::spawn(hub.clone().look_after_store());
+    tokio::spawn(hub.clone().answer_polls_at_shutdown());
     let web_push = push::WebPush {
         key: Arc::new(push::VapidKey::load_or_make(&home.vapid_key_file()).map_err(home_err)?),
         subscriptions: Arc::new(push::Subscriptions::open(hub.store())?),

@@ -91,6 +91,14 @@ impl Waiters {
             }
         }
     }
+
+    /// Wakes every poll of every session (the hub is stopping).
+    pub fn wake_all(&self) {
+        let map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        for bell in map.values() {
+            bell.notify_waiters();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -183,17 +183,14 @@ async fn admit_poll(
 }
 
 /// Holds an admitted poll until a reply, its time limit or the wait's end: the hub's
-/// own future, nothing around it (a held poll's state is per waiting agent).
-fn hold_poll<'a>(
-    app: &'a AppState,
-    poll: &'a Admitted,
-) -> impl std::future::Future<Output = Result<PollOutcome, crate::hub::HubError>> + Send + 'a {
-    app.hub.poll(
-        &poll.token,
-        &poll.wait_id,
-        poll.timeout,
-        poll.owner.as_ref(),
-    )
+/// own future, owning the poll's fields, nothing around it (a held poll's state is
+/// per waiting agent).
+fn hold_poll(
+    app: &AppState,
+    poll: Admitted,
+) -> impl std::future::Future<Output = Result<PollOutcome, crate::hub::HubError>> + Send + '_ {
+    app.hub
+        .poll(poll.token, poll.wait_id, poll.timeout, poll.owner)
 }
 
 /// The long poll, for an in-process caller (the HTTP one is [`held_poll`]).
@@ -203,7 +200,7 @@ pub async fn poll(
     b: PollRequest,
 ) -> Result<PollAnswer, ApiError> {
     let admitted = admit_poll(app, caller.agent_key().cloned(), b).await?;
-    Ok(PollAnswer::from(hold_poll(app, &admitted).await?))
+    Ok(PollAnswer::from(hold_poll(app, admitted).await?))
 }
 
 /// `POST /api/wait/poll`, the one request that waits for minutes: answered
@@ -212,8 +209,9 @@ pub async fn poll(
 /// before the answer's future is built, so a held poll keeps only what it
 /// needs (the request's head and these checks were most of its memory;
 /// docs/benchmarks.md).
-pub fn held_poll(app: AppState, req: Request) -> Answering {
-    let visit = match guard::Visit::begin(&app, &req) {
+pub fn held_poll(api: super::Api, req: Request) -> Answering {
+    let app = api.state();
+    let visit = match guard::Visit::begin(app, &req) {
         Ok(visit) => visit,
         Err(refused) => return Box::pin(std::future::ready(*refused)),
     };
@@ -229,15 +227,18 @@ pub fn held_poll(app: AppState, req: Request) -> Answering {
     // Boxed apart and done before the hold: what it needs (the body, the
     // checks' outcome, JSON decoding, adoption) is gone while the poll waits.
     let admit = Box::pin(admit_http_poll(app.clone(), admitted, body));
+    // Keeps the API's one `Arc`, not a copy of its state.
     Box::pin(async move {
-        let answer = match admit.await {
-            Ok(poll) => match hold_poll(&app, &poll).await {
-                Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
-                Err(e) => ApiError::from(e).into_response(),
-            },
-            Err(e) => e.into_response(),
+        let app = api.state();
+        let poll = match admit.await {
+            Ok(poll) => poll,
+            Err(e) => return visit.end(app, e.into_response()),
         };
-        visit.end(&app, answer)
+        let answer = match hold_poll(app, poll).await {
+            Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
+            Err(e) => ApiError::from(e).into_response(),
+        };
+        visit.end(app, answer)
     })
 }
 

@@ -10,6 +10,8 @@ pub mod guard;
 mod keys;
 mod person;
 mod push;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
@@ -60,9 +62,12 @@ pub trait KeyHolder: Send + Sync {
 }
 
 /// The whole HTTP surface: API, health, metrics, panel. The connections
-/// (`server`) hand every request to [`Api::answer`].
+/// (`server`) hand every request to [`Api::answer`]. One `Arc`: every connection
+/// and every held long poll keeps a clone for as long as it lives.
 #[derive(Clone)]
-pub struct Api {
+pub struct Api(Arc<Surface>);
+
+struct Surface {
     router: Router,
     state: AppState,
 }
@@ -71,14 +76,14 @@ impl Api {
     /// The hub's whole surface, with `mcp` as the MCP endpoint when given (composed by
     /// the caller: the API does not know what serves MCP).
     pub fn new(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -> Api {
-        Api {
+        Api(Arc::new(Surface {
             router: router(state.clone(), mcp),
             state,
-        }
+        }))
     }
 
     pub fn state(&self) -> &AppState {
-        &self.state
+        &self.0.state
     }
 }
 
@@ -87,15 +92,15 @@ impl crate::server::Answer for Api {
     /// [`agent::held_poll`]), everything else through it.
     fn answer(&self, request: Request) -> Answering {
         if request.uri().path() == routes::POLL {
-            agent::held_poll(self.state.clone(), request)
+            agent::held_poll(self.clone(), request)
         } else {
-            let routed = self.router.clone().oneshot(request);
+            let routed = self.0.router.clone().oneshot(request);
             Box::pin(async move { routed.await.unwrap_or_else(|never| match never {}) })
         }
     }
 
     fn trusts(&self, headers: &axum::http::HeaderMap) -> bool {
-        guard::is_authorized(&self.state.secret, headers)
+        guard::is_authorized(&self.state().secret, headers)
     }
 }
 

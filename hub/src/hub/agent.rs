@@ -324,57 +324,78 @@ impl Hub {
         });
     }
 
-    /// Holds until a reply is pending for the wait, the timeout passes
-    /// (`Renewal`) or the wait is gone; only for the session's `owner`.
-    pub async fn poll(
-        &self,
-        token: &Token,
-        wait_id: &str,
-        timeout: Duration,
-        owner: Option<&KeyName>,
-    ) -> Result<PollOutcome> {
-        // Another owner's token is refused before it counts as a sign of life.
-        self.poll_now(token, wait_id, owner)?;
-        self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
-        self.inner.waiters.saw(token);
-        let answer = self.hold_poll(token, wait_id, timeout, owner).await;
-        // The poll held the bell while it waited; its end is the agent's latest sign.
-        self.inner.waiters.saw(token);
-        answer
+    /// Until the hub stops; then answers every held poll at once (a `Renewal`),
+    /// however long its time limit. Started with the hub's other tasks.
+    pub async fn answer_polls_at_shutdown(self) {
+        self.inner.shutdown.cancelled().await;
+        self.inner.waiters.wake_all();
     }
 
-    async fn hold_poll(
+    /// Holds until a reply is pending for the wait, the timeout passes
+    /// (`Renewal`), the hub stops (see [`Hub::answer_polls_at_shutdown`]) or the
+    /// wait is gone; only for the session's `owner`.
+    ///
+    /// Its future is one `async` block owning the arguments: an `async fn` would
+    /// keep each of them twice, and a held poll's future is memory × every waiting
+    /// session.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps its arguments twice"
+    )]
+    pub fn poll(
         &self,
-        token: &Token,
-        wait_id: &str,
+        token: Token,
+        wait_id: String,
         timeout: Duration,
-        owner: Option<&KeyName>,
-    ) -> Result<PollOutcome> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let bell = self.inner.waiters.bell(token);
-        loop {
-            // Armed before looking, so a change in between still wakes us.
-            let woken = bell.notified();
-            tokio::pin!(woken);
-            woken.as_mut().enable();
-            if let Some(outcome) = self.poll_now(token, wait_id, owner)? {
-                if let PollOutcome::Replied(_) = &outcome {
-                    // The delivery rule: the agent never sees a reply that a
-                    // crash could still take back (the person's request may
-                    // not have flushed it yet). Boxed: a held poll's future
-                    // would otherwise carry the flush's state all the while
-                    // it waits (~200 bytes × every waiting session).
-                    let mark = self.inner.store.read_mark();
-                    Box::pin(self.inner.store.flush_through(mark)).await?;
+        owner: Option<KeyName>,
+    ) -> impl Future<Output = Result<PollOutcome>> + Send + '_ {
+        async move {
+            let (token, wait_id, owner) = (&token, wait_id.as_str(), owner.as_ref());
+            // Another owner's token is refused before it counts as a sign of life.
+            self.poll_now(token, wait_id, owner)?;
+            self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
+            self.inner.waiters.saw(token);
+            let deadline = tokio::time::Instant::now() + timeout;
+            let bell = self.inner.waiters.bell(token);
+            let held = loop {
+                // Armed before looking, so a change in between still wakes us.
+                let woken = bell.notified();
+                tokio::pin!(woken);
+                woken.as_mut().enable();
+                match self.poll_now(token, wait_id, owner) {
+                    Ok(None) => {}
+                    Ok(Some(outcome)) => break Ok(outcome),
+                    Err(e) => break Err(e),
                 }
-                return Ok(outcome);
-            }
-            tokio::select! {
-                _ = woken => {}
-                _ = tokio::time::sleep_until(deadline) => return Ok(PollOutcome::Renewal),
-                _ = self.inner.shutdown.cancelled() => return Ok(PollOutcome::Renewal),
-            }
+                // A stopping hub rings every bell (`answer_polls_at_shutdown`): no
+                // cancellation future of its own beside the bell and the deadline.
+                if self.inner.shutdown.is_cancelled() {
+                    break Ok(PollOutcome::Renewal);
+                }
+                tokio::select! {
+                    _ = woken => {}
+                    _ = tokio::time::sleep_until(deadline) => break Ok(PollOutcome::Renewal),
+                }
+            };
+            let answer = match held {
+                // Boxed: a held poll's future would otherwise keep room for the
+                // flush and the reply all the while it waits (~200 bytes × every
+                // waiting session).
+                Ok(PollOutcome::Replied(reply)) => Box::pin(self.deliverable(reply)).await,
+                other => other,
+            };
+            // The poll held the bell while it waited; its end is the agent's latest sign.
+            self.inner.waiters.saw(token);
+            answer
         }
+    }
+
+    /// A reply found for a poll, once a crash can no longer take it back: the
+    /// delivery rule (the person's request may not have flushed it yet).
+    async fn deliverable(&self, reply: QueuedReply) -> Result<PollOutcome> {
+        let mark = self.inner.store.read_mark();
+        self.inner.store.flush_through(mark).await?;
+        Ok(PollOutcome::Replied(reply))
     }
 
     fn poll_now(
