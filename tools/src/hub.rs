@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use holdline_contract::{
-    AckRequest, CancelRequest, HubApi, HubError, PollAnswer, PollRequest, SessionHead,
+    AckRequest, CancelRequest, HubAnswer, HubApi, PollAnswer, PollRequest, SessionHead,
 };
 
 /// A clonable handle to a hub.
@@ -26,43 +26,46 @@ impl Hub {
         self.0.name()
     }
 
+    // The calls answer the transport's own future: a waiting agent's poll is held for
+    // minutes, and a wrapper's state would sit beside it all the while.
+
     /// Long-polls one wait for up to `hold`; the whole call ends by `within` when given.
-    pub async fn poll(
+    pub fn poll(
         &self,
         token: &str,
         wait_id: &str,
         hold: Duration,
         within: Option<Duration>,
-    ) -> Result<PollAnswer, HubError> {
+    ) -> HubAnswer<'_, PollAnswer> {
         let request = PollRequest {
             token: token.to_owned(),
             wait_id: wait_id.to_owned(),
             timeout_ms: Some(hold.as_millis() as u64),
         };
-        self.0.poll(request, within).await
+        self.0.poll(request, within)
     }
 
     /// The reply `reply_id` reached the agent.
-    pub async fn ack(&self, token: &str, wait_id: &str, reply_id: &str) -> Result<(), HubError> {
+    pub fn ack(&self, token: &str, wait_id: &str, reply_id: &str) -> HubAnswer<'_, ()> {
         let request = AckRequest {
             token: token.to_owned(),
             wait_id: wait_id.to_owned(),
             reply_id: reply_id.to_owned(),
         };
-        self.0.ack(request).await
+        self.0.ack(request)
     }
 
     /// The agent stopped waiting.
-    pub async fn cancel(&self, token: &str, wait_id: &str) -> Result<(), HubError> {
+    pub fn cancel(&self, token: &str, wait_id: &str) -> HubAnswer<'_, ()> {
         let request = CancelRequest {
             token: token.to_owned(),
             wait_id: wait_id.to_owned(),
         };
-        self.0.cancel(request).await
+        self.0.cancel(request)
     }
 
     /// The session's title, workspace and host.
-    pub async fn session(&self, token: &str) -> Result<SessionHead, HubError> {
-        self.0.session(token).await
+    pub fn session(&self, token: &str) -> HubAnswer<'_, SessionHead> {
+        self.0.session(token)
     }
 }

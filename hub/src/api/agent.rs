@@ -12,6 +12,7 @@ use axum::Json;
 use axum::extract::{FromRequest, Request};
 use axum::http::Method;
 use axum::response::IntoResponse;
+use futures::TryFutureExt;
 use holdline_contract::{Status, routes};
 use http_body_util::Limited;
 
@@ -193,14 +194,17 @@ fn hold_poll(
         .poll(poll.token, poll.wait_id, poll.timeout, poll.owner)
 }
 
-/// The long poll, for an in-process caller (the HTTP one is [`held_poll`]).
-pub async fn poll(
-    app: &AppState,
+/// The long poll, for an in-process caller (the HTTP one is [`held_poll`]): the
+/// admission, then the hold in its place (combinators: the two share their room, and
+/// the hold is all a waiting agent's poll keeps).
+pub fn poll<'a>(
+    app: &'a AppState,
     caller: &AgentCaller,
     b: PollRequest,
-) -> Result<PollAnswer, ApiError> {
-    let admitted = admit_poll(app, caller.agent_key().cloned(), b).await?;
-    Ok(PollAnswer::from(hold_poll(app, admitted).await?))
+) -> impl std::future::Future<Output = Result<PollAnswer, ApiError>> + Send + 'a {
+    admit_poll(app, caller.agent_key().cloned(), b)
+        .and_then(move |admitted| hold_poll(app, admitted).map_err(ApiError::from))
+        .map_ok(PollAnswer::from)
 }
 
 /// `POST /api/wait/poll`, the one request that waits for minutes: answered

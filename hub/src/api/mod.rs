@@ -11,7 +11,7 @@ mod keys;
 mod person;
 mod push;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::Arc;
 

@@ -25,7 +25,7 @@ impl KeyHolder for NothingHeld {
 }
 
 /// The API of a hub on a fresh home inside `dir`, as `run` composes it (no `/mcp`).
-fn api(dir: &std::path::Path) -> Api {
+pub(crate) fn api(dir: &std::path::Path) -> Api {
     let home = crate::home::Home::new(dir.join("home"));
     home.prepare().unwrap();
     let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
