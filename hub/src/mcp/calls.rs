@@ -66,8 +66,7 @@ impl<S: ServerHandler> Calls<S> {
         params: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ServerResult, ErrorData>> + Send + '_ {
-        let does_tasks =
-            holdline_tools::client::client_capabilities(&ctx).is_some_and(|c| c.supports_tasks());
+        let does_tasks = super::tasks::client_does_tasks(&ctx);
         self.0.call_tool(params, ctx).map(move |response| {
             let response = response?;
             if matches!(response, CallToolResponse::Task(_)) && !does_tasks {
