@@ -41,6 +41,12 @@ pub enum ErrorCode {
     KeyNotFound,
     /// 503: `/mcp` holds as many sessions as it may.
     TooManySessions,
+    /// 507: the question's files would pass the attachment quota of the credential or
+    /// of the hub; nothing of the question was stored.
+    AttachmentQuota,
+    /// 503: the hub's store refuses writes (disk full, I/O error) or is being reopened;
+    /// nothing was written, try again later.
+    StoreFailing,
     /// 500: the hub could not do it (its store failed).
     Internal,
     /// A code this build does not know (a newer hub's).
@@ -67,6 +73,8 @@ impl ErrorCode {
             ErrorCode::KeyExists => "KEY_EXISTS",
             ErrorCode::KeyNotFound => "KEY_NOT_FOUND",
             ErrorCode::TooManySessions => "TOO_MANY_SESSIONS",
+            ErrorCode::AttachmentQuota => "ATTACHMENT_QUOTA",
+            ErrorCode::StoreFailing => "STORE_FAILING",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::Other => "OTHER",
         }
