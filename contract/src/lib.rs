@@ -15,6 +15,7 @@
 //! - [`hub_api`]: [`HubApi`], the hub as the tools call it, whatever the transport.
 //! - [`local_hub`]: where the hub on this machine listens.
 //! - [`clients`]: the MCP clients holdline installs into, by name.
+//! - [`visible`]: the rule that names and labels a person reads hide no characters.
 
 pub mod attachments;
 pub mod changes;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod hub_api;
 pub mod local_hub;
 pub mod routes;
+pub mod visible;
 pub mod wire;
 
 pub use attachments::{Attachment, AttachmentUpload};
