@@ -408,7 +408,17 @@ impl Hub {
         let s = map
             .get(token)?
             .ok_or_else(|| HubError::NotFound(token.clone()))?;
-        own(s, owner)?;
+        if let Err(not_yours) = own(s, owner) {
+            // The agent whose wait a hand-over ended is told so: only it knows
+            // that wait's id, and it learns nothing else of the session.
+            return match s.closed_reason(wait_id) {
+                Some(WaitEnd::HandedOver) => Ok(Some(PollOutcome::Gone {
+                    reason: WaitEnd::HandedOver,
+                    merged_into: None,
+                })),
+                _ => Err(not_yours),
+            };
+        }
         if s.has_open_wait(wait_id) {
             return Ok(self
                 .inner
@@ -534,6 +544,13 @@ impl Hub {
                 .get(to)?
                 .ok_or_else(|| HubError::NotFound(to.clone()))?
                 .clone();
+            // Owner first: another owner's token answers like an unknown one
+            // whatever its state, so no status tells that it exists.
+            if let Some(caller) = caller {
+                for s in [&src, &dst] {
+                    own(s, caller.agent_key)?;
+                }
+            }
             for s in [&src, &dst] {
                 if s.mirror {
                     return Err(mirror_error(s));
@@ -542,9 +559,6 @@ impl Hub {
             ensure_open(&dst)?;
             ensure_open(&src)?;
             if let Some(caller) = caller {
-                for s in [&src, &dst] {
-                    own(s, caller.agent_key)?;
-                }
                 if !caller.owns(&dst) {
                     return Err(rejected(&dst, caller));
                 }
