@@ -351,8 +351,18 @@ impl Hub {
     ) -> impl Future<Output = Result<PollOutcome>> + Send + '_ {
         async move {
             let (token, wait_id, owner) = (&token, wait_id.as_str(), owner.as_ref());
-            // Another owner's token is refused before it counts as a sign of life.
-            self.poll_now(token, wait_id, owner)?;
+            // Another owner's token is refused before it counts as a sign of life, and
+            // so is the old owner's poll of a wait a hand-over ended: it is told, and
+            // keeps nothing of the new owner's alive.
+            if let Some(
+                handed @ PollOutcome::Gone {
+                    reason: WaitEnd::HandedOver,
+                    ..
+                },
+            ) = self.poll_now(token, wait_id, owner)?
+            {
+                return Ok(handed);
+            }
             self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
             self.inner.waiters.saw(token);
             let deadline = tokio::time::Instant::now() + timeout;
