@@ -37,6 +37,9 @@ pub enum ErrorCode {
     StaleQuestion,
     /// 409: an agent key of that name exists.
     KeyExists,
+    /// 409: a hand-over would take a chat, plan or thread binding from another open
+    /// session of the new owner; nothing changed.
+    BindingTaken,
     /// 404: no agent key of that name.
     KeyNotFound,
     /// 503: `/mcp` holds as many sessions as it may.
@@ -71,6 +74,7 @@ impl ErrorCode {
             ErrorCode::SessionClosed => "SESSION_CLOSED",
             ErrorCode::StaleQuestion => "STALE_QUESTION",
             ErrorCode::KeyExists => "KEY_EXISTS",
+            ErrorCode::BindingTaken => "BINDING_TAKEN",
             ErrorCode::KeyNotFound => "KEY_NOT_FOUND",
             ErrorCode::TooManySessions => "TOO_MANY_SESSIONS",
             ErrorCode::AttachmentQuota => "ATTACHMENT_QUOTA",

@@ -174,7 +174,9 @@ impl Client {
                 ))
             }
         })?;
+        // The hub never redirects; a redirect would carry the secret elsewhere.
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| AdminError::Message(e.to_string()))?;
@@ -183,6 +185,22 @@ impl Client {
             base: hub_url(config),
             secret,
         })
+    }
+
+    /// How many options the question a reply to `token` answers offers: the
+    /// agent's newest message among the session's last 50 (0 when none asks).
+    async fn offered_options(&self, token: &str) -> Result<usize> {
+        let url = format!("{}/api/sessions/{token}?limit=50", self.base);
+        let session = self.call(self.http.get(url)).await?;
+        let newest_question = session["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .rev()
+            .find(|m| m["role"] == "assistant");
+        Ok(newest_question
+            .and_then(|m| m["options"].as_array())
+            .map_or(0, Vec::len))
     }
 
     /// Whether a hub answers here: `/healthz` is 200, or 503 while its store
@@ -425,8 +443,8 @@ pub async fn reply(
     let c = Client::new(config)?;
     let mut body = serde_json::json!({"token": token, "text": text});
     if !choose.is_empty() {
-        let indexes: Vec<u32> = choose.iter().map(|n| n.saturating_sub(1)).collect();
-        body["choices"] = indexes.into();
+        let offered = c.offered_options(token).await?;
+        body["choices"] = chosen_indexes(choose, offered)?.into();
     }
     if let Some(seq) = in_reply_to {
         body["inReplyTo"] = seq.into();
@@ -441,6 +459,29 @@ pub async fn reply(
     };
     say!("reply {} {how}", r["replyId"].as_str().unwrap_or("?"));
     Ok(())
+}
+
+/// The hub's indexes (from 0) of the options the person numbered as listed (from
+/// 1), checked against how many the question being answered offers (`offered`).
+/// 0 or a number past the list is refused naming the numbers people see: the
+/// hub's own refusal would count from 0.
+fn chosen_indexes(choose: &[u32], offered: usize) -> Result<Vec<u32>> {
+    choose
+        .iter()
+        .map(|&n| match n {
+            0 => Err(AdminError::Message(
+                "--choose numbers the options from 1, as they are listed; 0 is not an option"
+                    .into(),
+            )),
+            n if n as usize > offered => Err(AdminError::Message(match offered {
+                0 => format!("--choose {n}: the question being answered offers no options"),
+                _ => format!(
+                    "--choose {n}: the question being answered offers {offered} options (1 to {offered})"
+                ),
+            })),
+            n => Ok(n - 1),
+        })
+        .collect()
 }
 
 /// Opens the store directly, for when no hub runs.
@@ -762,6 +803,20 @@ pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_are_chosen_by_the_numbers_people_see() {
+        assert_eq!(chosen_indexes(&[1, 3], 3).unwrap(), [0, 2]);
+        let zero = chosen_indexes(&[0], 3).unwrap_err().to_string();
+        assert!(zero.contains("from 1"), "{zero}");
+        let past = chosen_indexes(&[2, 4], 3).unwrap_err().to_string();
+        assert!(
+            past.contains("--choose 4") && past.contains("(1 to 3)"),
+            "{past}"
+        );
+        let none = chosen_indexes(&[1], 0).unwrap_err().to_string();
+        assert!(none.contains("offers no options"), "{none}");
+    }
 
     #[test]
     fn counts_agree_with_their_noun() {

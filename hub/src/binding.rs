@@ -80,7 +80,7 @@ pub fn check_wait(caller: &Caller<'_>, session: &Session) -> WaitBinding {
 
 /// Points a session at a new title and its key.
 pub fn migrate(session: &mut Session, cursor_title: &str, new_key: BindingKey) {
-    session.title = cursor_title.to_owned();
+    session.title = crate::session::visible_name(cursor_title);
     session.binding_key = new_key.into_string();
 }
 

@@ -549,13 +549,24 @@ pub struct Adoption {
     pub at: Millis,
 }
 
+/// A name an agent sent (its chat's title), as the person reads it: without
+/// the bidi controls and invisible characters that would make it read as
+/// something else (`holdline_contract::visible`). Stripped rather than refused:
+/// the title comes from the IDE, and refusing it would cost the agent its turn.
+/// The binding keeps the title as sent, so the chat still finds its session.
+pub fn visible_name(name: &str) -> String {
+    name.chars()
+        .filter(|&c| !holdline_contract::visible::is_hidden(c))
+        .collect()
+}
+
 impl Session {
     pub fn new(token: Token, title: &str, workspace: &str, host_ip: &str, hub: &str) -> Self {
         let now = now_ms();
         Session {
             binding_key: crate::names::BindingKey::new(workspace, title, host_ip).into_string(),
             token,
-            title: title.to_owned(),
+            title: visible_name(title),
             display_title: String::new(),
             status: Status::Holding,
             workspace: workspace.to_owned(),
@@ -602,7 +613,7 @@ impl Session {
         };
         let name: String = name
             .chars()
-            .filter(|c| !c.is_control())
+            .filter(|&c| !c.is_control() && !holdline_contract::visible::is_hidden(c))
             .take(MAX_HOST_NAME)
             .collect();
         if !name.is_empty() {

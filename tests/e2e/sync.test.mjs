@@ -107,7 +107,8 @@ async function startSyncedHub(secret, uri) {
       return text ? JSON.parse(text) : null;
     },
     async health() {
-      return (await fetch(`${base}/healthz`)).json();
+      // Without the secret /healthz says only that the hub is up.
+      return (await fetch(`${base}/healthz`, { headers: { authorization: `Bearer ${secret}` } })).json();
     },
   };
   return hub;

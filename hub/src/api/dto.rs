@@ -279,6 +279,14 @@ pub struct SessionDetail {
     pub next_before: Option<u64>,
 }
 
+/// `/healthz` without the person's credential: only that the hub is up.
+#[derive(Debug, Serialize)]
+pub struct Up {
+    pub ok: bool,
+    pub version: &'static str,
+}
+
+/// `/healthz` with the secret or a panel login.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
@@ -289,11 +297,11 @@ pub struct Health {
     pub uptime_ms: u64,
     pub mongo: Option<serde_json::Value>,
     pub store: StoreHealth,
-    /// Notification channels; only for a caller with the secret.
+    /// Notification channels, when any is configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notify: Option<Vec<crate::notify::ChannelState>>,
-    /// The hub's process and what started it; only for a caller with the
-    /// secret (`holdline-hub status` and `stop` read them).
+    /// The hub's process and what started it (`holdline-hub status` and `stop`
+    /// read them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::process::HubProcess>,
 }
@@ -304,7 +312,7 @@ pub struct Health {
 #[serde(rename_all = "camelCase")]
 pub struct StoreHealth {
     pub state: &'static str,
-    /// The failure's text; only for a caller with the secret.
+    /// The failure's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -82,6 +82,9 @@ impl From<HubError> for ApiError {
             HubError::Closed(_) => {
                 ApiError::new(StatusCode::CONFLICT, ErrorCode::SessionClosed, message)
             }
+            HubError::BindingTaken(_) => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::BindingTaken, message)
+            }
             HubError::StaleQuestion(q) => ApiError {
                 current_question: Some(CurrentQuestion {
                     seq: q.seq,

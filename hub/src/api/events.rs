@@ -14,7 +14,7 @@ use futures::{Stream, StreamExt};
 use tokio_stream::wrappers::BroadcastStream;
 
 use super::AppState;
-use super::dto::{Health, SessionDto, StoreHealth};
+use super::dto::{Health, SessionDto, StoreHealth, Up};
 use crate::store::StoreState;
 
 /// `GET /api/events`: a `session` event per change; ends at shutdown.
@@ -46,26 +46,33 @@ pub async fn stream(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-/// `GET /healthz`: liveness and a few counts, no secret needed; 503 with
-/// `ok: false` while the store's writes fail. With the secret (or a panel
-/// login; not an agent key): the MongoDB sync's last error (the driver's
-/// text, with the database's address), the store's last error and each
-/// notification channel's state.
+/// `GET /healthz`: without a credential (or with an agent key) only that the
+/// hub is up — `{ok, version}`, 503 with `ok: false` while the store's writes
+/// fail — so nobody learns how many sessions wait from the network. With the
+/// secret or a panel login: the counts, the uptime, the MongoDB sync's state and
+/// last error (the driver's text, with the database's address), the store's last
+/// error, each notification channel's state and the hub's process.
 pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Response {
-    let (sessions, waiting) = app.hub.counts();
     // The person's details only: an agent key sees what everyone sees.
     let authorized = matches!(
         super::guard::authenticate(&app.secret, &headers),
         Ok(super::guard::Caller::Person)
     );
-    let mut mongo = app.sync_state();
-    if let Some(serde_json::Value::Object(m)) = &mut mongo
-        && !authorized
-    {
-        m.remove("lastError");
-    }
     let state = app.hub.store().state();
     let ok = state == StoreState::Ok;
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    if !authorized {
+        let up = Up {
+            ok,
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        return (status, Json(up)).into_response();
+    }
+    let (sessions, waiting) = app.hub.counts();
     let store = match state {
         StoreState::Ok => StoreHealth {
             state: "ok",
@@ -74,14 +81,9 @@ pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Response
         },
         StoreState::Failing { last_error, since } => StoreHealth {
             state: "failing",
-            last_error: authorized.then_some(last_error),
+            last_error: Some(last_error),
             since: Some(since),
         },
-    };
-    let status = if ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
     };
     let health = Health {
         ok,
@@ -89,14 +91,10 @@ pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Response
         sessions,
         waiting,
         uptime_ms: app.hub.uptime().as_millis() as u64,
-        mongo,
+        mongo: app.sync_state(),
         store,
-        notify: app
-            .notify
-            .as_ref()
-            .filter(|_| authorized)
-            .map(|n| n.states()),
-        process: authorized.then(crate::process::HubProcess::this),
+        notify: app.notify.as_ref().map(|n| n.states()),
+        process: Some(crate::process::HubProcess::this()),
     };
     (status, Json(health)).into_response()
 }

@@ -53,7 +53,7 @@ pub enum Command {
         text: Option<String>,
         /// Pick the agent's offered options by number as listed (1 for the first;
         /// several comma separated when the question takes several).
-        #[arg(long, value_name = "N[,M]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=10))]
+        #[arg(long, value_name = "N[,M]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(0..=10))]
         choose: Vec<u32>,
         /// The `seq` of the agent's message this answers: if the agent has
         /// asked something newer since, nothing is sent and the command fails

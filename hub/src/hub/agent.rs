@@ -351,8 +351,18 @@ impl Hub {
     ) -> impl Future<Output = Result<PollOutcome>> + Send + '_ {
         async move {
             let (token, wait_id, owner) = (&token, wait_id.as_str(), owner.as_ref());
-            // Another owner's token is refused before it counts as a sign of life.
-            self.poll_now(token, wait_id, owner)?;
+            // Another owner's token is refused before it counts as a sign of life, and
+            // so is the old owner's poll of a wait a hand-over ended: it is told, and
+            // keeps nothing of the new owner's alive.
+            if let Some(
+                handed @ PollOutcome::Gone {
+                    reason: WaitEnd::HandedOver,
+                    ..
+                },
+            ) = self.poll_now(token, wait_id, owner)?
+            {
+                return Ok(handed);
+            }
             self.inner.counters.polls.fetch_add(1, Ordering::Relaxed);
             self.inner.waiters.saw(token);
             let deadline = tokio::time::Instant::now() + timeout;
@@ -408,7 +418,17 @@ impl Hub {
         let s = map
             .get(token)?
             .ok_or_else(|| HubError::NotFound(token.clone()))?;
-        own(s, owner)?;
+        if let Err(not_yours) = own(s, owner) {
+            // The agent whose wait a hand-over ended is told so: only it knows
+            // that wait's id, and it learns nothing else of the session.
+            return match s.closed_reason(wait_id) {
+                Some(WaitEnd::HandedOver) => Ok(Some(PollOutcome::Gone {
+                    reason: WaitEnd::HandedOver,
+                    merged_into: None,
+                })),
+                _ => Err(not_yours),
+            };
+        }
         if s.has_open_wait(wait_id) {
             return Ok(self
                 .inner
@@ -534,6 +554,13 @@ impl Hub {
                 .get(to)?
                 .ok_or_else(|| HubError::NotFound(to.clone()))?
                 .clone();
+            // Owner first: another owner's token answers like an unknown one
+            // whatever its state, so no status tells that it exists.
+            if let Some(caller) = caller {
+                for s in [&src, &dst] {
+                    own(s, caller.agent_key)?;
+                }
+            }
             for s in [&src, &dst] {
                 if s.mirror {
                     return Err(mirror_error(s));
@@ -542,9 +569,6 @@ impl Hub {
             ensure_open(&dst)?;
             ensure_open(&src)?;
             if let Some(caller) = caller {
-                for s in [&src, &dst] {
-                    own(s, caller.agent_key)?;
-                }
                 if !caller.owns(&dst) {
                     return Err(rejected(&dst, caller));
                 }

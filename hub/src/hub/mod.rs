@@ -51,6 +51,9 @@ pub enum HubError {
     Forbidden(String),
     #[error("{0}")]
     Closed(String),
+    /// A hand-over would take a binding from another open session of the new owner.
+    #[error("{0}")]
+    BindingTaken(String),
     /// A reply written for an older question than the one the agent asks now.
     #[error(
         "the agent has asked something newer since (message {}): {:?}; nothing was sent",

@@ -183,6 +183,10 @@ impl Hub {
                 )));
             }
         }
+        if let Some(t) = &c.display_title {
+            holdline_contract::visible::check(t)
+                .map_err(|e| HubError::BadRequest(format!("displayTitle {e}")))?;
+        }
         if let Some(list) = &c.quick_replies {
             check_templates(list, MAX_SESSION_TEMPLATES).map_err(HubError::BadRequest)?;
         }
@@ -244,32 +248,40 @@ impl Hub {
         self.info(token).map(Unflushed::new)
     }
 
-    /// Hands a session to another owner (`None`: the secret): the person's
-    /// call, the only way an owner changes. The old owner's open wait ends
-    /// (`handed_over`; its agent reaches the session no more), queued replies
-    /// stay for the new owner's next wait, and the session's chat, plan and
-    /// thread bindings move to the new owner, so its agent finds the session
-    /// by the same fingerprint.
+    /// Hands a session to another owner (`owner`: a key's name, `None` the secret's
+    /// bridges), the only way an owner changes. The old owner's open wait ends
+    /// (`handed_over`, which that wait's poll is still told; its agent reaches the
+    /// session no more), queued replies stay for the new owner's next wait, and
+    /// the session's chat, plan and thread bindings move to the new owner, so its
+    /// agent finds the session by the same fingerprint. When the new owner already
+    /// has an open session bound to one of those names, the hand-over is refused
+    /// ([`HubError::BindingTaken`]) and nothing changes: re-pointing that binding
+    /// would silently take the new owner's agent away from its own session.
     pub fn hand_over(
         &self,
         token: &Token,
         owner: Option<KeyName>,
     ) -> Result<Unflushed<SessionInfo>> {
         let store = &self.inner.store;
+        let free = self.bindings_free_to_take(token, owner.as_ref())?;
         self.commit(token, |_, s, w| {
             if s.owner == owner {
                 return Ok(());
             }
+            for (kind, name) in bound_names(s) {
+                let theirs = store.binding(kind, &owned_name(owner.as_ref(), &name))?;
+                if let Some(other) = theirs.filter(|t| *t != s.token && !free.contains(t)) {
+                    return Err(HubError::BindingTaken(format!(
+                        "{} already has an open session bound to this {} ({other}): archive or merge it first, then hand this one over",
+                        owner.as_ref().map_or("the hub secret".to_owned(), |k| format!("key {k:?}")),
+                        kind_word(kind),
+                    )));
+                }
+            }
             if s.close_wait(WaitEnd::HandedOver).is_some() {
                 s.status = Status::Holding;
             }
-            let names = [
-                (BindingKind::Chat, Some(s.binding_key.clone())),
-                (BindingKind::Plan, s.plan_name.clone()),
-                (BindingKind::Thread, s.thread_id.clone()),
-            ];
-            for (kind, name) in names {
-                let Some(name) = name else { continue };
+            for (kind, name) in bound_names(s) {
                 let old = owned_name(s.owner.as_ref(), &name);
                 if store.binding(kind, &old)?.as_ref() == Some(&s.token) {
                     w.bind(kind, &old, None);
@@ -281,6 +293,32 @@ impl Hub {
             Ok(())
         })?;
         self.info(token).map(Unflushed::new)
+    }
+
+    /// The sessions the new `owner`'s bindings of `token`'s names point at that a
+    /// hand-over may take the binding from: closed ones, or ones `owner` does not
+    /// own (a stale name). Read before the commit, whose closure cannot read other
+    /// sessions; a binding made in between is not in the set and refuses.
+    fn bindings_free_to_take(
+        &self,
+        token: &Token,
+        owner: Option<&KeyName>,
+    ) -> Result<std::collections::HashSet<Token>> {
+        let names = bound_names(&self.info(token)?.session);
+        let mut free = std::collections::HashSet::new();
+        for (kind, name) in names {
+            let Some(bound) = self.inner.store.binding(kind, &owned_name(owner, &name))? else {
+                continue;
+            };
+            let open_and_theirs = self
+                .lock()
+                .get(&bound)?
+                .is_some_and(|o| !o.status.is_closed() && o.owner.as_ref() == owner);
+            if !open_and_theirs {
+                free.insert(bound);
+            }
+        }
+        Ok(free)
     }
 
     /// Puts an archived session back to `holding`.
@@ -544,5 +582,26 @@ impl Hub {
             imported += 1;
         }
         Ok(Unflushed::new((imported, skipped)))
+    }
+}
+
+/// The names a session is bound by: its chat, plan label and thread id.
+fn bound_names(s: &Session) -> Vec<(BindingKind, String)> {
+    [
+        (BindingKind::Chat, Some(s.binding_key.clone())),
+        (BindingKind::Plan, s.plan_name.clone()),
+        (BindingKind::Thread, s.thread_id.clone()),
+    ]
+    .into_iter()
+    .filter_map(|(kind, name)| Some((kind, name?)))
+    .collect()
+}
+
+/// A binding's kind as a person names it.
+fn kind_word(kind: BindingKind) -> &'static str {
+    match kind {
+        BindingKind::Chat => "chat",
+        BindingKind::Plan => "plan label",
+        BindingKind::Thread => "thread id",
     }
 }

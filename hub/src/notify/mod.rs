@@ -117,8 +117,12 @@ fn channels_of(c: &NotifyConfig, push: Option<&WebPush>) -> Vec<(String, Channel
     out
 }
 
+/// The one client every channel sends with. It follows no redirect: a push
+/// endpoint comes from a browser, and a redirect would aim the hub's request
+/// (with its VAPID credential) at whatever address the answer names.
 fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(20))
         .user_agent(concat!("holdline-hub/", env!("CARGO_PKG_VERSION")))

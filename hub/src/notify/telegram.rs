@@ -20,7 +20,7 @@ use base64::Engine as _;
 use holdline_contract::choices::{self, ChoiceOption};
 use serde_json::{Value, json};
 
-use super::channels::{clip, read_bounded, transport};
+use super::channels::{read_bounded, refusal, transport};
 use super::notice::{self, Notice, Outcome};
 use super::{Event, SendError};
 use crate::config::notify::Telegram;
@@ -274,14 +274,11 @@ impl TelegramChannel {
         if status.is_success() && answer["ok"] == Value::Bool(true) {
             return Ok(answer["result"].clone());
         }
-        let what = format!(
-            "{method}: {status}: {}",
-            clip(answer["description"].as_str().unwrap_or("no description"))
-        );
-        if status.is_server_error() || status.as_u16() == 429 || answer.is_null() {
-            Err(SendError::Retry(what))
-        } else {
-            Err(SendError::Refused(what))
+        // The status alone: the answer's `description` is the Bot API's body,
+        // which the hub never reads back (`channels::refusal`).
+        match refusal(status, &format!("{method}: ")) {
+            SendError::Refused(what) if answer.is_null() => Err(SendError::Retry(what)),
+            e => Err(e),
         }
     }
 

@@ -4,14 +4,15 @@
 //!
 //! Invariant: within one question's retries a browser that took the push is
 //! not pushed again; a subscription its push service answers 404 or 410 for
-//! is dropped from the store; an error text never holds an endpoint.
+//! is dropped from the store; an error text never holds an endpoint nor any
+//! of the push service's answer but its status.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::channels::{MAX_ANSWER, clip, read_bounded, transport};
+use super::channels::{refusal, transport};
 use super::notice::{Notice, cut};
 use super::{Event, SendError};
 use crate::push::{MAX_PLAINTEXT, Subscription, TTL, WebPush};
@@ -177,19 +178,7 @@ impl WebPushChannel {
         if matches!(status.as_u16(), 404 | 410) {
             return Sent::Gone;
         }
-        let body = match read_bounded(resp, MAX_ANSWER).await {
-            Ok(b) | Err(SendError::TooLarge(b)) => b,
-            Err(e) => return Sent::Failed(e),
-        };
-        let what = format!(
-            "push service {status}: {}",
-            clip(&String::from_utf8_lossy(&body))
-        );
-        Sent::Failed(if status.is_server_error() || status.as_u16() == 429 {
-            SendError::Retry(what)
-        } else {
-            SendError::Refused(what)
-        })
+        Sent::Failed(refusal(status, "push service "))
     }
 }
 

@@ -844,12 +844,19 @@ async fn events_stream_session_changes() {
 async fn health_and_metrics() {
     let hub = TestHub::start().await;
     hub.init("t").await;
-    let h: Value = reqwest::get(format!("{}/healthz", hub.url))
+    // Without a credential: only that the hub is up, no counts.
+    let anonymous: Value = reqwest::get(format!("{}/healthz", hub.url))
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
+    assert_eq!(
+        anonymous,
+        json!({"ok": true, "version": env!("CARGO_PKG_VERSION")}),
+        "{anonymous}"
+    );
+    let h = hub.health().await;
     assert_eq!(h["ok"], true);
     assert_eq!(h["sessions"], 1);
     assert_eq!(h["waiting"], 0);

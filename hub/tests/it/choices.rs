@@ -213,6 +213,12 @@ async fn the_cli_chooses_by_the_numbers_people_see() {
         json!([{"index": 0, "label": "Postgres"}, {"index": 2, "label": "MySQL"}]),
         "{v}"
     );
+    hub.ok(
+        "/api/wait/ack",
+        json!({"token": token, "waitId": wait, "replyId": v["reply"]["id"]}),
+    )
+    .await;
+    let before = hub.session(&token).await["msgCount"].clone();
     // A number past the options fails and sends nothing; so does 0.
     let home = hub.home.clone();
     let cli = token.clone();
@@ -223,9 +229,18 @@ async fn the_cli_chooses_by_the_numbers_people_see() {
     })
     .await
     .unwrap();
-    for out in [bad.0, bad.1] {
-        assert!(!out.status.success());
+    for (out, says) in [(bad.0, "offers 3 options (1 to 3)"), (bad.1, "from 1")] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
     }
+    // Nothing was sent.
+    let s = hub.session(&token).await;
+    assert_eq!(
+        (&s["queuedReplies"], &s["msgCount"]),
+        (&json!(0), &before),
+        "{s}"
+    );
 }
 
 #[tokio::test]

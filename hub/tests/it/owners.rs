@@ -333,15 +333,15 @@ async fn the_person_hands_a_session_to_another_key() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["owner"], json!({"key": "beta", "revoked": false}));
 
-    // A's wait ended, A reaches nothing; B finds the session by its fingerprint.
-    let (s, _) = post(
+    // A's wait ended as handed over; B finds the session by its fingerprint.
+    let (s, v) = post(
         &hub,
         "/api/wait/poll",
         &a,
         json!({"token": sa, "waitId": wait_a, "timeoutMs": 0}),
     )
     .await;
-    assert_eq!(s, 404);
+    assert_eq!((s, v["reason"].as_str()), (200, Some("handed_over")), "{v}");
     assert_eq!(init(&hub, &b, chat_a()).await, (sa.clone(), false));
     register(&hub, &b, &sa, &chat_a(), "B carries on").await;
     // Back to the secret.
@@ -468,4 +468,163 @@ async fn over_mcp_a_key_cannot_reach_a_local_agents_session() {
         mcp_init_conversation(&hub, &hub.api.secret.clone(), "chatA", "/w/a").await,
         mine
     );
+}
+
+/// Merge checks the owner before anything else: another owner's token, open,
+/// archived or merged, answers exactly like an unknown one (404), from and to alike.
+#[tokio::test]
+async fn merge_answers_another_owners_closed_token_like_an_unknown_one() {
+    let (_dir, hub, a, b) = start().await;
+    let (open, _) = init(&hub, &a, chat_a()).await;
+    let (archived, _) = init(
+        &hub,
+        &a,
+        json!({"cursorTitle": "old", "workspace": "/w/a", "hostIp": "10.0.0.1"}),
+    )
+    .await;
+    hub.api
+        .ok(&format!("/api/sessions/{archived}/archive"), &json!({}))
+        .await;
+    let (mine, _) = init(&hub, &b, chat_a()).await;
+    let unknown = "ct_00000000000000000000000000000000";
+    let merge = |from: &str, to: &str| with(chat_a(), json!({"fromToken": from, "toToken": to}));
+    let answer = |from: String, to: String| {
+        let (hub, b, body) = (&hub, &b, merge(&from, &to));
+        async move {
+            let (s, v) = post(hub, "/api/merge", b, body).await;
+            (s, v["error"]["code"].clone())
+        }
+    };
+    let not_found = (404, json!("SESSION_NOT_FOUND"));
+    for theirs in [&open, &archived] {
+        assert_eq!(
+            answer(theirs.clone(), mine.clone()).await,
+            not_found,
+            "from {theirs}"
+        );
+        assert_eq!(
+            answer(mine.clone(), theirs.clone()).await,
+            not_found,
+            "into {theirs}"
+        );
+    }
+    assert_eq!(answer(unknown.into(), mine.clone()).await, not_found);
+    // Nothing moved: A's archived session is still A's and archived.
+    let s = hub.api.session(&archived).await;
+    assert_eq!(s["status"], "archived", "{s}");
+}
+
+/// A wait a hand-over ends is told so: its held poll ends `gone`, reason
+/// `handed_over` (and a late poll with that wait's id says the same), never
+/// `SESSION_NOT_FOUND`; the old owner reaches nothing else of the session.
+#[tokio::test]
+async fn the_old_owners_held_poll_ends_handed_over() {
+    let (_dir, hub, a, _b) = start().await;
+    let (sa, _) = init(&hub, &a, chat_a()).await;
+    let wait_a = register(&hub, &a, &sa, &chat_a(), "over to you").await;
+    let held = {
+        let (addr, a, sa, wait_a) = (hub.addr, a.clone(), sa.clone(), wait_a.clone());
+        tokio::spawn(async move {
+            let res = reqwest::Client::new()
+                .post(format!("http://{addr}/api/wait/poll"))
+                .bearer_auth(a)
+                .json(&json!({"token": sa, "waitId": wait_a, "timeoutMs": 20000}))
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.api
+        .ok(
+            &format!("/api/sessions/{sa}/owner"),
+            &json!({"key": "beta"}),
+        )
+        .await;
+    let (s, v) = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the held poll ends at the hand-over")
+        .unwrap();
+    assert_eq!(
+        (s, v["status"].as_str(), v["reason"].as_str()),
+        (200, Some("gone"), Some("handed_over")),
+        "{v}"
+    );
+    let (s, v) = post(
+        &hub,
+        "/api/wait/poll",
+        &a,
+        json!({"token": sa, "waitId": wait_a, "timeoutMs": 0}),
+    )
+    .await;
+    assert_eq!((s, v["reason"].as_str()), (200, Some("handed_over")), "{v}");
+    // Any other wait id, or any other route, is still an unknown token to A.
+    let (s, _) = post(
+        &hub,
+        "/api/wait/poll",
+        &a,
+        json!({"token": sa, "waitId": "w_00000000000000000000000000000000", "timeoutMs": 0}),
+    )
+    .await;
+    assert_eq!(s, 404);
+    let (s, _) = call(&hub, Method::GET, &format!("/api/sessions/{sa}"), &a, None).await;
+    assert_eq!(s, 404);
+}
+
+/// Handing a session to a key that already has an open session bound to the
+/// same chat is refused (409 BINDING_TAKEN, naming the session in the way), and
+/// nothing changes: the key's agent keeps its own session, the old owner its wait.
+#[tokio::test]
+async fn a_hand_over_to_a_key_with_its_own_session_for_that_chat_is_refused() {
+    let (_dir, hub, a, b) = start().await;
+    let (sa, _) = init(&hub, &a, chat_a()).await;
+    let wait_a = register(&hub, &a, &sa, &chat_a(), "A asks").await;
+    let (sb, _) = init(&hub, &b, chat_a()).await;
+    assert_ne!(sa, sb);
+    let (s, v) = hub
+        .api
+        .post(
+            &format!("/api/sessions/{sa}/owner"),
+            &json!({"key": "beta"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (409, Some("BINDING_TAKEN")),
+        "{v}"
+    );
+    let said = v["error"]["message"].as_str().unwrap();
+    assert!(said.contains(&sb) && said.contains("beta"), "{said}");
+    assert_eq!(
+        init(&hub, &b, chat_a()).await,
+        (sb.clone(), false),
+        "B's binding moved"
+    );
+    let s = hub.api.session(&sa).await;
+    assert_eq!(s["owner"], json!({"key": "alpha", "revoked": false}), "{s}");
+    assert_eq!(s["status"], "waiting", "{s}");
+    let (_, v) = post(
+        &hub,
+        "/api/wait/poll",
+        &a,
+        json!({"token": sa, "waitId": wait_a, "timeoutMs": 0}),
+    )
+    .await;
+    assert_eq!(v["status"], "renewal", "A's wait is still open: {v}");
+
+    // Once B's own session is archived, the hand-over goes through.
+    hub.api
+        .ok(&format!("/api/sessions/{sb}/archive"), &json!({}))
+        .await;
+    let v = hub
+        .api
+        .ok(
+            &format!("/api/sessions/{sa}/owner"),
+            &json!({"key": "beta"}),
+        )
+        .await;
+    assert_eq!(v["owner"], json!({"key": "beta", "revoked": false}));
+    assert_eq!(init(&hub, &b, chat_a()).await, (sa.clone(), false));
 }

@@ -346,11 +346,12 @@ impl Api {
         Ok((status, res.bytes().await?.to_vec()))
     }
 
-    /// `/healthz`, or `None` when the hub does not answer.
+    /// `/healthz` with the secret (the counts), or `None` when the hub does not answer.
     pub async fn health(&self) -> Option<Value> {
         let res = self
             .http
             .get(format!("{}/healthz", self.base))
+            .bearer_auth(&self.secret)
             .timeout(Duration::from_secs(2))
             .send()
             .await

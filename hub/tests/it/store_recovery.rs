@@ -146,13 +146,13 @@ async fn a_full_disk_heals_by_itself_once_there_is_room() {
     let (status, h) = health(hub.addr, None).await;
     assert_eq!(status, 503, "a failing store is not healthy: {h}");
     assert_eq!(h["ok"], false, "{h}");
-    assert_eq!(h["store"]["state"], "failing", "{h}");
-    assert!(h["store"]["since"].is_i64(), "{h}");
     assert!(
-        h["store"]["lastError"].is_null(),
-        "the error's text is the person's: {h}"
+        h.get("store").is_none(),
+        "the store's state is the person's: {h}"
     );
     let (_, h) = health(hub.addr, Some(&hub.api.secret)).await;
+    assert_eq!(h["store"]["state"], "failing", "{h}");
+    assert!(h["store"]["since"].is_i64(), "{h}");
     assert!(h["store"]["lastError"].is_string(), "{h}");
 
     std::fs::remove_file(filler).unwrap();
@@ -182,7 +182,7 @@ async fn a_full_disk_heals_by_itself_once_there_is_room() {
             .await;
         answered.push(text);
     }
-    let (status, h) = health(hub.addr, None).await;
+    let (status, h) = health(hub.addr, Some(&hub.api.secret)).await;
     assert_eq!(status, 200, "{h}");
     assert_eq!(h["ok"], true, "{h}");
     assert_eq!(h["store"]["state"], "ok", "{h}");

@@ -122,14 +122,14 @@ async fn take(State(inner): State<Arc<Mutex<Inner>>>, req: Request) -> axum::res
 }
 
 /// A browser's side of a subscription: its own keys, able to read its pushes.
-struct Browser {
+pub(crate) struct Browser {
     endpoint: String,
     secret: p256::SecretKey,
     auth: [u8; 16],
 }
 
 impl Browser {
-    fn new(endpoint: String) -> Browser {
+    pub(crate) fn new(endpoint: String) -> Browser {
         let mut auth = [0u8; 16];
         getrandom::fill(&mut auth).unwrap();
         let mut scalar = [0u8; 32];
@@ -155,7 +155,7 @@ impl Browser {
     }
 
     /// `PushSubscription.toJSON()`.
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         json!({
             "endpoint": self.endpoint,
             "expirationTime": null,
