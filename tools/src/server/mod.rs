@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::limits::{MaxWait, Transport};
 use crate::{delivery::Delivery, hub::Hub, workspace_changes::Git};
+pub use attachments::Protected;
 use params::{InitOutput, MergeOutput, SelectOutput, output_schema};
 pub use params::{InitParams, MergeParams, SelectParams, WaitParams};
 use sentences::{hub_error_for_schema, keep_going, success};
@@ -91,18 +92,18 @@ pub struct Settings {
     pub share_changes: bool,
 }
 
-/// What one client's roots say its workspace is, once asked (`None` inside: it has none);
-/// cleared when they change. One per stdio connection or `/mcp` session.
+/// The folders one client's roots name, once asked (empty inside: it has none); cleared
+/// when they change. One per stdio connection or `/mcp` session.
 #[derive(Clone, Default)]
-pub struct Roots(Arc<Mutex<Option<Option<String>>>>);
+pub struct Roots(Arc<Mutex<Option<Vec<String>>>>);
 
 impl Roots {
-    /// The workspace the roots gave, if they were asked since they last changed.
-    fn cached(&self) -> Option<Option<String>> {
+    /// The folders the roots gave, if they were asked since they last changed.
+    fn cached(&self) -> Option<Vec<String>> {
         self.0.lock().expect("not poisoned").clone()
     }
 
-    fn remember(&self, found: Option<String>) {
+    fn remember(&self, found: Vec<String>) {
         *self.0.lock().expect("not poisoned") = Some(found);
     }
 
@@ -131,6 +132,8 @@ pub struct Tools {
     roots: Roots,
     /// Register requests whose files the hub has.
     files_sent: attachments::FilesSent,
+    /// What is never attached (the holdline home, files holding a credential).
+    protected: Arc<attachments::Protected>,
     shutdown: CancellationToken,
     /// Shared: every session's and caller's copy routes the same four tools.
     tool_router: Arc<ToolRouter<Tools>>,
@@ -159,6 +162,7 @@ impl Tools {
             known: Arc::default(),
             roots: Roots::default(),
             files_sent: attachments::FilesSent::default(),
+            protected: Arc::default(),
             shutdown,
             tool_router: Arc::new(Self::tool_router()),
         }
@@ -215,6 +219,15 @@ impl Tools {
         self.delivery.written(request);
     }
 
+    /// These tools never attaching what `protected` names (the bridge's holdline home and
+    /// credentials).
+    pub fn with_protected(self, protected: Protected) -> Tools {
+        Tools {
+            protected: Arc::new(protected),
+            ..self
+        }
+    }
+
     /// The same tools with `roots` as the client's: each MCP session's client has its own.
     pub fn with_roots(&self, roots: &Roots) -> Tools {
         Tools {
@@ -253,9 +266,27 @@ impl Tools {
         }
     }
 
+    /// The client's first root: its workspace.
+    async fn roots_workspace(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+        self.root_folders(ctx).await.into_iter().next()
+    }
+
+    /// The folders whose files this client may attach: its roots when it gave some, else
+    /// the bridge's working folder (the IDE starts it in the project); none over `/mcp`.
+    async fn client_folders(&self, ctx: &RequestContext<RoleServer>) -> Vec<std::path::PathBuf> {
+        let roots = self.root_folders(ctx).await;
+        if !roots.is_empty() {
+            return roots.into_iter().map(Into::into).collect();
+        }
+        match &self.workspace_fallback {
+            WorkspaceFallback::Named(_) => Vec::new(),
+            WorkspaceFallback::WorkingDirectory => std::env::current_dir().into_iter().collect(),
+        }
+    }
+
     // Roots are deprecated for protocols after 2025-11-25 but are what IDEs send today.
     #[allow(deprecated)]
-    async fn roots_workspace(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+    async fn root_folders(&self, ctx: &RequestContext<RoleServer>) -> Vec<String> {
         if let Some(cached) = self.roots.cached() {
             return cached;
         }
@@ -264,18 +295,22 @@ impl Tools {
         let found = if supports_roots {
             let asked = tokio::time::timeout(ROOTS_TIMEOUT, ctx.peer.list_roots()).await;
             match asked {
-                Ok(Ok(result)) => result.roots.iter().find_map(|r| file_uri_to_path(&r.uri)),
+                Ok(Ok(result)) => result
+                    .roots
+                    .iter()
+                    .filter_map(|r| file_uri_to_path(&r.uri))
+                    .collect(),
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "roots/list failed");
-                    None
+                    Vec::new()
                 }
                 Err(_) => {
                     tracing::debug!("roots/list timed out");
-                    None
+                    Vec::new()
                 }
             }
         } else {
-            None
+            Vec::new()
         };
         self.roots.remember(found.clone());
         found

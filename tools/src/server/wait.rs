@@ -221,6 +221,14 @@ struct Fingerprint {
     workspace: String,
 }
 
+/// What a register request is made of beside the call's arguments.
+struct Prepared<'a> {
+    fingerprint: &'a Fingerprint,
+    changes: Option<WorkspaceChanges>,
+    /// The folders the client opened (empty when the call attaches nothing).
+    client_folders: &'a [std::path::PathBuf],
+}
+
 /// What one poll of the open wait came to.
 enum Polled {
     Answer(Result<PollAnswer, HubError>),
@@ -299,7 +307,16 @@ impl Tools {
                 Err(result) => return result,
             };
             let changes = Box::pin(self.workspace_changes(&fingerprint.workspace)).await;
-            let request = match self.register_request(&token, &p, &fingerprint, changes) {
+            let folders = match p.attachments.as_deref() {
+                Some([_, ..]) => Box::pin(self.client_folders(&ctx)).await,
+                _ => Vec::new(),
+            };
+            let prepared = Prepared {
+                fingerprint: &fingerprint,
+                changes,
+                client_folders: &folders,
+            };
+            let request = match self.register_request(&token, &p, prepared) {
                 Ok(r) => r,
                 Err(result) => return result,
             };
@@ -426,9 +443,13 @@ impl Tools {
         &self,
         token: &str,
         p: &WaitParams,
-        fingerprint: &Fingerprint,
-        changes: Option<WorkspaceChanges>,
+        prepared: Prepared<'_>,
     ) -> Result<RegisterRequest, CallToolResult> {
+        let Prepared {
+            fingerprint,
+            changes,
+            client_folders,
+        } = prepared;
         let mut request = RegisterRequest {
             token: token.to_owned(),
             message: p.message.clone(),
@@ -459,7 +480,7 @@ impl Tools {
             tracing::debug!(%token, size, "message refused: too large");
             return Err(too_large(size, routes::JSON_LIMIT));
         }
-        request.attachments = self.attachments_for(&request, p, &fingerprint.workspace)?;
+        request.attachments = self.attachments_for(&request, p, client_folders)?;
         Ok(request)
     }
 
@@ -469,18 +490,20 @@ impl Tools {
         &self,
         request: &RegisterRequest,
         p: &WaitParams,
-        workspace: &str,
+        client_folders: &[std::path::PathBuf],
     ) -> Result<Vec<holdline_contract::AttachmentUpload>, CallToolResult> {
         let paths = p.attachments.as_deref().unwrap_or_default();
         if paths.is_empty() || self.files_sent.contains(&request.request_id) {
             return Ok(Vec::new());
         }
-        attachments::read_attachments(paths, workspace, self.transport).map_err(|e| {
-            tracing::debug!(token = %request.token, error = %e, "attachments refused");
-            tool_error(
-                &format!("{e}. Nothing was sent; call again with only files that follow the rule, or none."),
-                "BAD_REQUEST",
-            )
+        let scope = attachments::Scope {
+            transport: self.transport,
+            client_folders,
+            protected: &self.protected,
+        };
+        attachments::read_attachments(paths, &request.workspace, &scope).map_err(|e| {
+            tracing::debug!(token = %request.token, error = ?e, "attachments refused");
+            tool_error(&e.sentence(), "BAD_REQUEST")
         })
     }
 
