@@ -279,3 +279,65 @@ async fn the_bridge_never_attaches_system_files_its_home_a_hard_link_out_or_the_
     client.cancel().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_name_or_label_that_reads_as_another_is_refused_by_the_tools_and_the_hub()
+-> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let base = TempDir::new()?;
+    let ws = workspace(base.path());
+    std::fs::write(ws.join("invoice\u{202E}gpj.exe"), "MZ")?;
+    let root = root_of(&ws);
+    let client = start_bridge(BridgeOptions {
+        root: Some(&root),
+        ..BridgeOptions::for_hub(&hub)
+    })
+    .await?;
+    let token = init_in(&client, "Look-alikes", &ws).await?;
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "see", "attachments": ["invoice\u{202E}gpj.exe"]}),
+    )
+    .await?;
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    assert!(text(&r).contains("U+202E"), "{}", text(&r));
+    let r = call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "deploy?",
+               "options": [{"label": "Yes"}, {"label": "Ye\u{200B}s"}]}),
+    )
+    .await?;
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    assert!(text(&r).contains("U+200B"), "{}", text(&r));
+    client.cancel().await?;
+
+    // The hub's own route refuses the same, whoever calls it.
+    let register = |body: Value| {
+        hub.http
+            .post(format!("{}/api/wait/register", hub.url()))
+            .bearer_auth(&hub.secret)
+            .json(&body)
+            .send()
+    };
+    let base_body = json!({"token": token, "message": "deploy?", "cursorTitle": "Look-alikes",
+        "workspace": ws, "hostIp": "test-host", "requestId": "r1"});
+    let mut with_options = base_body.clone();
+    with_options["options"] = json!([{"label": "Yes"}, {"label": "Ye\u{200B}s"}]);
+    let mut with_file = base_body.clone();
+    with_file["attachments"] =
+        json!([{"name": "invoice\u{202E}gpj.exe", "mimeType": "text/plain", "data": "TVo="}]);
+    for (body, character) in [(with_options, "U+200B"), (with_file, "U+202E")] {
+        let answer = register(body).await?;
+        assert_eq!(answer.status(), 400);
+        let said: Value = answer.json().await?;
+        assert_eq!(said["error"]["code"], "BAD_REQUEST", "{said}");
+        let message = said["error"]["message"].as_str().unwrap();
+        assert!(message.contains(character), "{said}");
+    }
+    let s = hub.session(&token).await?;
+    assert!(messages(&s).is_empty(), "{s}");
+    Ok(())
+}
