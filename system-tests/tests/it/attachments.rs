@@ -69,6 +69,9 @@ async fn an_image_and_a_log_reach_the_person_once_with_their_bytes() -> anyhow::
         ..BridgeOptions::for_hub(&hub)
     })
     .await?;
+    let tools = client.list_all_tools().await?;
+    let wait = tools.iter().find(|t| t.name == "wait_for_user_input");
+    assert!(wait.unwrap().input_schema["properties"]["attachments"].is_object());
     let token = init_in(&client, "Screenshot", &ws).await?;
     let log_abs = ws.join("logs/test.log").display().to_string();
     let ask = json!({"token": token, "message": "The page is built: see the screenshot",
@@ -161,6 +164,14 @@ async fn over_mcp_attachments_are_refused_because_the_hub_cannot_read_them() -> 
     let client = start_remote(&hub, &hub.secret, "remote-test").await?;
     let base = TempDir::new()?;
     let ws = workspace(base.path());
+    // The schema over `/mcp` does not offer them; a call that passes them anyway is told.
+    let tools = client.list_all_tools().await?;
+    let wait = tools
+        .iter()
+        .find(|t| t.name == "wait_for_user_input")
+        .expect("the wait tool");
+    let properties = wait.input_schema["properties"].as_object().unwrap();
+    assert!(!properties.contains_key("attachments"), "{properties:?}");
     let token = init_in(&client, "Remote", &ws).await?;
     let r = call(
         &client,

@@ -164,8 +164,25 @@ impl Tools {
             files_sent: attachments::FilesSent::default(),
             protected: Arc::default(),
             shutdown,
-            tool_router: Arc::new(Self::tool_router()),
+            tool_router: Arc::new(Self::router_for(settings.transport)),
         }
+    }
+
+    /// The four tools as `transport` offers them: over `/mcp` no file of the agent's
+    /// machine can be read, so `wait_for_user_input` does not offer `attachments` there
+    /// (a model that follows the schema never loses a round trip to the refusal).
+    fn router_for(transport: Transport) -> ToolRouter<Tools> {
+        let mut router = Self::tool_router();
+        if transport == Transport::Http
+            && let Some(route) = router.map.get_mut("wait_for_user_input")
+        {
+            let mut schema = (*route.attr.input_schema).clone();
+            if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+                properties.remove("attachments");
+            }
+            route.attr.input_schema = Arc::new(schema);
+        }
+        router
     }
 
     /// These tools answering one caller: their calls go to `hub` (carrying the caller's
@@ -591,6 +608,23 @@ mod tests {
             Some("C:/work")
         );
         assert_eq!(file_uri_to_path("https://x"), None);
+    }
+
+    #[test]
+    fn attachments_are_offered_over_stdio_only() {
+        let offered = |transport| {
+            let router = Tools::router_for(transport);
+            let wait = router.get("wait_for_user_input").expect("the wait tool");
+            wait.input_schema["properties"]
+                .as_object()
+                .expect("properties")
+                .contains_key("attachments")
+        };
+        assert!(offered(Transport::Stdio));
+        assert!(!offered(Transport::Http));
+        let remote = Tools::router_for(Transport::Http);
+        let wait = remote.get("wait_for_user_input").unwrap();
+        assert!(wait.input_schema["properties"]["options"].is_object());
     }
 
     #[test]
