@@ -55,7 +55,11 @@ async fn asked_with(
     message: &str,
     env: Vec<(&'static str, String)>,
 ) -> anyhow::Result<Value> {
-    let mut options = BridgeOptions::for_hub(hub);
+    let root = format!("file://{}", workspace.display());
+    let mut options = BridgeOptions {
+        root: Some(&root),
+        ..BridgeOptions::for_hub(hub)
+    };
     options.extra_env.extend(env);
     if share {
         options
@@ -257,5 +261,37 @@ async fn no_program_the_repository_names_runs_in_the_bridge_s_git() -> anyhow::R
         changes["diff"].as_str().unwrap().contains("-one\n+two\n"),
         "{changes}"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_workspace_outside_the_client_s_roots_sends_no_changes() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let repo = changed_repository();
+    // The client opened another folder: the agent's workspace argument cannot widen it.
+    let mut options = BridgeOptions::for_hub(&hub);
+    options
+        .extra_env
+        .push(("HOLDLINE_SHARE_CHANGES", "1".into()));
+    let client = start_bridge(options).await?;
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "Elsewhere", "workspace": repo.path()}),
+    )
+    .await?;
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let _wait = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Elsewhere"}),
+    )
+    .await?;
+    let s = hub.wait_status(&token, "waiting").await?;
+    client.cancel().await?;
+    let question = &s["messages"][0];
+    assert_eq!(question["content"], "Elsewhere", "{s}");
+    assert!(question.get("changes").is_none(), "{question}");
     Ok(())
 }

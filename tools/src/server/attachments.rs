@@ -139,8 +139,8 @@ fn read_local(
 }
 
 /// The workspace as the file system names it (no `..`, no links), inside a folder the
-/// client opened.
-fn confined_workspace(workspace: &str, client_folders: &[PathBuf]) -> Result<PathBuf, String> {
+/// client opened (the rule for the workspace's changes too).
+pub fn confined_workspace(workspace: &str, client_folders: &[PathBuf]) -> Result<PathBuf, String> {
     let given = Path::new(workspace);
     if workspace.trim().is_empty() || !given.is_absolute() {
         return Err(format!(

@@ -306,11 +306,13 @@ impl Tools {
                 Ok(f) => f,
                 Err(result) => return result,
             };
-            let changes = Box::pin(self.workspace_changes(&fingerprint.workspace)).await;
-            let folders = match p.attachments.as_deref() {
-                Some([_, ..]) => Box::pin(self.client_folders(&ctx)).await,
-                _ => Vec::new(),
+            let reads_files =
+                self.changes.is_some() || p.attachments.as_deref().is_some_and(|a| !a.is_empty());
+            let folders = match reads_files {
+                true => Box::pin(self.client_folders(&ctx)).await,
+                false => Vec::new(),
             };
+            let changes = Box::pin(self.workspace_changes(&fingerprint.workspace, &folders)).await;
             let prepared = Prepared {
                 fingerprint: &fingerprint,
                 changes,
@@ -428,10 +430,19 @@ impl Tools {
 
     /// The workspace's changes when this bridge shares them, collected again for every
     /// call (bounded by git's deadline; a re-call of the same message reattaches, and the
-    /// hub keeps the changes the message was first stored with).
-    async fn workspace_changes(&self, workspace: &str) -> Option<WorkspaceChanges> {
+    /// hub keeps the changes the message was first stored with); none for a workspace
+    /// outside the folders the client opened, as for attachments.
+    async fn workspace_changes(
+        &self,
+        workspace: &str,
+        client_folders: &[std::path::PathBuf],
+    ) -> Option<WorkspaceChanges> {
         let git = self.changes.as_ref()?;
         if workspace.is_empty() {
+            return None;
+        }
+        if let Err(why) = attachments::confined_workspace(workspace, client_folders) {
+            tracing::info!(%why, "no changes sent");
             return None;
         }
         git.collect(std::path::Path::new(workspace)).await
