@@ -45,7 +45,7 @@ fn files_inside_are_read_with_their_type() {
     let got = read_in(
         &["shot.png", &log],
         &ws,
-        &[ws.clone()],
+        std::slice::from_ref(&ws),
         &Protected::default(),
     )
     .unwrap();
