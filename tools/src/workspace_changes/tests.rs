@@ -400,3 +400,46 @@ async fn a_submodule_s_own_filter_and_fsmonitor_never_run() {
     trap.plain_git_runs_it(DIFF);
     trap.collect_runs_nothing().await;
 }
+
+#[tokio::test]
+async fn a_pager_never_runs_even_where_git_would_page() {
+    let trap = Trap::new();
+    trap.config("core.pager", &trap.program);
+    trap.config("pager.diff", &trap.program);
+    // On a terminal git pages (`script` gives it one): the setting is live.
+    let on_terminal = format!("git -C '{}' diff HEAD", trap.repo().display());
+    let paged = StdCommand::new("script")
+        .args(["-qec", &on_terminal, "/dev/null"])
+        .stdin(Stdio::null())
+        .output();
+    if paged.is_ok_and(|o| o.status.success()) {
+        assert!(trap.ran.exists(), "git on a terminal did not page");
+        std::fs::remove_file(&trap.ran).unwrap();
+    }
+    trap.collect_runs_nothing().await;
+}
+
+/// Settings only other commands consult (fetching, signing, editing, prompting): the
+/// bridge's git must never come to run them, whatever it is changed to run.
+#[tokio::test]
+async fn no_credential_helper_ssh_signing_editor_or_alias_runs() {
+    let trap = Trap::new();
+    for key in [
+        "core.sshCommand",
+        "core.askPass",
+        "credential.helper",
+        "gpg.program",
+        "gpg.ssh.program",
+        "core.editor",
+        "sequence.editor",
+        "core.gitProxy",
+    ] {
+        trap.config(key, &trap.program);
+    }
+    trap.config("log.showSignature", "true");
+    // An alias never replaces a git command, even one named like it.
+    for alias in ["alias.diff", "alias.ls-files", "alias.rev-parse"] {
+        trap.config(alias, &format!("!{}", trap.program));
+    }
+    trap.collect_runs_nothing().await;
+}
