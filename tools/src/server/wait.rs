@@ -306,19 +306,7 @@ impl Tools {
                 Ok(f) => f,
                 Err(result) => return result,
             };
-            let reads_files =
-                self.changes.is_some() || p.attachments.as_deref().is_some_and(|a| !a.is_empty());
-            let folders = match reads_files {
-                true => Box::pin(self.client_folders(&ctx)).await,
-                false => Vec::new(),
-            };
-            let changes = Box::pin(self.workspace_changes(&fingerprint.workspace, &folders)).await;
-            let prepared = Prepared {
-                fingerprint: &fingerprint,
-                changes,
-                client_folders: &folders,
-            };
-            let request = match self.register_request(&token, &p, prepared) {
+            let request = match Box::pin(self.prepare(&token, &p, &fingerprint, &ctx)).await {
                 Ok(r) => r,
                 Err(result) => return result,
             };
@@ -446,6 +434,31 @@ impl Tools {
             return None;
         }
         git.collect(std::path::Path::new(workspace)).await
+    }
+
+    /// The register request with what the bridge reads on this machine (the workspace's
+    /// changes, the files attached), within the folders the client opened.
+    async fn prepare(
+        &self,
+        token: &str,
+        p: &WaitParams,
+        fingerprint: &Fingerprint,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<RegisterRequest, CallToolResult> {
+        let attaches = p.attachments.as_deref().is_some_and(|a| !a.is_empty());
+        let folders = match self.changes.is_some() || attaches {
+            true => self.client_folders(ctx).await,
+            false => Vec::new(),
+        };
+        let changes = self
+            .workspace_changes(&fingerprint.workspace, &folders)
+            .await;
+        let prepared = Prepared {
+            fingerprint,
+            changes,
+            client_folders: &folders,
+        };
+        self.register_request(token, p, prepared)
     }
 
     /// The register request for this message; too large for the hub, the agent is told
