@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::visible::{self, HiddenCharacter};
+
 /// Most files one question may carry.
 pub const MAX_ATTACHMENTS: usize = 10;
 /// Largest file, in bytes (5 MiB).
@@ -48,6 +50,11 @@ pub enum AttachmentRefused {
     TooLarge { name: String, size: u64 },
     #[error("attachment {0:?} has no usable name (1 to {MAX_NAME_CHARS} characters, no folder)")]
     BadName(String),
+    #[error("attachment {name:?}'s name {hidden}: rename the file in plain characters")]
+    HiddenInName {
+        name: String,
+        hidden: HiddenCharacter,
+    },
     #[error("attachment {0:?} is not valid base64")]
     BadData(String),
 }
@@ -71,14 +78,19 @@ pub fn check_size(name: &str, size: u64) -> Result<(), AttachmentRefused> {
     Ok(())
 }
 
-/// The rule on a file's name: a plain name, no folder, no control characters.
+/// The rule on a file's name: a plain name, no folder, no control characters, and no
+/// invisible or direction-changing one ([`visible::check`]: `invoice\u{202E}gpj.exe` would
+/// show the person `invoiceexe.jpg`).
 pub fn check_name(name: &str) -> Result<(), AttachmentRefused> {
     let chars = name.chars().count();
     let plain = !name.contains(['/', '\\']) && !name.chars().any(char::is_control);
     if chars == 0 || chars > MAX_NAME_CHARS || !plain || name == "." || name == ".." {
         return Err(AttachmentRefused::BadName(name.to_string()));
     }
-    Ok(())
+    visible::check(name).map_err(|hidden| AttachmentRefused::HiddenInName {
+        name: name.to_string(),
+        hidden,
+    })
 }
 
 /// The size of base64 `data` once decoded, without decoding it.
@@ -133,5 +145,17 @@ mod tests {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
         assert_eq!(check_name("screenshot 1.png"), Ok(()));
+    }
+
+    #[test]
+    fn a_name_that_reads_as_another_is_refused_naming_the_character() {
+        let e = check_name("invoice\u{202E}gpj.exe").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "attachment \"invoice\\u{202e}gpj.exe\"'s name holds the invisible or direction-changing character U+202E at character 7: rename the file in plain characters"
+        );
+        assert!(check_name("re\u{200B}port.pdf").is_err());
+        assert!(check_uploads(&[upload("a\u{2066}b.log", 3)]).is_err());
+        assert_eq!(check_name("отчёт 報告.pdf"), Ok(()));
     }
 }

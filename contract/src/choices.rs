@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::visible::{self, HiddenCharacter};
+
 /// Most options one question may offer.
 pub const MAX_OPTIONS: usize = 10;
 /// Longest option label, in characters.
@@ -46,6 +48,16 @@ pub enum BadOptions {
     LongLabel { index: usize, chars: usize },
     #[error("option {index}'s description is {chars} characters; at most {MAX_DESCRIPTION_CHARS}")]
     LongDescription { index: usize, chars: usize },
+    #[error("option {index}'s label {hidden}: write it in plain characters")]
+    HiddenInLabel {
+        index: usize,
+        hidden: HiddenCharacter,
+    },
+    #[error("option {index}'s description {hidden}: write it in plain characters")]
+    HiddenInDescription {
+        index: usize,
+        hidden: HiddenCharacter,
+    },
     #[error("options {0} and {1} have the same label")]
     SameLabel(usize, usize),
     #[error("multiSelect needs options")]
@@ -53,8 +65,10 @@ pub enum BadOptions {
 }
 
 /// The one rule for what a question may offer: up to [`MAX_OPTIONS`] options with distinct,
-/// non-empty labels of at most [`MAX_LABEL_CHARS`] characters. No options is a plain
-/// question (then `multi_select` must be false).
+/// non-empty labels of at most [`MAX_LABEL_CHARS`] characters, labels and descriptions
+/// holding no invisible or direction-changing character ([`visible::check`]: two buttons
+/// that read alike are alike). No options is a plain question (then `multi_select` must be
+/// false).
 pub fn check_options(options: &[ChoiceOption], multi_select: bool) -> Result<(), BadOptions> {
     if options.is_empty() {
         return if multi_select {
@@ -79,6 +93,12 @@ pub fn check_options(options: &[ChoiceOption], multi_select: bool) -> Result<(),
             && chars > MAX_DESCRIPTION_CHARS
         {
             return Err(BadOptions::LongDescription { index, chars });
+        }
+        visible::check(&option.label)
+            .map_err(|hidden| BadOptions::HiddenInLabel { index, hidden })?;
+        if let Some(description) = &option.description {
+            visible::check(description)
+                .map_err(|hidden| BadOptions::HiddenInDescription { index, hidden })?;
         }
         if let Some(first) = options[..index]
             .iter()
@@ -208,6 +228,27 @@ mod tests {
         assert_eq!(
             check_options(&options(&["a", "b", "a "]), false),
             Err(BadOptions::SameLabel(0, 2))
+        );
+    }
+
+    #[test]
+    fn two_buttons_that_read_alike_or_a_reordered_description_are_refused() {
+        let e = check_options(&options(&["Yes", "Ye\u{200B}s"]), false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "option 1's label holds the invisible or direction-changing character U+200B at character 2: write it in plain characters"
+        );
+        let described = [ChoiceOption {
+            label: "Ship".into(),
+            description: Some("deploys \u{202E}tsal".into()),
+        }];
+        assert!(matches!(
+            check_options(&described, false),
+            Err(BadOptions::HiddenInDescription { index: 0, .. })
+        ));
+        assert_eq!(
+            check_options(&options(&["Да", "是的", "👍"]), false),
+            Ok(())
         );
     }
 

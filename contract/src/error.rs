@@ -153,10 +153,18 @@ pub enum HubError {
 }
 
 impl HubError {
-    /// Whether another attempt (same or next hub) may succeed.
+    /// Whether another attempt (same or next hub) may succeed: not a full attachment
+    /// quota, which stays full until the person frees space.
     pub fn is_transient(&self) -> bool {
-        matches!(self, HubError::Unreachable { .. })
-            || matches!(self, HubError::Api { status, .. } if *status >= 500)
+        match self {
+            HubError::Unreachable { .. } => true,
+            HubError::Api {
+                code: ErrorCode::AttachmentQuota,
+                ..
+            } => false,
+            HubError::Api { status, .. } => *status >= 500,
+            _ => false,
+        }
     }
 
     /// An error answer of `hub` with `status` and body `bytes`, read by the one rule
@@ -206,6 +214,8 @@ mod tests {
         ));
         let e = HubError::from_answer("h", 502, b"bad gateway", false);
         assert!(e.is_transient());
+        let full = br#"{"error":{"code":"ATTACHMENT_QUOTA","message":"full"}}"#;
+        assert!(!HubError::from_answer("h", 507, full, false).is_transient());
         assert!(
             matches!(e, HubError::Api { code: ErrorCode::Other, ref message, .. } if message == "bad gateway")
         );

@@ -9,7 +9,7 @@ use std::{
 
 use holdline_contract::local_hub;
 use holdline_tools::{
-    Settings, Transport, WorkspaceFallback, limits::MaxWait, server::DEFAULT_POLL_HOLD,
+    Protected, Settings, Transport, WorkspaceFallback, limits::MaxWait, server::DEFAULT_POLL_HOLD,
 };
 
 /// Everything the bridge reads from its environment, resolved once at start.
@@ -21,6 +21,9 @@ pub struct Config {
     pub secret: SecretSource,
     /// The holdline home (`HOLDLINE_HOME`, else `~/.holdline`).
     pub home: PathBuf,
+    /// `~/.holdline`, the person's usual home, also when `HOLDLINE_HOME` names another:
+    /// neither is ever attached.
+    pub usual_home: PathBuf,
     /// This machine's identity in binding keys.
     pub host_ip: String,
     /// This machine's name as the panel shows it (`HOLDLINE_HOST_NAME`, else the system's
@@ -99,6 +102,15 @@ impl Config {
         }
     }
 
+    /// What the tools never attach: the holdline homes and any file holding the
+    /// credential this bridge sends.
+    pub fn protected(&self) -> Protected {
+        Protected {
+            homes: vec![self.home.clone(), self.usual_home.clone()],
+            credentials: self.secret.read().into_iter().collect(),
+        }
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Config {
         Config::from_lookup(|k| std::env::var(k).ok())
@@ -111,9 +123,10 @@ impl Config {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
+        let usual_home = user_home(&get).join(".holdline");
         let home = nonempty("HOLDLINE_HOME")
             .map(PathBuf::from)
-            .unwrap_or_else(|| user_home(&get).join(".holdline"));
+            .unwrap_or_else(|| usual_home.clone());
         let hubs = match nonempty("HOLDLINE_HUB") {
             Some(list) => parse_hub_list(&list),
             None => vec![local_hub::local_url(
@@ -152,6 +165,7 @@ impl Config {
             hubs,
             secret,
             home,
+            usual_home,
             host_ip,
             host_name,
             max_wait,
@@ -273,6 +287,21 @@ mod tests {
         assert_eq!(c.secret.describe(), "HOLDLINE_KEY");
         let c = config(&[("HOLDLINE_KEY", " "), ("HOLDLINE_SECRET", "s3")]);
         assert!(!c.secret.is_key());
+    }
+
+    #[test]
+    fn both_homes_and_the_credential_sent_are_never_attached() {
+        let c = config(&[
+            ("HOME", "/home/u"),
+            ("HOLDLINE_HOME", "/srv/hl"),
+            ("HOLDLINE_KEY", "hlk_k"),
+        ]);
+        let protected = c.protected();
+        assert_eq!(
+            protected.homes,
+            [PathBuf::from("/srv/hl"), PathBuf::from("/home/u/.holdline")]
+        );
+        assert_eq!(protected.credentials, ["hlk_k"]);
     }
 
     #[test]

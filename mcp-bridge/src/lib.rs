@@ -38,7 +38,8 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
         hub.clone(),
         delivery.clone(),
         shutdown.clone(),
-    );
+    )
+    .with_protected(config.protected());
     let transport = delivery::AckingTransport::new(
         AsyncRwTransport::<RoleServer, _, _>::new_server(
             line_cap::LineCap::new(stdio::stdin(), line_cap::MAX_LINE),

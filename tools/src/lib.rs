@@ -28,4 +28,4 @@ pub mod workspace_changes;
 pub use client::Client;
 pub use holdline_contract::HubApi;
 pub use hub::Hub;
-pub use server::{Roots, Settings, Tools, Transport, WorkspaceFallback};
+pub use server::{Protected, Roots, Settings, Tools, Transport, WorkspaceFallback};

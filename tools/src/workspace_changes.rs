@@ -5,9 +5,12 @@
 //! Invariants: collection never outlasts [`COLLECT_DEADLINE`] — git runs as children killed
 //! when their step is dropped, and whatever finished is sent, `truncated`; what is sent fits
 //! the contract's limits (cut on a file boundary, else a line boundary); only git reads,
-//! inside the workspace's own repository, never taking the index lock
-//! (`GIT_OPTIONAL_LOCKS=0`), with no external diff or textconv filter run; a folder that is
-//! not a repository gives nothing, silently, and a missing git one warning per process.
+//! inside the workspace's own repository (one whose top folder holds the workspace; never
+//! a submodule), never taking the index lock (`GIT_OPTIONAL_LOCKS=0`); git runs no program
+//! the repository names — no fsmonitor, hook, pager, external diff, textconv, or clean,
+//! smudge or process filter (see [`NO_PROGRAMS`] and [`Git::without_filters`]); a folder
+//! that is not a repository gives nothing, silently, and a missing git one warning per
+//! process.
 
 use std::{
     path::{Path, PathBuf},
@@ -77,17 +80,42 @@ impl Diff {
     }
 }
 
+/// Settings every git run gets, over every config file (command-line scope wins): the
+/// repository's files and its `.git` may have been written by anyone (an archive, a shared
+/// folder, the agent itself), so nothing it names may run here. The person's own global
+/// config stays in force for everything else. The commands the bridge runs (`rev-parse`,
+/// `hash-object`, `config`, `ls-files`, `diff`) consult no credential helper, askpass, ssh
+/// command, editor or signing program; those need no setting.
+const NO_PROGRAMS: &[(&str, &str)] = &[
+    // The fsmonitor hook runs on every index read.
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "false"),
+    // No hook should run on a read, and none may: hooks are looked up in a non-folder.
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    // A submodule is another repository, with its own config: never entered.
+    ("diff.ignoreSubmodules", "all"),
+    ("submodule.recurse", "false"),
+    ("core.quotepath", "off"),
+    ("color.ui", "never"),
+];
+
+/// The most filter drivers a repository's config may define for its changes to be sent:
+/// each is neutralised by name, and a config past this is not a project's.
+const MAX_FILTER_DRIVERS: usize = 64;
+
 /// The git this bridge runs: `git` from `PATH`, or another program (tests).
 #[derive(Debug, Clone)]
 pub struct Git {
     program: PathBuf,
+    /// Settings over every config file, for every run: [`NO_PROGRAMS`], then each filter
+    /// driver of the repository at hand emptied ([`Git::without_filters`]).
+    config: Vec<(String, String)>,
 }
 
 impl Default for Git {
     fn default() -> Self {
-        Git {
-            program: PathBuf::from("git"),
-        }
+        Git::at("git")
     }
 }
 
@@ -125,7 +153,44 @@ impl Git {
     pub fn at(program: impl Into<PathBuf>) -> Git {
         Git {
             program: program.into(),
+            config: NO_PROGRAMS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         }
+    }
+
+    /// This git with every filter driver the repository at `top` configures (its own
+    /// config, the files it includes, the person's) emptied by name, so a `filter`
+    /// attribute — from `.gitattributes`, `.git/info/attributes` or anywhere — names a
+    /// driver that does nothing: git's config has no wildcard, and an empty command is
+    /// git's "no filter". `None` when the config cannot be read whole or defines more than
+    /// [`MAX_FILTER_DRIVERS`]: then nothing is collected.
+    async fn without_filters(&self, top: &Path) -> Option<Git> {
+        let args = ["config", "--list", "--name-only", "-z"];
+        let listed = self.run(top, &args, 1024 * 1024).await.ok()?;
+        if listed.cut {
+            tracing::warn!(repository = %top.display(), "the repository's config is too large: no changes sent");
+            return None;
+        }
+        let drivers = filter_drivers(&listed.stdout);
+        if drivers.len() > MAX_FILTER_DRIVERS {
+            tracing::warn!(repository = %top.display(), drivers = drivers.len(), "the repository defines too many filters: no changes sent");
+            return None;
+        }
+        let mut git = self.clone();
+        for driver in drivers {
+            for (key, value) in [
+                ("clean", ""),
+                ("smudge", ""),
+                ("process", ""),
+                ("required", "false"),
+            ] {
+                git.config
+                    .push((format!("filter.{driver}.{key}"), value.to_owned()));
+            }
+        }
+        Some(git)
     }
 
     /// The changes in the repository holding `workspace`, within [`COLLECT_DEADLINE`].
@@ -147,8 +212,12 @@ impl Git {
                 return None;
             }
         };
+        let git = match tokio::time::timeout_at(deadline, self.without_filters(&top)).await {
+            Ok(git) => git?,
+            Err(_) => return None,
+        };
         let mut collected = Collected::default();
-        let steps = self.gather(&top, &mut collected);
+        let steps = git.gather(&top, &mut collected);
         if tokio::time::timeout_at(deadline, steps).await.is_err() {
             tracing::info!(repository = %top.display(), "git's deadline passed: the changes sent are cut");
             collected.changes.truncated = true;
@@ -260,7 +329,10 @@ impl Git {
             Ok(out) => {
                 let top = String::from_utf8(out.stdout).ok()?;
                 let top = top.trim_end_matches(['\n', '\r']);
-                (!top.is_empty()).then(|| PathBuf::from(top))
+                if top.is_empty() {
+                    return None;
+                }
+                holds(Path::new(top), workspace).then(|| PathBuf::from(top))
             }
             Err(GitFailed::Refused) => None,
             Err(GitFailed::Missing) => {
@@ -377,11 +449,15 @@ impl Git {
         false
     }
 
+    /// Git in `dir` with `args`, its settings ([`Git::config`]) given as
+    /// `GIT_CONFIG_COUNT` pairs: unlike `-c name=value`, a pair keeps a driver name that
+    /// holds `=` whole. Settings inherited from the bridge's environment that would come
+    /// after them (`GIT_CONFIG_PARAMETERS`) are removed, so they stay last.
     fn command<S: AsRef<str>>(&self, dir: &Path, args: &[S]) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.arg("-C")
+        cmd.arg("--no-pager")
+            .arg("-C")
             .arg(dir)
-            .args(["-c", "core.quotepath=off", "-c", "color.ui=never"])
             .args(args.iter().map(AsRef::as_ref))
             .env("GIT_OPTIONAL_LOCKS", "0")
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -389,12 +465,44 @@ impl Git {
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE")
             .env_remove("GIT_EXTERNAL_DIFF")
+            .env_remove("GIT_CONFIG_PARAMETERS")
+            .env_remove("GIT_CONFIG")
+            .env("GIT_CONFIG_COUNT", self.config.len().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true);
+        for (i, (key, value)) in self.config.iter().enumerate() {
+            cmd.env(format!("GIT_CONFIG_KEY_{i}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        }
         cmd
     }
+}
+
+/// Whether `workspace` is `top` or inside it (both as the file system names them): a
+/// repository whose `core.worktree` points elsewhere is not the workspace's.
+fn holds(top: &Path, workspace: &Path) -> bool {
+    match (std::fs::canonicalize(top), std::fs::canonicalize(workspace)) {
+        (Ok(top), Ok(workspace)) => workspace.starts_with(top),
+        _ => false,
+    }
+}
+
+/// The filter drivers a `git config --list --name-only -z` names (`filter.<driver>.<key>`;
+/// a driver's name may hold dots), each once.
+fn filter_drivers(names: &[u8]) -> Vec<String> {
+    let mut drivers: Vec<String> = split_nul(names)
+        .into_iter()
+        .filter_map(|name| {
+            let rest = name.strip_prefix("filter.")?;
+            let (driver, _key) = rest.rsplit_once('.')?;
+            Some(driver.to_owned())
+        })
+        .collect();
+    drivers.sort();
+    drivers.dedup();
+    drivers
 }
 
 fn is_no_index<S: AsRef<str>>(args: &[S]) -> bool {
@@ -402,13 +510,15 @@ fn is_no_index<S: AsRef<str>>(args: &[S]) -> bool {
 }
 
 /// `git diff BASE` with `what` (`--name-status`, `--numstat`, `--patch`): no colour, no
-/// external diff or textconv, the usual prefixes whatever the person's config says.
+/// external diff or textconv, no submodule, the usual prefixes whatever the person's
+/// config says.
 fn diff_args(base: &str, what: &str) -> Vec<String> {
     [
         "diff",
         "--no-color",
         "--no-ext-diff",
         "--no-textconv",
+        "--ignore-submodules=all",
         "--no-relative",
         "--src-prefix=a/",
         "--dst-prefix=b/",

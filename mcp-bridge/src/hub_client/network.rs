@@ -154,13 +154,13 @@ impl Network {
                 }
             };
             if status >= 500 {
+                let error = HubError::from_answer(hub, status, &bytes, self.secret.is_key());
+                if !error.is_transient() {
+                    // A full attachment quota: this hub's answer, no failure of it.
+                    return Err(error);
+                }
                 tracing::warn!(hub = %hub, path, status, "hub failed");
-                last_server_error = Some(HubError::from_answer(
-                    hub,
-                    status,
-                    &bytes,
-                    self.secret.is_key(),
-                ));
+                last_server_error = Some(error);
                 tried.push(hub.clone());
                 continue;
             }

@@ -129,6 +129,7 @@ fn client(hubs: &[SocketAddr], home: &std::path::Path) -> HubClient {
         hubs: hubs.iter().map(|a| format!("http://{a}")).collect(),
         secret: SecretSource::Given("0123456789abcdef0123456789abcdef".into()),
         home: home.to_owned(),
+        usual_home: home.to_owned(),
         host_ip: "127.0.0.1".into(),
         host_name: None,
         max_wait: Default::default(),

@@ -1,7 +1,8 @@
 //! Workspace changes through the real bridge and hub: a git workspace made here (edited,
 //! staged-new, untracked, deleted, binary and renamed files) reaches the hub's history with
 //! exactly those statuses, counts and diff; a folder that is no repository, or a bridge
-//! that does not share, sends nothing; a diff past 256 KiB arrives cut, saying so.
+//! that does not share, sends nothing; a diff past 256 KiB arrives cut, saying so; the
+//! programs a repository names (fsmonitor, a clean filter, an external diff) never run.
 
 use std::{path::Path, process::Command};
 
@@ -43,7 +44,23 @@ async fn asked(
     workspace: &Path,
     message: &str,
 ) -> anyhow::Result<Value> {
-    let mut options = BridgeOptions::for_hub(hub);
+    asked_with(hub, share, workspace, message, vec![]).await
+}
+
+/// [`asked`] with more of the bridge's environment.
+async fn asked_with(
+    hub: &TestHub,
+    share: bool,
+    workspace: &Path,
+    message: &str,
+    env: Vec<(&'static str, String)>,
+) -> anyhow::Result<Value> {
+    let root = format!("file://{}", workspace.display());
+    let mut options = BridgeOptions {
+        root: Some(&root),
+        ..BridgeOptions::for_hub(hub)
+    };
+    options.extra_env.extend(env);
     if share {
         options
             .extra_env
@@ -193,5 +210,88 @@ async fn a_diff_past_256_kib_arrives_cut_on_a_file_boundary() -> anyhow::Result<
         !diff.contains("big.txt"),
         "the file that does not fit is left out whole"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn no_program_the_repository_names_runs_in_the_bridge_s_git() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let dir = TempDir::new()?;
+    let d = dir.path().join("repo");
+    std::fs::create_dir(&d)?;
+    git(&d, &["init", "-q"]);
+    write(&d, "a.txt", "one\n");
+    git(&d, &["add", "."]);
+    git(&d, &["commit", "-q", "-m", "first"]);
+    write(&d, "a.txt", "two\n");
+    let ran = dir.path().join("ran");
+    let trap = dir.path().join("trap.sh");
+    write(
+        dir.path(),
+        "trap.sh",
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\n[ $# -eq 0 ] && exec cat\nexit 0\n",
+            ran.display()
+        ),
+    );
+    std::fs::set_permissions(&trap, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let trap = trap.display().to_string();
+    write(&d, ".git/info/attributes", "a.txt filter=trap diff=trap\n");
+    git(&d, &["config", "core.fsmonitor", &trap]);
+    git(&d, &["config", "filter.trap.clean", &trap]);
+    git(&d, &["config", "diff.trap.command", &trap]);
+    // What the IDE's environment may carry: an external diff, settings for every git.
+    let env = vec![
+        ("GIT_EXTERNAL_DIFF", trap.clone()),
+        (
+            "GIT_CONFIG_PARAMETERS",
+            format!("'core.fsmonitor'='{trap}'"),
+        ),
+    ];
+    let question = asked_with(&hub, true, &d, "Trapped repo", env).await?;
+    assert!(
+        !ran.exists(),
+        "a program ran: {:?}",
+        std::fs::read_to_string(&ran)
+    );
+    let changes = &question["changes"];
+    assert_eq!(changes["files"][0]["path"], "a.txt", "{changes}");
+    assert!(
+        changes["diff"].as_str().unwrap().contains("-one\n+two\n"),
+        "{changes}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_workspace_outside_the_client_s_roots_sends_no_changes() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let repo = changed_repository();
+    // The client opened another folder: the agent's workspace argument cannot widen it.
+    let mut options = BridgeOptions::for_hub(&hub);
+    options
+        .extra_env
+        .push(("HOLDLINE_SHARE_CHANGES", "1".into()));
+    let client = start_bridge(options).await?;
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "Elsewhere", "workspace": repo.path()}),
+    )
+    .await?;
+    let token = structured(&r)["token"].as_str().unwrap().to_owned();
+    let _wait = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Elsewhere"}),
+    )
+    .await?;
+    let s = hub.wait_status(&token, "waiting").await?;
+    client.cancel().await?;
+    let question = &s["messages"][0];
+    assert_eq!(question["content"], "Elsewhere", "{s}");
+    assert!(question.get("changes").is_none(), "{question}");
     Ok(())
 }

@@ -422,6 +422,37 @@ async fn a_failing_hub_is_not_reported_as_the_person_not_answering() -> anyhow::
 }
 
 #[tokio::test]
+async fn a_full_attachment_quota_is_said_at_once_not_retried() -> anyhow::Result<()> {
+    // Every request answered 507 ATTACHMENT_QUOTA, as a hub whose attachment space is full.
+    let url = fake_hub(|mut socket, _| async move {
+        let answer = http_json(
+            "507 Insufficient Storage",
+            r#"{"error":{"code":"ATTACHMENT_QUOTA","message":"this key's attachments would pass 200 MiB"}}"#,
+        );
+        let _ = socket.write_all(answer.as_bytes()).await;
+    })
+    .await?;
+    let (r, took) = wait_against(url, 6).await?;
+    assert!(took < Duration::from_secs(3), "retried for {took:?}");
+    assert_eq!(r.is_error, Some(true));
+    let said = text(&r);
+    assert_eq!(
+        structured(&r)["error"]["code"],
+        "ATTACHMENT_QUOTA",
+        "{said}"
+    );
+    for part in [
+        "attachment space",
+        "Nothing was sent",
+        "without attachments",
+        "holdline-hub attachments",
+    ] {
+        assert!(said.contains(part), "{part:?} not in: {said}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn tools_carry_annotations_output_schemas_and_portable_input_schemas() -> anyhow::Result<()> {
     let home = TempDir::new()?;
     let hub = TestHub::start(home.path()).await?;

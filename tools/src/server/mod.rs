@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::limits::{MaxWait, Transport};
 use crate::{delivery::Delivery, hub::Hub, workspace_changes::Git};
+pub use attachments::Protected;
 use params::{InitOutput, MergeOutput, SelectOutput, output_schema};
 pub use params::{InitParams, MergeParams, SelectParams, WaitParams};
 use sentences::{hub_error_for_schema, keep_going, success};
@@ -91,18 +92,18 @@ pub struct Settings {
     pub share_changes: bool,
 }
 
-/// What one client's roots say its workspace is, once asked (`None` inside: it has none);
-/// cleared when they change. One per stdio connection or `/mcp` session.
+/// The folders one client's roots name, once asked (empty inside: it has none); cleared
+/// when they change. One per stdio connection or `/mcp` session.
 #[derive(Clone, Default)]
-pub struct Roots(Arc<Mutex<Option<Option<String>>>>);
+pub struct Roots(Arc<Mutex<Option<Vec<String>>>>);
 
 impl Roots {
-    /// The workspace the roots gave, if they were asked since they last changed.
-    fn cached(&self) -> Option<Option<String>> {
+    /// The folders the roots gave, if they were asked since they last changed.
+    fn cached(&self) -> Option<Vec<String>> {
         self.0.lock().expect("not poisoned").clone()
     }
 
-    fn remember(&self, found: Option<String>) {
+    fn remember(&self, found: Vec<String>) {
         *self.0.lock().expect("not poisoned") = Some(found);
     }
 
@@ -131,6 +132,8 @@ pub struct Tools {
     roots: Roots,
     /// Register requests whose files the hub has.
     files_sent: attachments::FilesSent,
+    /// What is never attached (the holdline home, files holding a credential).
+    protected: Arc<attachments::Protected>,
     shutdown: CancellationToken,
     /// Shared: every session's and caller's copy routes the same four tools.
     tool_router: Arc<ToolRouter<Tools>>,
@@ -159,9 +162,27 @@ impl Tools {
             known: Arc::default(),
             roots: Roots::default(),
             files_sent: attachments::FilesSent::default(),
+            protected: Arc::default(),
             shutdown,
-            tool_router: Arc::new(Self::tool_router()),
+            tool_router: Arc::new(Self::router_for(settings.transport)),
         }
+    }
+
+    /// The four tools as `transport` offers them: over `/mcp` no file of the agent's
+    /// machine can be read, so `wait_for_user_input` does not offer `attachments` there
+    /// (a model that follows the schema never loses a round trip to the refusal).
+    fn router_for(transport: Transport) -> ToolRouter<Tools> {
+        let mut router = Self::tool_router();
+        if transport == Transport::Http
+            && let Some(route) = router.map.get_mut("wait_for_user_input")
+        {
+            let mut schema = (*route.attr.input_schema).clone();
+            if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+                properties.remove("attachments");
+            }
+            route.attr.input_schema = Arc::new(schema);
+        }
+        router
     }
 
     /// These tools answering one caller: their calls go to `hub` (carrying the caller's
@@ -215,6 +236,15 @@ impl Tools {
         self.delivery.written(request);
     }
 
+    /// These tools never attaching what `protected` names (the bridge's holdline home and
+    /// credentials).
+    pub fn with_protected(self, protected: Protected) -> Tools {
+        Tools {
+            protected: Arc::new(protected),
+            ..self
+        }
+    }
+
     /// The same tools with `roots` as the client's: each MCP session's client has its own.
     pub fn with_roots(&self, roots: &Roots) -> Tools {
         Tools {
@@ -253,9 +283,27 @@ impl Tools {
         }
     }
 
+    /// The client's first root: its workspace.
+    async fn roots_workspace(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+        self.root_folders(ctx).await.into_iter().next()
+    }
+
+    /// The folders whose files this client may attach: its roots when it gave some, else
+    /// the bridge's working folder (the IDE starts it in the project); none over `/mcp`.
+    async fn client_folders(&self, ctx: &RequestContext<RoleServer>) -> Vec<std::path::PathBuf> {
+        let roots = self.root_folders(ctx).await;
+        if !roots.is_empty() {
+            return roots.into_iter().map(Into::into).collect();
+        }
+        match &self.workspace_fallback {
+            WorkspaceFallback::Named(_) => Vec::new(),
+            WorkspaceFallback::WorkingDirectory => std::env::current_dir().into_iter().collect(),
+        }
+    }
+
     // Roots are deprecated for protocols after 2025-11-25 but are what IDEs send today.
     #[allow(deprecated)]
-    async fn roots_workspace(&self, ctx: &RequestContext<RoleServer>) -> Option<String> {
+    async fn root_folders(&self, ctx: &RequestContext<RoleServer>) -> Vec<String> {
         if let Some(cached) = self.roots.cached() {
             return cached;
         }
@@ -264,18 +312,22 @@ impl Tools {
         let found = if supports_roots {
             let asked = tokio::time::timeout(ROOTS_TIMEOUT, ctx.peer.list_roots()).await;
             match asked {
-                Ok(Ok(result)) => result.roots.iter().find_map(|r| file_uri_to_path(&r.uri)),
+                Ok(Ok(result)) => result
+                    .roots
+                    .iter()
+                    .filter_map(|r| file_uri_to_path(&r.uri))
+                    .collect(),
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "roots/list failed");
-                    None
+                    Vec::new()
                 }
                 Err(_) => {
                     tracing::debug!("roots/list timed out");
-                    None
+                    Vec::new()
                 }
             }
         } else {
-            None
+            Vec::new()
         };
         self.roots.remember(found.clone());
         found
@@ -556,6 +608,23 @@ mod tests {
             Some("C:/work")
         );
         assert_eq!(file_uri_to_path("https://x"), None);
+    }
+
+    #[test]
+    fn attachments_are_offered_over_stdio_only() {
+        let offered = |transport| {
+            let router = Tools::router_for(transport);
+            let wait = router.get("wait_for_user_input").expect("the wait tool");
+            wait.input_schema["properties"]
+                .as_object()
+                .expect("properties")
+                .contains_key("attachments")
+        };
+        assert!(offered(Transport::Stdio));
+        assert!(!offered(Transport::Http));
+        let remote = Tools::router_for(Transport::Http);
+        let wait = remote.get("wait_for_user_input").unwrap();
+        assert!(wait.input_schema["properties"]["options"].is_object());
     }
 
     #[test]

@@ -284,6 +284,7 @@ pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
         } => {
             let said = quote_hub(message);
             let sentence = match (*status, code) {
+                (_, ErrorCode::AttachmentQuota) => attachment_quota(&said),
                 (401, _) => format!(
                     "The hub at {hub} rejected the secret (401): ask the person to set HOLDLINE_SECRET for this MCP server to the hub's ~/.holdline/secret and restart the MCP server."
                 ),
@@ -316,6 +317,13 @@ pub fn hub_error_result(e: &HubError, token: Option<&str>) -> CallToolResult {
             tool_error(&sentence, code)
         }
     }
+}
+
+/// The hub's attachment space for this agent (its key's share, or the hub's) is full.
+fn attachment_quota(said: &str) -> String {
+    format!(
+        "The hub's attachment space for this agent is full (ATTACHMENT_QUOTA; the hub said {said}). Nothing was sent: call wait_for_user_input again without attachments (describe the files in your message), or ask the person to free space with `holdline-hub attachments` on the hub's machine."
+    )
 }
 
 pub fn human_duration(d: Duration) -> String {
@@ -565,6 +573,31 @@ mod tests {
         assert!(!q.contains('\n'));
         assert!(q.starts_with('"') && q.ends_with('"'));
         assert!(q.chars().count() < HUB_TEXT_MAX + 10);
+    }
+
+    #[test]
+    fn a_full_attachment_quota_says_nothing_was_sent_and_what_to_do() {
+        let e = HubError::Api {
+            hub: "http://h".into(),
+            status: 507,
+            code: ErrorCode::AttachmentQuota,
+            message: "this key's attachments would pass 200 MiB".into(),
+        };
+        assert!(!e.is_transient());
+        let r = hub_error_result(&e, Some("ct_x"));
+        assert_eq!(r.is_error, Some(true));
+        let s = r.structured_content.clone().unwrap();
+        assert_eq!(s["error"]["code"], "ATTACHMENT_QUOTA");
+        for said in [text_of(&r), s["instruction"].as_str().unwrap().to_owned()] {
+            assert!(
+                said.contains("attachment space for this agent is full"),
+                "{said}"
+            );
+            assert!(said.contains("Nothing was sent"), "{said}");
+            assert!(said.contains("again without attachments"), "{said}");
+            assert!(said.contains("`holdline-hub attachments`"), "{said}");
+            assert!(said.contains("200 MiB"), "{said}");
+        }
     }
 
     #[test]

@@ -221,6 +221,14 @@ struct Fingerprint {
     workspace: String,
 }
 
+/// What a register request is made of beside the call's arguments.
+struct Prepared<'a> {
+    fingerprint: &'a Fingerprint,
+    changes: Option<WorkspaceChanges>,
+    /// The folders the client opened (empty when the call attaches nothing).
+    client_folders: &'a [std::path::PathBuf],
+}
+
 /// What one poll of the open wait came to.
 enum Polled {
     Answer(Result<PollAnswer, HubError>),
@@ -298,8 +306,7 @@ impl Tools {
                 Ok(f) => f,
                 Err(result) => return result,
             };
-            let changes = Box::pin(self.workspace_changes(&fingerprint.workspace)).await;
-            let request = match self.register_request(&token, &p, &fingerprint, changes) {
+            let request = match Box::pin(self.prepare(&token, &p, &fingerprint, &ctx)).await {
                 Ok(r) => r,
                 Err(result) => return result,
             };
@@ -411,13 +418,47 @@ impl Tools {
 
     /// The workspace's changes when this bridge shares them, collected again for every
     /// call (bounded by git's deadline; a re-call of the same message reattaches, and the
-    /// hub keeps the changes the message was first stored with).
-    async fn workspace_changes(&self, workspace: &str) -> Option<WorkspaceChanges> {
+    /// hub keeps the changes the message was first stored with); none for a workspace
+    /// outside the folders the client opened, as for attachments.
+    async fn workspace_changes(
+        &self,
+        workspace: &str,
+        client_folders: &[std::path::PathBuf],
+    ) -> Option<WorkspaceChanges> {
         let git = self.changes.as_ref()?;
         if workspace.is_empty() {
             return None;
         }
+        if let Err(why) = attachments::confined_workspace(workspace, client_folders) {
+            tracing::info!(%why, "no changes sent");
+            return None;
+        }
         git.collect(std::path::Path::new(workspace)).await
+    }
+
+    /// The register request with what the bridge reads on this machine (the workspace's
+    /// changes, the files attached), within the folders the client opened.
+    async fn prepare(
+        &self,
+        token: &str,
+        p: &WaitParams,
+        fingerprint: &Fingerprint,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<RegisterRequest, CallToolResult> {
+        let attaches = p.attachments.as_deref().is_some_and(|a| !a.is_empty());
+        let folders = match self.changes.is_some() || attaches {
+            true => self.client_folders(ctx).await,
+            false => Vec::new(),
+        };
+        let changes = self
+            .workspace_changes(&fingerprint.workspace, &folders)
+            .await;
+        let prepared = Prepared {
+            fingerprint,
+            changes,
+            client_folders: &folders,
+        };
+        self.register_request(token, p, prepared)
     }
 
     /// The register request for this message; too large for the hub, the agent is told
@@ -426,9 +467,13 @@ impl Tools {
         &self,
         token: &str,
         p: &WaitParams,
-        fingerprint: &Fingerprint,
-        changes: Option<WorkspaceChanges>,
+        prepared: Prepared<'_>,
     ) -> Result<RegisterRequest, CallToolResult> {
+        let Prepared {
+            fingerprint,
+            changes,
+            client_folders,
+        } = prepared;
         let mut request = RegisterRequest {
             token: token.to_owned(),
             message: p.message.clone(),
@@ -459,7 +504,7 @@ impl Tools {
             tracing::debug!(%token, size, "message refused: too large");
             return Err(too_large(size, routes::JSON_LIMIT));
         }
-        request.attachments = self.attachments_for(&request, p, &fingerprint.workspace)?;
+        request.attachments = self.attachments_for(&request, p, client_folders)?;
         Ok(request)
     }
 
@@ -469,18 +514,20 @@ impl Tools {
         &self,
         request: &RegisterRequest,
         p: &WaitParams,
-        workspace: &str,
+        client_folders: &[std::path::PathBuf],
     ) -> Result<Vec<holdline_contract::AttachmentUpload>, CallToolResult> {
         let paths = p.attachments.as_deref().unwrap_or_default();
         if paths.is_empty() || self.files_sent.contains(&request.request_id) {
             return Ok(Vec::new());
         }
-        attachments::read_attachments(paths, workspace, self.transport).map_err(|e| {
-            tracing::debug!(token = %request.token, error = %e, "attachments refused");
-            tool_error(
-                &format!("{e}. Nothing was sent; call again with only files that follow the rule, or none."),
-                "BAD_REQUEST",
-            )
+        let scope = attachments::Scope {
+            transport: self.transport,
+            client_folders,
+            protected: &self.protected,
+        };
+        attachments::read_attachments(paths, &request.workspace, &scope).map_err(|e| {
+            tracing::debug!(token = %request.token, error = ?e, "attachments refused");
+            tool_error(&e.sentence(), "BAD_REQUEST")
         })
     }
 

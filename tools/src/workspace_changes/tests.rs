@@ -122,7 +122,8 @@ async fn a_git_that_hangs_gives_nothing_within_the_deadline() {
 async fn a_git_that_hangs_on_the_diff_sends_the_files_it_listed_truncated() {
     let dir = tempfile::tempdir().unwrap();
     let script = r#"case "$*" in
-  *show-toplevel*) echo "$2" ;;
+  *show-toplevel*) echo "$3" ;;
+  *config\ --list*) ;;
   *rev-parse*) exit 0 ;;
   *--name-status*) printf 'M\0a.rs\0' ;;
   *--numstat*) printf '1\t1\ta.rs\0' ;;
@@ -210,4 +211,235 @@ async fn a_repository_with_no_commit_yet_lists_what_is_staged_and_untracked() {
     let changes = Git::default().collect(dir.path()).await.unwrap();
     assert_eq!(changes.files.len(), 1, "{changes:?}");
     assert!(!changes.diff.contains("loose.txt"));
+}
+
+/// A committed repository whose `f.txt` was edited since, and a program that writes the
+/// marker file `ran` each time it runs: the program a hostile repository names.
+struct Trap {
+    dir: tempfile::TempDir,
+    program: String,
+    ran: PathBuf,
+}
+
+impl Trap {
+    fn new() -> Trap {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("repo");
+        std::fs::create_dir(&d).unwrap();
+        git(&d, &["init", "-q"]);
+        std::fs::write(d.join("f.txt"), "one\n").unwrap();
+        git(&d, &["add", "f.txt"]);
+        git(&d, &["commit", "-q", "-m", "first"]);
+        std::fs::write(d.join("f.txt"), "two\n").unwrap();
+        let ran = dir.path().join("ran");
+        let program = dir.path().join("trap.sh");
+        // A filter reads stdin, a textconv its one argument; anything else just ends.
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\n[ $# -eq 0 ] && exec cat\n[ $# -eq 1 ] && exec cat \"$1\"\nexit 0\n",
+            ran.display()
+        );
+        std::fs::write(&program, script).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Trap {
+            dir,
+            program: program.display().to_string(),
+            ran,
+        }
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    fn config(&self, key: &str, value: &str) {
+        git(&self.repo(), &["config", key, value]);
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let path = self.repo().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Git as the bridge ran it before (no lock, no external diff or textconv) runs the
+    /// trap with `args`: the setting is live, so the check after it can fail.
+    fn plain_git_runs_it(&self, args: &[&str]) {
+        let _ = StdCommand::new("git")
+            .arg("-C")
+            .arg(self.repo())
+            .args(args)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(self.ran.exists(), "plain git {args:?} did not run the trap");
+        std::fs::remove_file(&self.ran).unwrap();
+    }
+
+    /// The bridge collects the changes (the edit listed) and the trap never ran.
+    async fn collect_runs_nothing(&self) {
+        let changes = Git::default().collect(&self.repo()).await;
+        let ran = std::fs::read_to_string(&self.ran);
+        assert!(ran.is_err(), "the repository's program ran: {ran:?}");
+        let changes = changes.expect("the changes are still collected");
+        assert!(
+            changes.files.iter().any(|f| f.path == "f.txt"),
+            "{changes:?}"
+        );
+    }
+}
+
+const DIFF: &[&str] = &["diff", "--no-ext-diff", "--no-textconv", "HEAD"];
+
+#[tokio::test]
+async fn the_repository_s_fsmonitor_never_runs() {
+    let trap = Trap::new();
+    trap.config("core.fsmonitor", &trap.program);
+    trap.plain_git_runs_it(DIFF);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_clean_filter_named_by_gitattributes_never_runs() {
+    let trap = Trap::new();
+    trap.write(".gitattributes", "*.txt filter=trap\n");
+    trap.config("filter.trap.clean", &trap.program);
+    trap.plain_git_runs_it(DIFF);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_clean_filter_named_by_info_attributes_never_runs() {
+    let trap = Trap::new();
+    trap.write(".git/info/attributes", "f.txt filter=trap.x\n");
+    trap.config("filter.trap.x.clean", &trap.program);
+    trap.plain_git_runs_it(DIFF);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_required_process_filter_never_runs_and_the_changes_still_come() {
+    let trap = Trap::new();
+    trap.write(".gitattributes", "*.txt filter=trap\n");
+    trap.config("filter.trap.process", &trap.program);
+    trap.config("filter.trap.required", "true");
+    trap.plain_git_runs_it(DIFF);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_filter_and_fsmonitor_from_an_included_config_never_run() {
+    let trap = Trap::new();
+    let included = trap.dir.path().join("included.config");
+    std::fs::write(
+        &included,
+        format!(
+            "[core]\n\tfsmonitor = {p}\n[filter \"inc\"]\n\tclean = {p}\n",
+            p = trap.program
+        ),
+    )
+    .unwrap();
+    trap.write(".gitattributes", "f.txt filter=inc\n");
+    trap.config("include.path", included.to_str().unwrap());
+    trap.plain_git_runs_it(DIFF);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_textconv_or_an_external_diff_never_runs() {
+    let trap = Trap::new();
+    trap.write(".gitattributes", "f.txt diff=trap\n");
+    trap.config("diff.trap.textconv", &trap.program);
+    trap.plain_git_runs_it(&["diff", "HEAD"]);
+    trap.collect_runs_nothing().await;
+    trap.config("diff.trap.command", &trap.program);
+    trap.plain_git_runs_it(&["diff", "HEAD"]);
+    trap.collect_runs_nothing().await;
+    git(&trap.repo(), &["config", "--unset", "diff.trap.command"]);
+    trap.config("diff.external", &trap.program);
+    trap.plain_git_runs_it(&["diff", "HEAD"]);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn no_hook_runs_from_the_hooks_folder_or_core_hooks_path() {
+    let trap = Trap::new();
+    for hook in ["post-index-change", "reference-transaction"] {
+        let at = trap.repo().join(".git/hooks").join(hook);
+        std::fs::copy(&trap.program, &at).unwrap();
+    }
+    // `add` writes the index, which runs post-index-change.
+    trap.plain_git_runs_it(&["add", "f.txt"]);
+    std::fs::write(trap.repo().join("f.txt"), "three\n").unwrap();
+    trap.collect_runs_nothing().await;
+    let hooks = trap.dir.path().join("hooks");
+    std::fs::create_dir(&hooks).unwrap();
+    std::fs::copy(&trap.program, hooks.join("post-index-change")).unwrap();
+    trap.config("core.hooksPath", hooks.to_str().unwrap());
+    std::fs::write(trap.repo().join("f.txt"), "four\n").unwrap();
+    trap.plain_git_runs_it(&["add", "f.txt"]);
+    std::fs::write(trap.repo().join("f.txt"), "five\n").unwrap();
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_submodule_s_own_filter_and_fsmonitor_never_run() {
+    let trap = Trap::new();
+    let sub = trap.repo().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    std::fs::write(sub.join("s.txt"), "one\n").unwrap();
+    git(&sub, &["add", "s.txt"]);
+    git(&sub, &["commit", "-q", "-m", "sub"]);
+    git(&trap.repo(), &["add", "sub"]);
+    git(&trap.repo(), &["commit", "-q", "-m", "with sub"]);
+    std::fs::write(sub.join("s.txt"), "two\n").unwrap();
+    std::fs::write(sub.join(".gitattributes"), "*.txt filter=subtrap\n").unwrap();
+    git(&sub, &["config", "filter.subtrap.clean", &trap.program]);
+    git(&sub, &["config", "core.fsmonitor", &trap.program]);
+    trap.plain_git_runs_it(DIFF);
+    trap.collect_runs_nothing().await;
+}
+
+#[tokio::test]
+async fn a_pager_never_runs_even_where_git_would_page() {
+    let trap = Trap::new();
+    trap.config("core.pager", &trap.program);
+    trap.config("pager.diff", &trap.program);
+    // On a terminal git pages (`script` gives it one): the setting is live.
+    let on_terminal = format!("git -C '{}' diff HEAD", trap.repo().display());
+    let paged = StdCommand::new("script")
+        .args(["-qec", &on_terminal, "/dev/null"])
+        .stdin(Stdio::null())
+        .output();
+    if paged.is_ok_and(|o| o.status.success()) {
+        assert!(trap.ran.exists(), "git on a terminal did not page");
+        std::fs::remove_file(&trap.ran).unwrap();
+    }
+    trap.collect_runs_nothing().await;
+}
+
+/// Settings only other commands consult (fetching, signing, editing, prompting): the
+/// bridge's git must never come to run them, whatever it is changed to run.
+#[tokio::test]
+async fn no_credential_helper_ssh_signing_editor_or_alias_runs() {
+    let trap = Trap::new();
+    for key in [
+        "core.sshCommand",
+        "core.askPass",
+        "credential.helper",
+        "gpg.program",
+        "gpg.ssh.program",
+        "core.editor",
+        "sequence.editor",
+        "core.gitProxy",
+    ] {
+        trap.config(key, &trap.program);
+    }
+    trap.config("log.showSignature", "true");
+    // An alias never replaces a git command, even one named like it.
+    for alias in ["alias.diff", "alias.ls-files", "alias.rev-parse"] {
+        trap.config(alias, &format!("!{}", trap.program));
+    }
+    trap.collect_runs_nothing().await;
 }
