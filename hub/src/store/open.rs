@@ -29,6 +29,7 @@ impl Store {
             witness: Arc::new(manifest::Witness::new(dir)),
             witnessed: Default::default(),
             health: Default::default(),
+            dropping: Default::default(),
         })
     }
 }

@@ -579,11 +579,16 @@ fn a_reopened_store_has_what_was_flushed_and_takes_writes() {
     store.flush_blocking().unwrap();
     let _ = store.write_failed("No space left on device");
     assert!(matches!(store.state(), StoreState::Failing { .. }));
-    store.reopen().unwrap();
-    assert_eq!(store.state(), StoreState::Ok);
-    assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
+    // Failing: writes are refused without asking sled.
     let mut w = Write::new();
     w.message(&s.token, 1, msg(1));
+    assert!(matches!(store.apply(&w), Err(StoreError::Io(_))));
+    store.reopen().unwrap();
+    // Reopened, still refusing until its keeper reloaded what it keeps.
+    assert!(store.apply(&w).is_err());
+    store.healed();
+    assert_eq!(store.state(), StoreState::Ok);
+    assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
     store.apply(&w).unwrap();
     store.flush_blocking().unwrap();
     assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 2);
