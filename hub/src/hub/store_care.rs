@@ -51,13 +51,13 @@ impl Hub {
     async fn backup_if_due(&self) {
         let due = self
             .store()
-            .newest_backup_age()
+            .newest_daily_backup_age()
             .is_none_or(|age| age >= BACKUP_EVERY);
         if !due {
             return;
         }
         let hub = self.clone();
-        match tokio::task::spawn_blocking(move || hub.backup()).await {
+        match tokio::task::spawn_blocking(move || hub.inner.store.daily_backup()).await {
             Ok(Ok(b)) => {
                 tracing::info!(path = %b.path.display(), sessions = b.sessions, "daily backup taken")
             }

@@ -113,6 +113,10 @@ impl Trees {
             }
             self.meta.insert(KEY, &counted.to_bytes()[..])?;
             self.db.flush()?;
+            // From its first open on, a store has a witness: one missing later is damage.
+            if !dir.join(WITNESS).exists() {
+                super::manifest::witness(dir, 0);
+            }
             return Ok(counted);
         };
         let stored = Manifest::from_bytes(&stored)
@@ -121,6 +125,13 @@ impl Trees {
             return Err(damaged(format!(
                 "it holds {} sessions and {} queued replies, its last write recorded {} and {}",
                 counted.sessions, counted.replies, stored.sessions, stored.replies
+            )));
+        }
+        // Every flush after a write notes the witness (synced), so a store
+        // with writes and no witness lost it: it could be missing any of them.
+        if stored.generation > 0 && !dir.join(WITNESS).exists() {
+            return Err(damaged(format!(
+                "its note of the writes the disk confirmed ({WITNESS}) is missing"
             )));
         }
         if let Some(confirmed) = witness
@@ -151,15 +162,17 @@ impl Witness {
         }
     }
 
-    /// Writes down that the disk confirmed every write up to `generation`.
-    /// Not synced itself: after a power cut it may be older than the store
-    /// (which refuses nothing) or torn (its check then fails: not checked),
-    /// never newer (it is written after sled's flush).
+    /// Writes down that the disk confirmed every write up to `generation`,
+    /// synced (its absence is damage, see [`Trees::check_complete`]); never
+    /// newer than the store (it is written after sled's flush); torn by a
+    /// power cut mid-write, its check fails and it is not checked.
     pub(super) fn note(&self, generation: u64) {
         use std::os::unix::fs::FileExt;
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let written = match &*file {
-            Some(f) => f.write_all_at(record(generation).as_bytes(), 0),
+            Some(f) => f
+                .write_all_at(record(generation).as_bytes(), 0)
+                .and_then(|()| f.sync_data()),
             None => std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -167,6 +180,7 @@ impl Witness {
                 .open(&self.path)
                 .and_then(|f| {
                     f.write_all_at(record(generation).as_bytes(), 0)?;
+                    f.sync_all()?;
                     *file = Some(f);
                     Ok(())
                 }),
@@ -189,7 +203,11 @@ const CHECK: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Writes the witness of a store copied elsewhere (a backup), whole.
 pub(super) fn witness(dir: &Path, generation: u64) {
     let tmp = dir.join(format!("{WITNESS}.tmp"));
-    let written = std::fs::write(&tmp, record(generation))
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, record(generation).as_bytes())?;
+            f.sync_all()
+        })
         .and_then(|()| std::fs::rename(&tmp, dir.join(WITNESS)));
     if let Err(e) = written {
         tracing::warn!(error = %e, "could not note the store's confirmed writes");

@@ -656,3 +656,34 @@ fn a_torn_witness_is_not_trusted_and_a_whole_one_is_rewritten_in_place() {
     let store = reopen(dir.path()).unwrap();
     assert_eq!(store.session(&s.token).unwrap().unwrap().token, s.token);
 }
+
+#[test]
+fn manual_backups_never_rotate_out_the_daily_ones() {
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(&home.path().join("db"), 1 << 20).unwrap();
+    let backups = backups_dir(home.path());
+    // Seven dailies of last week, then many backups asked for by hand.
+    for day in 1..=7 {
+        std::fs::create_dir_all(backups.join(format!("store-2026010{day}T000000Z-daily"))).unwrap();
+    }
+    assert!(store.newest_daily_backup_age().is_some());
+    for i in 0..9 {
+        std::fs::create_dir_all(backups.join(format!("store-2026011{i}T000000Z"))).unwrap();
+    }
+    store.backup().unwrap();
+    let names: Vec<String> = std::fs::read_dir(&backups)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let dailies = names.iter().filter(|n| n.ends_with("-daily")).count();
+    assert_eq!(dailies, 7, "{names:?}");
+    assert_eq!(names.len() - dailies, backup::KEPT, "{names:?}");
+    // The daily one counts dailies only: a manual backup does not postpone it.
+    std::fs::remove_dir_all(&backups).unwrap();
+    store.backup().unwrap();
+    assert!(store.newest_daily_backup_age().is_none());
+    let daily = store.daily_backup().unwrap();
+    assert!(daily.path.to_string_lossy().ends_with("-daily"));
+    assert!(store.newest_daily_backup_age().is_some());
+    assert!(verify(&daily.path).is_ok());
+}

@@ -843,3 +843,33 @@ async fn a_restore_keeps_revoked_keys_revoked_and_ended_logins_ended() {
     assert_eq!(whoami(&hub, &panel_cookie(&hub).await).await, 200);
     hub.stop();
 }
+
+/// A store that had a note of its confirmed writes and lost it could be
+/// missing any of them: `verify` and a start both call it damaged.
+#[tokio::test]
+async fn a_removed_witness_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut hub = RealHub::start(&home, free_addr()).await;
+    sessions_with_queued_replies(&hub, 40).await;
+    hub.stop();
+    let out = run_cli(&home, &["verify"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_file(home.join("db").join("holdline-generation")).unwrap();
+    let out = run_cli(&home, &["verify"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "verify passed a store without its witness"
+    );
+    assert!(
+        err.contains("damaged") && err.contains("holdline-generation"),
+        "{err}"
+    );
+    let line = assert_refused(&home, "a removed witness");
+    assert!(line.contains("holdline-generation"), "{line}");
+}
