@@ -716,9 +716,10 @@ impl Store {
 }
 
 impl Trees {
-    fn apply_op(&self, op: &Op) -> sled::Result<()> {
-        let legacy;
-        let tree = match op.tree {
+    /// The tree a journal operation writes; `None` for the legacy messages
+    /// tree, opened by name when a record needs it.
+    pub(super) fn tree(&self, id: TreeId) -> Option<&Tree> {
+        Some(match id {
             TreeId::Sessions => &self.sessions,
             TreeId::History => &self.history,
             TreeId::Bindings => &self.bindings,
@@ -728,8 +729,16 @@ impl Trees {
             TreeId::Summaries => &self.summaries,
             TreeId::Meta => &self.meta,
             TreeId::Attachments => &self.attachments,
+            TreeId::Messages => return None,
+        })
+    }
+
+    fn apply_op(&self, op: &Op) -> sled::Result<()> {
+        let legacy;
+        let tree = match self.tree(op.tree) {
+            Some(tree) => tree,
             // Only in a record a crash left before the upgrade, which follows.
-            TreeId::Messages => {
+            None => {
                 legacy = self.db.open_tree(LEGACY_MESSAGES)?;
                 &legacy
             }

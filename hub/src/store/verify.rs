@@ -38,6 +38,7 @@ pub fn verify(dir: &Path) -> Result<Verified, StoreError> {
     };
     let read = open::quiet_panics(|| {
         read_everything(&t, dir)?;
+        t.check_trees(&manifest, dir)?;
         count_messages(&t)
     });
     let messages = read

@@ -873,3 +873,65 @@ async fn a_removed_witness_is_damage() {
     let line = assert_refused(&home, "a removed witness");
     assert!(line.contains("holdline-generation"), "{line}");
 }
+
+/// A tree lost whole (sled's files edited, a tree dropped) is damage even
+/// when every session is there: a start refuses a counted tree that is
+/// empty, and `verify` counts the records of every tree, so one record
+/// missing is found too. (The question's files are the tree here.)
+#[tokio::test]
+async fn a_lost_tree_is_damage_even_with_every_session_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut hub = RealHub::start(&home, free_addr()).await;
+    for i in 0..12 {
+        let token = hub.api.ok("/api/init", &who(i)).await["token"].clone();
+        let mut reg = who(i);
+        reg["token"] = token;
+        reg["message"] = json!(format!("question {i}"));
+        reg["requestId"] = json!("q1");
+        reg["attachments"] = json!([
+            {"name": "shot.png", "mimeType": "image/png", "data": attachment_data(2000, i as u64)},
+        ]);
+        hub.api.ok("/api/wait/register", &reg).await;
+    }
+    hub.stop();
+    let made = dir.path().join("made");
+    copy_home(&home, &made);
+
+    // One record gone: a start does not read every record, `verify` does.
+    {
+        let db = sled::open(home.join("db")).unwrap();
+        let tree = db.open_tree("attachments").unwrap();
+        let first = tree.iter().keys().next().unwrap().unwrap();
+        tree.remove(first).unwrap();
+        db.flush().unwrap();
+    }
+    let out = run_cli(&home, &["verify"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "verify passed a store missing a file"
+    );
+    assert!(
+        err.contains("damaged") && err.contains("attachments"),
+        "{err}"
+    );
+
+    // The whole tree gone: a start refuses it too.
+    let home = dir.path().join("whole");
+    copy_home(&made, &home);
+    {
+        let db = sled::open(home.join("db")).unwrap();
+        assert!(db.drop_tree("attachments").unwrap());
+        db.flush().unwrap();
+    }
+    let out = run_cli(&home, &["verify"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "verify passed a store without its files"
+    );
+    assert!(err.contains("attachments"), "{err}");
+    let line = assert_refused(&home, "a dropped tree");
+    assert!(line.contains("attachments"), "{line}");
+}
