@@ -127,7 +127,7 @@ impl Manifest {
     }
 
     fn from_bytes(v: &[u8]) -> Option<Manifest> {
-        if v.len() < 24 || (v.len() - 24) % 9 != 0 {
+        if v.len() < 24 || !(v.len() - 24).is_multiple_of(9) {
             return None;
         }
         let n = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
