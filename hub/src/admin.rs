@@ -583,7 +583,9 @@ pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
             config.home.display()
         ));
     }
-    let (v, aside) = crate::store::restore(backup, &db)?;
+    let credentials = [crate::keys::META, crate::logins::META];
+    let done = crate::store::restore(backup, &db, &credentials)?;
+    let v = &done.verified;
     say!(
         "restored {} from {}: {}, {}",
         count(v.sessions, "session"),
@@ -591,7 +593,15 @@ pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
         count(v.messages, "message"),
         queued(v.replies)
     );
-    if let Some(aside) = aside {
+    match done.credentials {
+        crate::store::Credentials::Carried => say!(
+            "agent keys and panel logins are those of the store it replaced (a key revoked or a login ended after the backup stays so)"
+        ),
+        crate::store::Credentials::Dropped => say!(
+            "agent keys and panel logins: none kept (the store it replaced could not be read to vouch for the backup's); make keys again with `holdline-hub key create` and log in with `holdline-hub panel-url`"
+        ),
+    }
+    if let Some(aside) = done.aside {
         say!("the store it replaced is kept in {}", aside.display());
     }
     Ok(())

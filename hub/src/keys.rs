@@ -24,8 +24,9 @@ pub const PREFIX: &str = "hlk_";
 pub const MAX_KEYS: usize = 1024;
 /// A key's last use reaches the store at most this often; between, only memory has it.
 const LAST_USE_EVERY_MS: Millis = 60_000;
-/// The store's meta record holding the table.
-const META: &str = "agent_keys";
+/// The store's meta record holding the table (a restore carries it from
+/// the store it replaces: see `store::restore`).
+pub const META: &str = "agent_keys";
 
 /// Why a key operation was refused; each message is one sentence for a person.
 #[derive(Debug, thiserror::Error)]

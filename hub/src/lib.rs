@@ -73,6 +73,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::home::Home;
 
+/// How long a stopping hub waits for sled to close its files.
+const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Why the hub could not start or stopped badly; each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -171,6 +174,18 @@ pub async fn run(
     stop.cancel();
     mcp.stopped().await;
     let flushed = hub.flush().await;
+    // sled's drop may wait forever on a failed disk: it gets a deadline,
+    // and what was flushed is on disk whatever it does.
+    let store = hub.store().clone();
+    let closed = tokio::task::spawn_blocking(move || store.close(CLOSE_LIMIT))
+        .await
+        .unwrap_or(false);
+    if !closed {
+        tracing::warn!(
+            "the store did not close within {} s; exiting anyway",
+            CLOSE_LIMIT.as_secs()
+        );
+    }
     let _ = std::fs::remove_file(home.addr_file());
     tracing::info!("holdline-hub stopped");
     flushed.map_err(|e| match e {

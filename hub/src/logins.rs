@@ -21,8 +21,9 @@ use crate::store::{Store, StoreError};
 pub const LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Logins kept at most; past this the one expiring first is dropped.
 pub const MAX_LOGINS: usize = 64;
-/// The store's meta record holding the table.
-const META: &str = "panel_logins";
+/// The store's meta record holding the table (a restore carries it from
+/// the store it replaces: see `store::restore`).
+pub const META: &str = "panel_logins";
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Login {

@@ -92,12 +92,22 @@ impl From<HubError> for ApiError {
                 }),
                 ..ApiError::new(StatusCode::CONFLICT, ErrorCode::StaleQuestion, message)
             },
+            // A disk that refuses writes (full, an I/O error) or a store being
+            // reopened: the hub heals by itself, so the caller may try again.
+            HubError::Store(crate::store::StoreError::Io(e)) => {
+                tracing::error!(error = %e, "store failure");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::StoreFailing,
+                    "the hub could not write to its store (check free disk space); the change may not have been recorded, try again later",
+                )
+            }
             HubError::Store(e) => {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     ErrorCode::Internal,
-                    "the hub could not write to its store (check free disk space); the change may not have been recorded",
+                    "the hub could not read or write its store; the change may not have been recorded",
                 )
             }
         }

@@ -4,7 +4,9 @@
 //! Invariant: after a reopen the session table is read again from the store,
 //! so memory holds what is on disk (a write answered as failed may have been
 //! finished from its journal record; one applied but never flushed may be
-//! gone) — both are taken under the table's lock, so no commit runs between.
+//! gone) — the store refuses every write until the table is reloaded, so no
+//! commit runs between; the table's lock is held only for the reload, never
+//! while sled closes or opens.
 
 use std::time::Duration;
 
@@ -37,10 +39,7 @@ impl Hub {
     }
 
     async fn heal_if_failing(&self) {
-        // Not while the failed database is in use: the table's lock would be
-        // held while waiting for it.
-        let failing = matches!(self.store().state(), StoreState::Failing { .. });
-        if !failing || self.store().in_use() {
+        if !matches!(self.store().state(), StoreState::Failing { .. }) {
             return;
         }
         let hub = self.clone();
@@ -52,13 +51,13 @@ impl Hub {
     async fn backup_if_due(&self) {
         let due = self
             .store()
-            .newest_backup_age()
+            .newest_daily_backup_age()
             .is_none_or(|age| age >= BACKUP_EVERY);
         if !due {
             return;
         }
         let hub = self.clone();
-        match tokio::task::spawn_blocking(move || hub.backup()).await {
+        match tokio::task::spawn_blocking(move || hub.inner.store.daily_backup()).await {
             Ok(Ok(b)) => {
                 tracing::info!(path = %b.path.display(), sessions = b.sessions, "daily backup taken")
             }
@@ -67,16 +66,18 @@ impl Hub {
         }
     }
 
-    /// Reopens the store and reads the session table again from it. Blocking.
+    /// Reopens the store and reads the session table again from it. Blocking,
+    /// for a few seconds at most; requests go on meanwhile (writes refused).
     pub fn heal_store(&self) -> Result<(), StoreError> {
-        let mut table = self.lock();
         self.inner.store.reopen()?;
+        let mut table = self.lock();
         // Not reloaded, memory could disagree with the store: keep failing and retry.
         *table = SessionTable::load(&self.inner.store).map_err(|e| {
             self.inner
                 .store
                 .write_failed(format!("reading the reopened store: {e}"))
         })?;
+        self.inner.store.healed();
         let waiting: Vec<_> = table.waiting().map(|s| s.token.clone()).collect();
         drop(table);
         // Polls re-read what they wait on.

@@ -7,8 +7,13 @@
 //! on meanwhile. Because it is a store, `verify` (in `verify.rs`) checks it
 //! with the very checks of an open.
 //!
+//! Each backup has a kind, in its name: a person's (`store-<time>`), the
+//! daily one (`store-<time>-daily`) or the one before a schema upgrade
+//! (`store-<time>-upgrade`); each kind is rotated on its own, so manual
+//! backups never push the daily ones out.
+//!
 //! Invariant: a backup folder exists under its final name only once it is
-//! complete and flushed; the newest [`KEPT`] are kept.
+//! complete and flushed; the newest [`KEPT`] of each kind are kept.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +22,39 @@ use super::{Manifest, Store, StoreError, Trees, manifest};
 /// How many backups are kept.
 pub const KEPT: usize = 7;
 const PREFIX: &str = "store-";
+
+/// Why a backup is taken: each kind keeps its newest [`KEPT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Asked for (`holdline-hub backup`, the panel).
+    Manual,
+    /// The hub's own, once a day.
+    Daily,
+    /// Before the schema is upgraded.
+    Upgrade,
+}
+
+impl Kind {
+    /// What follows the time in the folder's name.
+    fn suffix(self) -> &'static str {
+        match self {
+            Kind::Manual => "",
+            Kind::Daily => "-daily",
+            Kind::Upgrade => "-upgrade",
+        }
+    }
+
+    /// The kind a backup folder's name says.
+    fn of(name: &str) -> Kind {
+        if name.ends_with(Kind::Daily.suffix()) {
+            Kind::Daily
+        } else if name.ends_with(Kind::Upgrade.suffix()) {
+            Kind::Upgrade
+        } else {
+            Kind::Manual
+        }
+    }
+}
 
 /// A backup just taken.
 #[derive(Debug, Clone)]
@@ -39,9 +77,18 @@ pub fn backups_dir(home: &Path) -> PathBuf {
 }
 
 impl Store {
-    /// Takes a backup into `<home>/backups/` now (the home is the store's
-    /// folder's parent) and drops the oldest beyond [`KEPT`].
+    /// Takes a person's backup into `<home>/backups/` now (the home is the
+    /// store's folder's parent) and drops the oldest of theirs beyond [`KEPT`].
     pub fn backup(&self) -> Result<BackupReport, StoreError> {
+        self.backup_of_kind(Kind::Manual)
+    }
+
+    /// Takes the daily backup now; the oldest dailies beyond [`KEPT`] go.
+    pub fn daily_backup(&self) -> Result<BackupReport, StoreError> {
+        self.backup_of_kind(Kind::Daily)
+    }
+
+    fn backup_of_kind(&self, kind: Kind) -> Result<BackupReport, StoreError> {
         let home = home_of(&self.dir).ok_or_else(|| {
             StoreError::Io(format!(
                 "{} is not a holdline home's store",
@@ -50,14 +97,14 @@ impl Store {
         })?;
         let manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let t = self.t()?;
-        snapshot(&t, &manifest, &backups_dir(home))
+        snapshot(&t, &manifest, &backups_dir(home), kind)
     }
 
-    /// How long ago the newest backup in `<home>/backups/` was finished
-    /// (its folder's time); `None` when there is none.
-    pub fn newest_backup_age(&self) -> Option<std::time::Duration> {
+    /// How long ago the newest daily backup in `<home>/backups/` was
+    /// finished (its folder's time); `None` when there is none.
+    pub fn newest_daily_backup_age(&self) -> Option<std::time::Duration> {
         let home = home_of(&self.dir)?;
-        let newest = list(&backups_dir(home)).pop()?;
+        let newest = list(&backups_dir(home), Kind::Daily).pop()?;
         let finished = std::fs::metadata(newest).ok()?.modified().ok()?;
         Some(finished.elapsed().unwrap_or_default())
     }
@@ -67,11 +114,12 @@ pub(super) const FORMAT: &[time::format_description::FormatItem<'static>] =
     time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
 
 /// Copies every tree of `t` into a new folder in `backups`, then drops the
-/// oldest backups beyond [`KEPT`]. The caller holds the write lock.
+/// oldest backups of its kind beyond [`KEPT`]. The caller holds the write lock.
 pub(super) fn snapshot(
     t: &Trees,
     manifest: &Manifest,
     backups: &Path,
+    kind: Kind,
 ) -> Result<BackupReport, StoreError> {
     let io = |e: std::io::Error| {
         StoreError::Io(format!(
@@ -81,10 +129,11 @@ pub(super) fn snapshot(
     };
     std::fs::create_dir_all(backups).map_err(io)?;
     let name = format!(
-        "{PREFIX}{}",
+        "{PREFIX}{}{}",
         time::OffsetDateTime::now_utc()
             .format(FORMAT)
-            .expect("a UTC time formats")
+            .expect("a UTC time formats"),
+        kind.suffix()
     );
     let dest = backups.join(&name);
     let tmp = backups.join(format!(".{name}.partial"));
@@ -106,7 +155,7 @@ pub(super) fn snapshot(
         std::fs::remove_dir_all(&dest).map_err(io)?;
     }
     std::fs::rename(&tmp, &dest).map_err(io)?;
-    for old in list(backups).iter().rev().skip(KEPT) {
+    for old in list(backups, kind).iter().rev().skip(KEPT) {
         let _ = std::fs::remove_dir_all(old);
     }
     Ok(BackupReport {
@@ -132,8 +181,8 @@ fn copy_trees(t: &Trees, dest: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The backups in `backups`, oldest first.
-fn list(backups: &Path) -> Vec<PathBuf> {
+/// The backups of `kind` in `backups`, oldest first.
+fn list(backups: &Path, kind: Kind) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(backups)
         .into_iter()
         .flatten()
@@ -143,7 +192,7 @@ fn list(backups: &Path) -> Vec<PathBuf> {
             p.is_dir()
                 && p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(PREFIX))
+                    .is_some_and(|n| n.starts_with(PREFIX) && Kind::of(n) == kind)
         })
         .collect();
     found.sort();

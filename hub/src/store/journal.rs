@@ -32,7 +32,8 @@ pub enum TreeId {
 }
 
 impl TreeId {
-    fn from_u8(b: u8) -> Option<TreeId> {
+    /// The tree a stored number names (also how the manifest counts each tree).
+    pub(super) fn from_u8(b: u8) -> Option<TreeId> {
         Some(match b {
             0 => TreeId::Sessions,
             1 => TreeId::Messages,

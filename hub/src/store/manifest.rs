@@ -3,14 +3,21 @@
 //!
 //! sled does not checksum-fail on every damage: a cut or overwritten log can
 //! open with some sessions missing. So every write carries, in its own journal
-//! record, the `manifest` meta key: a generation (one per write) and the number
-//! of sessions and queued replies the store holds after it. After each flush
+//! record, the `manifest` meta key: a generation (one per write), the number
+//! of sessions and queued replies the store holds after it, and the number of
+//! records of every tree a write goes through (each [`TreeId`] but `meta`,
+//! also trees added later: counted by their number, filled in at the first
+//! open that knows them). An open checks sessions and queued replies, and
+//! that no counted tree is empty that should not be (a deleted tree);
+//! `verify` counts every tree. After each flush
 //! the generation the disk confirmed is written beside the store (the
 //! *witness*, a small file outside sled). At open the counts must match what
 //! is there, and the generation must not be behind the witness.
 //!
 //! Invariant: a store that opens holds as many sessions and queued replies as
-//! its last write recorded, and no write the disk confirmed is missing.
+//! its last write recorded, no tree it recorded records in is empty, and no
+//! write the disk confirmed is missing; one that verifies holds exactly as
+//! many records in every counted tree.
 
 use std::path::Path;
 
@@ -22,6 +29,9 @@ const KEY: &[u8] = b"manifest";
 /// The file beside sled's own, in the store's folder.
 const WITNESS: &str = "holdline-generation";
 
+/// How many tree numbers the manifest has room for.
+pub(super) const TREES: usize = 32;
+
 /// What the store holds as of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Manifest {
@@ -29,6 +39,24 @@ pub struct Manifest {
     pub generation: u64,
     pub sessions: u64,
     pub replies: u64,
+    /// Records in each counted tree, by its [`TreeId`] number (`None`: not
+    /// counted, or not yet: a manifest of an older build).
+    pub trees: [Option<u64>; TREES],
+}
+
+/// Whether a tree's records are counted: every tree written only through a
+/// journal record (meta is also written on its own; the legacy messages
+/// tree is gone after an upgrade).
+fn counted(id: TreeId) -> bool {
+    !matches!(id, TreeId::Meta | TreeId::Messages)
+}
+
+/// Every counted tree of `t` with its number.
+fn counted_trees(t: &Trees) -> impl Iterator<Item = (usize, TreeId, &sled::Tree)> {
+    (0..TREES).filter_map(move |n| {
+        let id = TreeId::from_u8(n as u8).filter(|id| counted(*id))?;
+        Some((n, id, t.tree(id)?))
+    })
 }
 
 impl Manifest {
@@ -38,27 +66,36 @@ impl Manifest {
             generation: self.generation + 1,
             ..*self
         };
-        let mut seen: Vec<&[u8]> = Vec::new();
+        let mut seen: Vec<(TreeId, &[u8])> = Vec::new();
         for op in ops {
-            let counter = match op.tree {
-                TreeId::Summaries => &mut next.sessions,
-                TreeId::Replies => &mut next.replies,
-                _ => continue,
-            };
             // A key twice in one write counts once, by its first state.
-            if seen.contains(&op.key.as_slice()) {
+            if !counted(op.tree) || seen.contains(&(op.tree, op.key.as_slice())) {
                 continue;
             }
-            seen.push(&op.key);
-            let tree = match op.tree {
-                TreeId::Summaries => &t.summaries,
-                _ => &t.replies,
+            seen.push((op.tree, &op.key));
+            let Some(tree) = t.tree(op.tree) else {
+                continue;
             };
             let there = tree.contains_key(&op.key).unwrap_or(false);
-            match (there, op.value.is_some()) {
-                (false, true) => *counter += 1,
-                (true, false) => *counter = counter.saturating_sub(1),
+            let added = match (there, op.value.is_some()) {
+                (false, true) => true,
+                (true, false) => false,
+                _ => continue,
+            };
+            let count = |c: &mut u64| {
+                *c = if added { *c + 1 } else { c.saturating_sub(1) };
+            };
+            match op.tree {
+                TreeId::Summaries => count(&mut next.sessions),
+                TreeId::Replies => count(&mut next.replies),
                 _ => {}
+            }
+            if let Some(c) = next
+                .trees
+                .get_mut(op.tree as usize)
+                .and_then(Option::as_mut)
+            {
+                count(c);
             }
         }
         next
@@ -73,21 +110,36 @@ impl Manifest {
         }
     }
 
-    fn to_bytes(self) -> [u8; 24] {
-        let mut out = [0; 24];
-        out[..8].copy_from_slice(&self.generation.to_be_bytes());
-        out[8..16].copy_from_slice(&self.sessions.to_be_bytes());
-        out[16..].copy_from_slice(&self.replies.to_be_bytes());
+    /// 24 bytes (generation, sessions, replies), then 9 per counted tree
+    /// (its number, its records).
+    fn to_bytes(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(24 + 9 * TREES);
+        out.extend_from_slice(&self.generation.to_be_bytes());
+        out.extend_from_slice(&self.sessions.to_be_bytes());
+        out.extend_from_slice(&self.replies.to_be_bytes());
+        for (n, count) in self.trees.iter().enumerate() {
+            if let Some(count) = count {
+                out.push(n as u8);
+                out.extend_from_slice(&count.to_be_bytes());
+            }
+        }
         out
     }
 
     fn from_bytes(v: &[u8]) -> Option<Manifest> {
-        let v = <&[u8; 24]>::try_from(v).ok()?;
-        let n = |i: usize| u64::from_be_bytes(v[i..i + 8].try_into().expect("8 bytes"));
+        if v.len() < 24 || !(v.len() - 24).is_multiple_of(9) {
+            return None;
+        }
+        let n = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+        let mut trees = [None; TREES];
+        for entry in v[24..].chunks_exact(9) {
+            *trees.get_mut(usize::from(entry[0]))? = Some(n(&entry[1..]));
+        }
         Some(Manifest {
-            generation: n(0),
-            sessions: n(8),
-            replies: n(16),
+            generation: n(&v[..8]),
+            sessions: n(&v[8..16]),
+            replies: n(&v[16..24]),
+            trees,
         })
     }
 }
@@ -105,14 +157,18 @@ impl Trees {
             generation: 0,
             sessions: self.summaries.len() as u64,
             replies: self.replies.len() as u64,
+            trees: [None; TREES],
         };
         let witness = read_witness(dir);
         let Some(stored) = self.meta.get(KEY)? else {
             if witness.is_some_and(|g| g > 0) {
                 return Err(damaged("its record of what it holds is missing".into()));
             }
-            self.meta.insert(KEY, &counted.to_bytes()[..])?;
-            self.db.flush()?;
+            let counted = self.count_missing_trees(counted)?;
+            // From its first open on, a store has a witness: one missing later is damage.
+            if !dir.join(WITNESS).exists() {
+                super::manifest::witness(dir, 0);
+            }
             return Ok(counted);
         };
         let stored = Manifest::from_bytes(&stored)
@@ -123,6 +179,23 @@ impl Trees {
                 counted.sessions, counted.replies, stored.sessions, stored.replies
             )));
         }
+        // A tree deleted whole: empty where its last write recorded records.
+        for (n, _, tree) in counted_trees(self) {
+            if stored.trees[n].is_some_and(|c| c > 0) && tree.is_empty() {
+                return Err(damaged(format!(
+                    "its {} tree is empty, its last write recorded {} records in it",
+                    String::from_utf8_lossy(&tree.name()),
+                    stored.trees[n].unwrap_or_default()
+                )));
+            }
+        }
+        // Every flush after a write notes the witness (synced), so a store
+        // with writes and no witness lost it: it could be missing any of them.
+        if stored.generation > 0 && !dir.join(WITNESS).exists() {
+            return Err(damaged(format!(
+                "its note of the writes the disk confirmed ({WITNESS}) is missing"
+            )));
+        }
         if let Some(confirmed) = witness
             && confirmed > stored.generation
         {
@@ -131,7 +204,47 @@ impl Trees {
                 confirmed - stored.generation
             )));
         }
-        Ok(stored)
+        self.count_missing_trees(stored)
+    }
+
+    /// `m` with every counted tree it has no count for counted now (a
+    /// manifest of an older build, a tree added since), recorded if any was.
+    fn count_missing_trees(&self, mut m: Manifest) -> Result<Manifest, StoreError> {
+        let mut added = false;
+        for (n, _, tree) in counted_trees(self) {
+            if m.trees[n].is_none() {
+                m.trees[n] = Some(tree.len() as u64);
+                added = true;
+            }
+        }
+        if added || self.meta.get(KEY)?.is_none() {
+            self.meta.insert(KEY, m.to_bytes())?;
+            self.db.flush()?;
+        }
+        Ok(m)
+    }
+
+    /// Counts the records of every counted tree against `m` (slow: reads
+    /// every record), for `verify`.
+    pub(super) fn check_trees(&self, m: &Manifest, dir: &Path) -> Result<(), StoreError> {
+        for (n, _, tree) in counted_trees(self) {
+            let Some(expected) = m.trees[n] else { continue };
+            let mut found = 0u64;
+            for kv in tree.iter() {
+                kv?;
+                found += 1;
+            }
+            if found != expected {
+                return Err(StoreError::Corrupt {
+                    path: dir.to_owned(),
+                    detail: format!(
+                        "its {} tree holds {found} records, its last write recorded {expected}",
+                        String::from_utf8_lossy(&tree.name())
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -151,15 +264,17 @@ impl Witness {
         }
     }
 
-    /// Writes down that the disk confirmed every write up to `generation`.
-    /// Not synced itself: after a power cut it may be older than the store
-    /// (which refuses nothing) or torn (its check then fails: not checked),
-    /// never newer (it is written after sled's flush).
+    /// Writes down that the disk confirmed every write up to `generation`,
+    /// synced (its absence is damage, see [`Trees::check_complete`]); never
+    /// newer than the store (it is written after sled's flush); torn by a
+    /// power cut mid-write, its check fails and it is not checked.
     pub(super) fn note(&self, generation: u64) {
         use std::os::unix::fs::FileExt;
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let written = match &*file {
-            Some(f) => f.write_all_at(record(generation).as_bytes(), 0),
+            Some(f) => f
+                .write_all_at(record(generation).as_bytes(), 0)
+                .and_then(|()| f.sync_data()),
             None => std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -167,6 +282,7 @@ impl Witness {
                 .open(&self.path)
                 .and_then(|f| {
                     f.write_all_at(record(generation).as_bytes(), 0)?;
+                    f.sync_all()?;
                     *file = Some(f);
                     Ok(())
                 }),
@@ -189,7 +305,11 @@ const CHECK: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Writes the witness of a store copied elsewhere (a backup), whole.
 pub(super) fn witness(dir: &Path, generation: u64) {
     let tmp = dir.join(format!("{WITNESS}.tmp"));
-    let written = std::fs::write(&tmp, record(generation))
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, record(generation).as_bytes())?;
+            f.sync_all()
+        })
         .and_then(|()| std::fs::rename(&tmp, dir.join(WITNESS)));
     if let Err(e) = written {
         tracing::warn!(error = %e, "could not note the store's confirmed writes");

@@ -37,7 +37,7 @@ mod verify;
 pub use backup::{BackupReport, backups_dir};
 use manifest::Manifest;
 pub use recover::StoreState;
-pub use verify::{Verified, restore, verify};
+pub use verify::{Credentials, Restored, Verified, restore, verify};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -92,6 +92,10 @@ pub enum StoreError {
     Io(String),
     #[error("a stored record is unreadable: {0}")]
     Decode(String),
+    /// A restore that could not put the backup in place (nothing to do with
+    /// free space: the message says what failed).
+    #[error("the restore did not finish: {0}")]
+    Restore(String),
 }
 
 impl From<sled::Error> for StoreError {
@@ -205,6 +209,9 @@ pub struct Store {
     witnessed: Arc<AtomicU64>,
     /// Whether writes are failing (see [`recover`]).
     health: Arc<recover::Health>,
+    /// The thread dropping a failed database (sled's drop may wait forever
+    /// on a failed disk, so never on a request's or a lock's path).
+    dropping: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
 /// Counts one [`Store::apply`] as ended when it returns, however it returns.
@@ -264,6 +271,8 @@ impl Store {
     /// disk failed), its journal record stays and the next open finishes the
     /// write, so a write reported as failed may still take effect after a restart.
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
+        // Before the write lock: a reopen holds it while sled lets go.
+        self.refuse_while_failing()?;
         let mut manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         self.begun.fetch_add(1, Ordering::AcqRel);
         // Ended, also when it failed half-way: a flush then makes that half durable.
@@ -385,6 +394,7 @@ impl Store {
     /// at a time: callers that queue behind a flush find their writes already
     /// stable and return at once (a group commit).
     pub async fn flush(&self) -> Result<(), StoreError> {
+        self.refuse_while_failing()?;
         let turn = self.flushing.lock().await;
         self.flush_in_turn(turn).await
     }
@@ -407,6 +417,8 @@ impl Store {
         &self,
         _turn: tokio::sync::MutexGuard<'_, ()>,
     ) -> Result<(), StoreError> {
+        // A flush the failing disk may never answer is not even begun.
+        self.refuse_while_failing()?;
         let t = self.t()?;
         let mark = self.applied.load(Ordering::Acquire);
         let store = self.clone();
@@ -430,6 +442,7 @@ impl Store {
     }
 
     pub fn flush_blocking(&self) -> Result<(), StoreError> {
+        self.refuse_while_failing()?;
         let t = self.t()?;
         let mark = self.applied.load(Ordering::Acquire);
         self.flush_trees(&t)?;
@@ -611,6 +624,7 @@ impl Store {
     }
 
     pub fn meta_put<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
+        self.refuse_while_failing()?;
         let t = self.t()?;
         t.meta
             .insert(name, encode(value))
@@ -619,6 +633,7 @@ impl Store {
     }
 
     pub fn meta_remove(&self, name: &str) -> Result<(), StoreError> {
+        self.refuse_while_failing()?;
         let t = self.t()?;
         t.meta.remove(name).map_err(|e| self.write_failed(e))?;
         Ok(())
@@ -683,6 +698,7 @@ impl Store {
     }
 
     pub fn set_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<(), StoreError> {
+        self.refuse_while_failing()?;
         let t = self.t()?;
         let mut v = [0u8; 16];
         v[..8].copy_from_slice(&rev.to_be_bytes());
@@ -700,9 +716,10 @@ impl Store {
 }
 
 impl Trees {
-    fn apply_op(&self, op: &Op) -> sled::Result<()> {
-        let legacy;
-        let tree = match op.tree {
+    /// The tree a journal operation writes; `None` for the legacy messages
+    /// tree, opened by name when a record needs it.
+    pub(super) fn tree(&self, id: TreeId) -> Option<&Tree> {
+        Some(match id {
             TreeId::Sessions => &self.sessions,
             TreeId::History => &self.history,
             TreeId::Bindings => &self.bindings,
@@ -712,8 +729,16 @@ impl Trees {
             TreeId::Summaries => &self.summaries,
             TreeId::Meta => &self.meta,
             TreeId::Attachments => &self.attachments,
+            TreeId::Messages => return None,
+        })
+    }
+
+    fn apply_op(&self, op: &Op) -> sled::Result<()> {
+        let legacy;
+        let tree = match self.tree(op.tree) {
+            Some(tree) => tree,
             // Only in a record a crash left before the upgrade, which follows.
-            TreeId::Messages => {
+            None => {
                 legacy = self.db.open_tree(LEGACY_MESSAGES)?;
                 &legacy
             }

@@ -29,6 +29,7 @@ impl Store {
             witness: Arc::new(manifest::Witness::new(dir)),
             witnessed: Default::default(),
             health: Default::default(),
+            dropping: Default::default(),
         })
     }
 }
@@ -115,8 +116,12 @@ fn open_checked(
     }
     if let Some(from) = upgrade_from {
         if let Some(home) = super::backup::home_of(dir) {
-            let copy =
-                super::backup::snapshot(&trees, &Manifest::default(), &super::backups_dir(home))?;
+            let copy = super::backup::snapshot(
+                &trees,
+                &Manifest::default(),
+                &super::backups_dir(home),
+                super::backup::Kind::Upgrade,
+            )?;
             tracing::info!(backup = %copy.path.display(), "backed up the store before upgrading it");
         }
         let started = std::time::Instant::now();

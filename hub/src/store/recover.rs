@@ -3,16 +3,20 @@
 //!
 //! sled 0.34 keeps the first IO error of its log as a global error and
 //! answers every later write and flush with it until the database is opened
-//! again (`Config::global_error`, reset only in `PageCache::start`). So after
-//! a failed write the store reports itself failing, and [`Store::reopen`]
-//! closes sled and opens it again once the disk takes a probe write: what
-//! sled made durable is read back, a write cut short is finished from its
-//! journal record, and the completeness check runs as at any start.
+//! again (`Config::global_error`, reset only in `PageCache::start`), and its
+//! flush and its drop may then wait forever. So after a failed write the
+//! store reports itself failing and refuses every write and flush without
+//! asking sled, and [`Store::reopen`] lets go of the failed database on a
+//! thread of its own and opens it again once the disk takes a probe write
+//! and sled has let go: what sled made durable is read back, a write cut
+//! short is finished from its journal record, and the completeness check
+//! runs as at any start.
 //!
-//! Invariant: while failing, every write answers an error (none is lost that
-//! was answered as done: those were flushed before); after a reopen the store
-//! holds exactly what is on disk, and the caller reloads what it keeps in
-//! memory from it.
+//! Invariant: while failing, every write answers an error at once (none is
+//! lost that was answered as done: those were flushed before); no request
+//! and no lock a request takes ever waits on sled's drop; after a reopen the
+//! store holds exactly what is on disk, and it takes writes again only once
+//! the caller reloaded what it keeps in memory ([`Store::healed`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -43,9 +47,9 @@ pub(super) struct Health {
 /// How much room the disk must take before sled is opened again: a log
 /// segment and then some.
 const PROBE_BYTES: usize = 1 << 20;
-/// How long a reopen waits for the last request using the old database
-/// (writes wait meanwhile).
-const HANDLES_LIMIT: Duration = Duration::from_secs(1);
+/// How long one reopen waits for sled to let go of the failed database
+/// (no request waits on it: writes are refused meanwhile).
+const LET_GO_LIMIT: Duration = Duration::from_secs(2);
 
 impl Store {
     /// The open database, or an error while it is being reopened.
@@ -98,57 +102,143 @@ impl Store {
         }
     }
 
-    /// Whether something besides the store holds the open database now (a
-    /// read in progress, or a flush the failed disk never answered): a
-    /// reopen would have to wait for it, so try later.
-    pub fn in_use(&self) -> bool {
-        self.open
-            .read()
+    /// The error a write answers while the store is failing, without
+    /// touching sled (whose writes and flushes may then wait forever).
+    pub(super) fn refuse_while_failing(&self) -> Result<(), StoreError> {
+        match &*self
+            .health
+            .failing
+            .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .is_some_and(|t| Arc::strong_count(t) > 1)
+        {
+            None => Ok(()),
+            Some((last_error, _)) => Err(StoreError::Io(format!(
+                "{last_error} (the store refuses writes until the disk takes them again)"
+            ))),
+        }
     }
 
-    /// Closes sled and opens it again, if the disk takes a probe write; no
-    /// write runs meanwhile. On success the store is no longer failing: the
-    /// caller must reload whatever it keeps from the store (a write answered
-    /// as failed may be on disk after all, finished from its journal record).
+    /// Closes sled and opens it again, if the disk takes a probe write.
+    /// Never waits long: the failed database is dropped on a thread of its
+    /// own (sled's drop may wait forever on a failed disk), and a reopen
+    /// waits at most [`LET_GO_LIMIT`] for it, then answers an error and the
+    /// next call looks again. Writes are refused meanwhile (the store stays
+    /// failing) and reads answer an error while no database is open.
+    ///
+    /// On success the store holds what is on disk but still refuses writes:
+    /// the caller reloads whatever it keeps from the store (a write answered
+    /// as failed may be on disk after all, finished from its journal record),
+    /// then calls [`Store::healed`].
     pub fn reopen(&self) -> Result<(), StoreError> {
-        let mut manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         probe_room(&self.dir).map_err(|e| self.write_failed(e))?;
-        let old = self.open.write().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(old) = old {
-            // sled lets go of its file lock when its last handle is dropped.
-            let until = Instant::now() + HANDLES_LIMIT;
-            while Arc::strong_count(&old) > 1 && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if Arc::strong_count(&old) > 1 {
-                *self.open.write().unwrap_or_else(|p| p.into_inner()) = Some(old);
-                return Err(self.write_failed("the failed store is still in use; not reopened"));
-            }
-        }
+        let mut manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        self.let_go_of_failed()?;
         let (trees, checked) = open_retrying(&self.dir, self.cache_bytes)?;
         let checked = checked.expect("a store opened to serve is at this schema version");
         // The disk takes writes again: one of sled's own, made durable.
-        trees
+        let taken = trees
             .meta
             .insert("reopened_at", &now_ms().to_be_bytes())
-            .and_then(|_| trees.db.flush())
-            .map_err(|e| self.write_failed(e))?;
+            .and_then(|_| trees.db.flush());
+        if let Err(e) = taken {
+            self.letting_go(Arc::new(trees));
+            return Err(self.write_failed(e));
+        }
         *manifest = checked;
         self.journal_seq.store(0, Ordering::Relaxed);
         let begun = self.begun.load(Ordering::Acquire);
         *self.open.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(trees));
         // Whatever began before is on disk now or gone: nothing left to flush.
         self.durable.fetch_max(begun, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Ends the failing state after a [`Store::reopen`]: writes are taken again.
+    pub fn healed(&self) {
         *self
             .health
             .failing
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = None;
         tracing::info!("the store takes writes again");
-        Ok(())
+    }
+
+    /// Takes the failed database out of use and waits, at most
+    /// [`LET_GO_LIMIT`], until sled has let go of it (its file lock with it).
+    fn let_go_of_failed(&self) -> Result<(), StoreError> {
+        if let Some(old) = self.open.write().unwrap_or_else(|p| p.into_inner()).take() {
+            self.letting_go(old);
+        }
+        let mut dropping = self.dropping.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(thread) = dropping.take() else {
+            return Ok(());
+        };
+        let until = Instant::now() + LET_GO_LIMIT;
+        while !thread.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+            return Ok(());
+        }
+        *dropping = Some(thread);
+        // sled 0.34 can wait forever for a log write the full disk cut short;
+        // then only a new process opens the store again.
+        Err(self.write_failed(
+            "the failed store has not let go of its files; restart the hub if this lasts (what was answered as written is on disk)",
+        ))
+    }
+
+    /// Drops `old` on a thread of its own once nothing else holds it (a
+    /// read in progress, a flush the failed disk never answered).
+    fn letting_go(&self, old: Arc<Trees>) {
+        let mut dropping = self.dropping.lock().unwrap_or_else(|p| p.into_inner());
+        let before = dropping.take();
+        let spawned = std::thread::Builder::new()
+            .name("holdline-store-drop".into())
+            .spawn(move || {
+                // An earlier failed database goes first: sled opens once both let go.
+                if let Some(before) = before {
+                    let _ = before.join();
+                }
+                let mut old = old;
+                loop {
+                    match Arc::try_unwrap(old) {
+                        Ok(trees) => return drop(trees),
+                        Err(held) => old = held,
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        match spawned {
+            Ok(thread) => *dropping = Some(thread),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start a thread to close the failed store")
+            }
+        }
+    }
+
+    /// Closes the database for good (at shutdown, after the last flush),
+    /// waiting at most `limit` for sled to let go: answers whether it did. A
+    /// store whose disk failed may never let go; the process may exit anyway,
+    /// what was flushed is on disk.
+    pub fn close(&self, limit: Duration) -> bool {
+        if let Some(open) = self.open.write().unwrap_or_else(|p| p.into_inner()).take() {
+            self.letting_go(open);
+        }
+        let Some(thread) = self
+            .dropping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return true;
+        };
+        let until = Instant::now() + limit;
+        while !thread.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        thread.is_finished()
     }
 }
 
@@ -169,7 +259,7 @@ fn open_retrying(dir: &Path, cache_bytes: u64) -> Result<(Trees, Option<Manifest
     let mut tries = 0;
     loop {
         match open::open_trees(dir, cache_bytes) {
-            Err(StoreError::Locked { .. }) if tries < 100 => {
+            Err(StoreError::Locked { .. }) if tries < 20 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(50));
             }

@@ -579,11 +579,16 @@ fn a_reopened_store_has_what_was_flushed_and_takes_writes() {
     store.flush_blocking().unwrap();
     let _ = store.write_failed("No space left on device");
     assert!(matches!(store.state(), StoreState::Failing { .. }));
-    store.reopen().unwrap();
-    assert_eq!(store.state(), StoreState::Ok);
-    assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
+    // Failing: writes are refused without asking sled.
     let mut w = Write::new();
     w.message(&s.token, 1, msg(1));
+    assert!(matches!(store.apply(&w), Err(StoreError::Io(_))));
+    store.reopen().unwrap();
+    // Reopened, still refusing until its keeper reloaded what it keeps.
+    assert!(store.apply(&w).is_err());
+    store.healed();
+    assert_eq!(store.state(), StoreState::Ok);
+    assert_eq!(store.session(&s.token).unwrap(), Some(s.clone()));
     store.apply(&w).unwrap();
     store.flush_blocking().unwrap();
     assert_eq!(store.messages(&s.token, None, 10).unwrap().len(), 2);
@@ -650,4 +655,35 @@ fn a_torn_witness_is_not_trusted_and_a_whole_one_is_rewritten_in_place() {
     .unwrap();
     let store = reopen(dir.path()).unwrap();
     assert_eq!(store.session(&s.token).unwrap().unwrap().token, s.token);
+}
+
+#[test]
+fn manual_backups_never_rotate_out_the_daily_ones() {
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(&home.path().join("db"), 1 << 20).unwrap();
+    let backups = backups_dir(home.path());
+    // Seven dailies of last week, then many backups asked for by hand.
+    for day in 1..=7 {
+        std::fs::create_dir_all(backups.join(format!("store-2026010{day}T000000Z-daily"))).unwrap();
+    }
+    assert!(store.newest_daily_backup_age().is_some());
+    for i in 0..9 {
+        std::fs::create_dir_all(backups.join(format!("store-2026011{i}T000000Z"))).unwrap();
+    }
+    store.backup().unwrap();
+    let names: Vec<String> = std::fs::read_dir(&backups)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let dailies = names.iter().filter(|n| n.ends_with("-daily")).count();
+    assert_eq!(dailies, 7, "{names:?}");
+    assert_eq!(names.len() - dailies, backup::KEPT, "{names:?}");
+    // The daily one counts dailies only: a manual backup does not postpone it.
+    std::fs::remove_dir_all(&backups).unwrap();
+    store.backup().unwrap();
+    assert!(store.newest_daily_backup_age().is_none());
+    let daily = store.daily_backup().unwrap();
+    assert!(daily.path.to_string_lossy().ends_with("-daily"));
+    assert!(store.newest_daily_backup_age().is_some());
+    assert!(verify(&daily.path).is_ok());
 }

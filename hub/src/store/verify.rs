@@ -1,8 +1,10 @@
 //! `verify` and `restore`: a store or backup opened with every check of a start and
 //! read through, and a verified backup put in place of a store.
 //!
-//! Invariant: `restore` never deletes a store, it renames the one it replaces, and
-//! answers only for a copy that verifies.
+//! Invariant: `restore` never deletes a store, it renames the one it replaces (a
+//! name of its own, also for several restores within one second), answers only
+//! for a copy that verifies, and never widens access: the credentials it names
+//! come from the store it replaces, or none are kept.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +38,7 @@ pub fn verify(dir: &Path) -> Result<Verified, StoreError> {
     };
     let read = open::quiet_panics(|| {
         read_everything(&t, dir)?;
+        t.check_trees(&manifest, dir)?;
         count_messages(&t)
     });
     let messages = read
@@ -111,28 +114,111 @@ fn count_messages(t: &Trees) -> Result<u64, StoreError> {
     Ok(n)
 }
 
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// What the restored store holds.
+    pub verified: Verified,
+    /// Where the store it replaced went (`None`: there was none).
+    pub aside: Option<PathBuf>,
+    /// Whose credentials the restored store has.
+    pub credentials: Credentials,
+}
+
+/// Whose credentials (agent keys, panel logins) a restored store has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    /// The store it replaced had them: they are carried over, the backup's
+    /// dropped (newer than the backup, they never grant more than now).
+    Carried,
+    /// There was no store, or it does not verify: nothing vouches for the
+    /// backup's, so none is kept.
+    Dropped,
+}
+
 /// Puts a copy of `backup` in place of the store in `db_dir` (whose hub must
 /// not run), after verifying the backup; the store it replaces is renamed
-/// `db.replaced-<time>`, never deleted. Answers what the restored store holds
-/// and where the old one went.
-pub fn restore(backup: &Path, db_dir: &Path) -> Result<(Verified, Option<PathBuf>), StoreError> {
+/// `db.replaced-<time>`, never deleted.
+///
+/// A restore never widens access: the meta records named in `credentials`
+/// (agent keys, panel logins) are taken from the store it replaces when that
+/// one verifies, so a key revoked or a login ended after the backup stays so;
+/// otherwise the restored store has none of them.
+pub fn restore(backup: &Path, db_dir: &Path, credentials: &[&str]) -> Result<Restored, StoreError> {
     verify(backup)?;
-    let io = |what: &str, e: std::io::Error| StoreError::Io(format!("{what}: {e}"));
-    let aside = if db_dir.exists() {
-        let stamp = time::OffsetDateTime::now_utc()
-            .format(FORMAT)
-            .expect("a UTC time formats");
-        let aside = db_dir.with_file_name(format!("db.replaced-{stamp}"));
-        std::fs::rename(db_dir, &aside)
-            .map_err(|e| io(&format!("cannot move {} aside", db_dir.display()), e))?;
-        Some(aside)
-    } else {
-        None
-    };
-    copy_dir(backup, db_dir)
-        .map_err(|e| io(&format!("cannot copy {} into place", backup.display()), e))?;
-    let verified = verify(db_dir)?;
-    Ok((verified, aside))
+    let current = current_credentials(db_dir, credentials);
+    let aside = move_aside(db_dir)?;
+    copy_dir(backup, db_dir).map_err(|e| {
+        StoreError::Restore(format!(
+            "cannot copy {} into {}: {e}",
+            backup.display(),
+            db_dir.display()
+        ))
+    })?;
+    put_credentials(db_dir, credentials, current.as_deref())?;
+    Ok(Restored {
+        verified: verify(db_dir)?,
+        aside,
+        credentials: match current {
+            Some(_) => Credentials::Carried,
+            None => Credentials::Dropped,
+        },
+    })
+}
+
+/// The meta records `names` of the store in `dir`, if there is one that
+/// verifies (one that does not may hold older ones).
+fn current_credentials(dir: &Path, names: &[&str]) -> Option<Vec<Option<Vec<u8>>>> {
+    verify(dir).ok()?;
+    let (t, _) = open::open_trees_for(dir, 64 << 20, open::Purpose::Verify).ok()?;
+    names
+        .iter()
+        .map(|name| t.meta.get(name).ok().map(|v| v.map(|v| v.to_vec())))
+        .collect()
+}
+
+/// Sets the meta records `names` of the store in `dir` to `values` (removed
+/// where a value is missing, all of them when `values` is `None`).
+fn put_credentials(
+    dir: &Path,
+    names: &[&str],
+    values: Option<&[Option<Vec<u8>>]>,
+) -> Result<(), StoreError> {
+    let (t, _) = open::open_trees(dir, 64 << 20)?;
+    for (i, name) in names.iter().enumerate() {
+        match values.and_then(|v| v.get(i)).and_then(Option::as_ref) {
+            Some(value) => t.meta.insert(name, value.as_slice())?,
+            None => t.meta.remove(name)?,
+        };
+    }
+    t.db.flush()?;
+    Ok(())
+}
+
+/// Renames the store in `db_dir` to a name no other has (`db.replaced-<time>`,
+/// with `-2`, `-3`, … for more restores within one second).
+fn move_aside(db_dir: &Path) -> Result<Option<PathBuf>, StoreError> {
+    if !db_dir.exists() {
+        return Ok(None);
+    }
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(FORMAT)
+        .expect("a UTC time formats");
+    let mut aside = db_dir.with_file_name(format!("db.replaced-{stamp}"));
+    for n in 2.. {
+        if !aside.exists() {
+            break;
+        }
+        aside = db_dir.with_file_name(format!("db.replaced-{stamp}-{n}"));
+    }
+    std::fs::rename(db_dir, &aside).map_err(|e| {
+        StoreError::Restore(format!(
+            "cannot move {} aside to {}: {e}",
+            db_dir.display(),
+            aside.display()
+        ))
+    })?;
+    Ok(Some(aside))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {

@@ -297,7 +297,7 @@ async fn read_only_store_is_reported() {
 
 /// A full disk, played by a file-size limit (`ulimit -f`, with SIGXFSZ
 /// ignored so a write fails with EFBIG as it would with ENOSPC): writes that
-/// no longer fit answer 500 with the reason, the hub keeps answering, and
+/// no longer fit answer 503 `STORE_FAILING` with the reason, the hub keeps answering, and
 /// SIGTERM ends it at once with one line — no hang on the last flush.
 #[tokio::test]
 async fn full_disk_fails_requests_clearly_and_stops() {
@@ -340,7 +340,8 @@ async fn full_disk_fails_requests_clearly_and_stops() {
             .expect("the hub answers even with a full disk");
         match status {
             200 => continue,
-            500 => {
+            503 => {
+                assert_eq!(v["error"]["code"], "STORE_FAILING", "{v}");
                 refused = Some(v);
                 break;
             }
