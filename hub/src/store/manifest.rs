@@ -189,7 +189,7 @@ impl Trees {
                 )));
             }
         }
-        // Every flush after a write notes the witness (synced), so a store
+        // Every flush after a write notes the witness (made and synced at the first open), so a store
         // with writes and no witness lost it: it could be missing any of them.
         if stored.generation > 0 && !dir.join(WITNESS).exists() {
             return Err(damaged(format!(
@@ -264,17 +264,18 @@ impl Witness {
         }
     }
 
-    /// Writes down that the disk confirmed every write up to `generation`,
-    /// synced (its absence is damage, see [`Trees::check_complete`]); never
-    /// newer than the store (it is written after sled's flush); torn by a
-    /// power cut mid-write, its check fails and it is not checked.
+    /// Writes down that the disk confirmed every write up to `generation`;
+    /// never newer than the store (it is written after sled's flush). The
+    /// file's existence is synced when it is made (its absence is damage, see
+    /// [`Trees::check_complete`]); a later note is not synced: a note lost to a
+    /// power cut leaves an older generation, which the check allows, and one
+    /// more fsync per flush would be paid by every reply. Torn by a power cut
+    /// mid-write, its check fails and it is not checked.
     pub(super) fn note(&self, generation: u64) {
         use std::os::unix::fs::FileExt;
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let written = match &*file {
-            Some(f) => f
-                .write_all_at(record(generation).as_bytes(), 0)
-                .and_then(|()| f.sync_data()),
+            Some(f) => f.write_all_at(record(generation).as_bytes(), 0),
             None => std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -283,6 +284,7 @@ impl Witness {
                 .and_then(|f| {
                     f.write_all_at(record(generation).as_bytes(), 0)?;
                     f.sync_all()?;
+                    sync_folder(&self.path)?;
                     *file = Some(f);
                     Ok(())
                 }),
@@ -310,9 +312,18 @@ pub(super) fn witness(dir: &Path, generation: u64) {
             std::io::Write::write_all(&mut f, record(generation).as_bytes())?;
             f.sync_all()
         })
-        .and_then(|()| std::fs::rename(&tmp, dir.join(WITNESS)));
+        .and_then(|()| std::fs::rename(&tmp, dir.join(WITNESS)))
+        .and_then(|()| sync_folder(&dir.join(WITNESS)));
     if let Err(e) = written {
         tracing::warn!(error = %e, "could not note the store's confirmed writes");
+    }
+}
+
+/// Syncs the folder that holds `file`, so the file's name survives a power cut.
+fn sync_folder(file: &Path) -> std::io::Result<()> {
+    match file.parent() {
+        Some(folder) => std::fs::File::open(folder)?.sync_all(),
+        None => Ok(()),
     }
 }
 

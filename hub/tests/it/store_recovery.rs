@@ -544,8 +544,10 @@ async fn answers_within(hub: &RealHub, token: &str, limit: Duration) -> (u16, Va
     let http = reqwest::Client::builder().timeout(limit).build().unwrap();
     let base = format!("http://{}", hub.addr);
     let started = Instant::now();
+    // With the secret: without it `/healthz` says only whether the hub is up.
     let health = http
         .get(format!("{base}/healthz"))
+        .bearer_auth(&hub.api.secret)
         .send()
         .await
         .unwrap_or_else(|e| panic!("/healthz did not answer within {limit:?}: {e}"));
