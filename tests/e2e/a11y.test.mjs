@@ -9,10 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, makePng } from './harness.mjs';
-
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, makePng, axeViolations as violations } from './harness.mjs';
 
 let hub;
 let agent;
@@ -48,16 +45,6 @@ before(async () => {
 });
 
 after(async () => { if (hub) await hub.stop(); });
-
-/** Runs axe on the page as it is; answers "rule: target" lines, one per failing node. */
-async function violations(page) {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: axePath });
-  const res = await page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(' ')) }));
-  });
-  return res.flatMap((v) => v.nodes.map((n) => `${v.id}: ${n}`));
-}
 
 const LAYOUTS = {
   desktop: { viewport: { width: 1280, height: 800 } },
