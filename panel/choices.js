@@ -4,6 +4,8 @@
 // message, the session waits or holds it, is not closed, not another hub's,
 // and its agent key is not revoked); a pick always names that question
 // (`inReplyTo` its seq), so a newer question turns it into 409, never a wrong answer.
+// Digit keys 1–9 pick outside text fields and from the reply box while it is
+// empty (opening a conversation puts the focus there): a digit after any text is text.
 
 import { h } from './ui.js';
 import { t } from './i18n.js';
@@ -67,7 +69,7 @@ function choiceBar(question) {
     class: `choices${multi ? ' multi' : ''}`, testid: 'choices', role: 'group',
     'aria-label': multi ? t('choicesMultiLabel') : t('choicesLabel'),
   },
-  h('p', { class: 'choices-hint muted small' }, hint(multi)),
+  h('p', { class: 'choices-hint muted small', testid: 'choices-hint' }, hint(multi)),
   h('div', { class: 'choice-list' }, buttons),
   multi ? h('button', { type: 'button', class: 'primary choices-send', testid: 'choices-send', onclick: () => sendPicks() }, t('choicesSend')) : null);
 }
@@ -126,6 +128,13 @@ function sendPicks() {
   sendIndexes([...picked].sort((a, b) => a - b));
 }
 
+/** Sends the options toggled on in the open multi-select question (Enter in the reply box); false when there are none. */
+export function sendPicked() {
+  if (!open || !open.multi || !picked.size || sending) return false;
+  sendPicks();
+  return true;
+}
+
 async function sendIndexes(indexes) {
   const { token, seq } = open;
   sending = true;
@@ -164,12 +173,16 @@ function drawBusy(busy) {
   }
 }
 
-/** Digit keys 1–9 pick (or toggle) an option, unless the person is typing somewhere or a dialog is open. */
+/**
+ * Digit keys 1–9 pick (or toggle) an option, unless the person is typing: in
+ * the reply box only while it is empty; in any other text field, or with a dialog open, never.
+ */
 function pickByDigit(e) {
-  if (!open || e.altKey || e.ctrlKey || e.metaKey || e.isComposing) return;
+  if (!open || e.altKey || e.ctrlKey || e.metaKey || e.isComposing || e.keyCode === 229) return;
   if (!/^[1-9]$/.test(e.key)) return;
   const el = e.target;
-  if (el instanceof HTMLElement && (el.isContentEditable || el.closest('input, textarea, select, dialog[open]'))) return;
+  const emptyBox = el instanceof HTMLTextAreaElement && el.id === 'reply-input' && el.value === '';
+  if (!emptyBox && el instanceof HTMLElement && (el.isContentEditable || el.closest('input, textarea, select, dialog[open]'))) return;
   const bar = document.querySelector('#message-list .choices');
   // Not on screen (a phone showing the list) or behind a dialog: the digit is not a pick.
   if (!bar || bar.offsetParent === null || document.querySelector('dialog[open]')) return;

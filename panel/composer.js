@@ -16,6 +16,7 @@ import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
 import { queuedReplyIds, deliveryState, questionOnScreen } from './conversation.js';
 import { strandedKey } from './stranded.js';
 import { plainText } from './markdown.js';
+import { sendPicked } from './choices.js';
 import { conversationLanguage, templatesFor } from './quickreplies.js';
 
 /** The hub's body cap for /api/reply. */
@@ -348,9 +349,10 @@ export async function flushPending() {
   }
 }
 
-/** Sends the box's text and images for the session on screen. */
+/** Sends the box's text and images for the session on screen (with the options toggled on in a multi-select question). */
 export async function send() {
   if (!token || closed) return;
+  if (sendPicked()) return;
   const tok = token;
   const box = input();
   const text = box.value;

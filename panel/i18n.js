@@ -237,8 +237,8 @@ const STRINGS = {
     // panel-b
     choicesLabel: 'Answer with one option',
     choicesMultiLabel: 'Pick one or more options',
-    choicesHint: 'Click an option to send it (keys 1–9). Alt-click or hold to edit it first.',
-    choicesMultiHint: 'Pick the options (keys 1–9), then Send. Alt-click or hold to edit one first.',
+    choicesHint: 'Click an option to send it, or press its number (1–9) while the reply box is empty. Alt-click or hold to edit it first.',
+    choicesMultiHint: 'Pick the options (their numbers 1–9 while the reply box is empty), then Send or Enter. Alt-click or hold to edit one first.',
     choicesSend: 'Send choices',
     choiceEditHint: 'Alt-click (or hold) to put it in the reply box and edit it',
     chose: 'Chose: {labels}',
@@ -521,8 +521,8 @@ const STRINGS = {
     // panel-b
     choicesLabel: '选择一个选项回答',
     choicesMultiLabel: '选择一个或多个选项',
-    choicesHint: '点击选项即发送（按键 1–9）。按住 Alt 点击或长按可先编辑。',
-    choicesMultiHint: '选好选项（按键 1–9）后点发送。按住 Alt 点击或长按可先编辑。',
+    choicesHint: '点击选项即发送，或在回复框为空时按其编号（1–9）。按住 Alt 点击或长按可先编辑。',
+    choicesMultiHint: '选好选项（回复框为空时按编号 1–9）后点发送或按回车。按住 Alt 点击或长按可先编辑。',
     choicesSend: '发送所选',
     choiceEditHint: '按住 Alt 点击（或长按）放入回复框编辑',
     chose: '已选：{labels}',

@@ -1,8 +1,10 @@
 // choices.test.mjs — a question with options in the panel: its options are
-// buttons under it; one click (or a digit key) sends the pick and the agent's
-// poll gets `choices`; multi-select toggles and sends with Send; Alt-click puts
-// a label in the box instead (a long press on a phone); the buttons are gone once answered and the
-// person's message says what was picked; a 400 from the hub is shown as its message.
+// buttons under it; one click (or a digit key: outside text fields, or in the
+// reply box while it is empty, where opening a question puts the focus) sends
+// the pick and the agent's poll gets `choices`; multi-select toggles and sends
+// with Send or Enter; Alt-click puts a label in the box instead (a long press
+// on a phone); the buttons are gone once answered and the person's message
+// says what was picked; a 400 from the hub is shown as its message.
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,22 +70,38 @@ test('choices: the options show as buttons; one click sends the pick (with the b
   assert.equal(await page.getByTestId('reply-input').inputValue(), '', 'the box text went with the pick');
 });
 
-test('choices: a digit key picks the option with that number when no text field has focus', async () => {
+test('choices: right after opening a question, a digit picks that option (the box has focus and is empty); text stays text', async () => {
   const { agent, page } = await askInPanel('Digit pick', 'Which branch?', { options: [{ label: 'main' }, { label: 'dev' }, { label: 'release' }] });
-  // Typing a digit in the box is just typing.
-  await page.getByTestId('reply-input').fill('');
-  await page.getByTestId('reply-input').press('2');
-  assert.equal(await page.getByTestId('reply-input').inputValue(), '2');
-  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0);
-  await page.getByTestId('reply-input').fill('');
-  // Out of range: nothing happens.
-  await page.getByTestId('messages').focus();
+  const box = page.getByTestId('reply-input');
+  // The usual case: opening the conversation put the focus in the empty reply box.
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'reply-input');
+  assert.match(await page.getByTestId('choices-hint').textContent(), /1–9.*reply box is empty/);
+  // A reply being typed: its digits are text.
+  await box.pressSequentially('v2');
+  assert.equal(await box.inputValue(), 'v2');
+  await box.fill('');
+  // A number no option has is text too.
   await page.keyboard.press('7');
+  assert.equal(await box.inputValue(), '7');
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0);
+  await box.fill('');
   await page.keyboard.press('3');
   const reply = await agent.reply(10_000);
   assert.deepEqual(reply.choices, [{ index: 2, label: 'release' }]);
+  assert.equal(await box.inputValue(), '', 'the digit was a pick, not text');
   await page.getByTestId('choices').waitFor({ state: 'detached' });
   await page.getByTestId('picked').filter({ hasText: 'Chose: release' }).waitFor();
+});
+
+test('choices: from the keyboard alone: the next question opens with Alt+N, its number sends the pick', async () => {
+  const agent = await newAgent(hub, 'Keyboard only');
+  const { page } = await browser();
+  await openPanel(page, hub);
+  await agent.wait('Ship it?', { options: [{ label: 'Ship' }, { label: 'Hold' }] });
+  await page.keyboard.press('Alt+KeyN');
+  await page.getByTestId('choices').waitFor();
+  await page.keyboard.press('1');
+  assert.deepEqual((await agent.reply(10_000)).choices, [{ index: 0, label: 'Ship' }]);
 });
 
 test('choices: multi-select toggles (click and digit) and sends the picks in option order with Send', async () => {
@@ -105,6 +123,22 @@ test('choices: multi-select toggles (click and digit) and sends the picks in opt
   assert.deepEqual(reply.choices, [{ index: 1, label: 'unit tests' }, { index: 3, label: 'benchmarks' }]);
   await page.getByTestId('picked').filter({ hasText: 'Chose: unit tests, benchmarks' }).waitFor();
   assert.equal(await page.getByTestId('choices').count(), 0);
+});
+
+test('choices: multi-select from the reply box: digits toggle while it is empty, Enter sends the picks with what was typed', async () => {
+  const options = [{ label: 'lint' }, { label: 'unit tests' }, { label: 'e2e tests' }];
+  const { agent, page } = await askInPanel('Multi keys', 'What should CI run?', { options, multiSelect: true });
+  const box = page.getByTestId('reply-input');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'reply-input');
+  await page.keyboard.press('3');
+  await page.keyboard.press('1');
+  assert.equal(await box.inputValue(), '');
+  assert.equal(await page.getByTestId('choice').nth(2).getAttribute('aria-pressed'), 'true');
+  await box.pressSequentially('and only on main');
+  await box.press('Enter');
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 0, label: 'lint' }, { index: 2, label: 'e2e tests' }]);
+  assert.match(reply.text, /and only on main/);
 });
 
 test('choices: Alt-click puts the label in the box to edit instead of sending', async () => {
