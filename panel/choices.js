@@ -1,8 +1,9 @@
 // choices.js — a question's options as buttons under the agent's newest
 // message, and what a person picked on their reply ("Chose: Postgres").
 // Invariant: buttons show only while that question is open (it is the newest
-// message, the session waits or holds it, is not closed, not another hub's,
-// and its agent key is not revoked); a pick always names that question
+// message, an agent waits on it, the session is not another hub's, and its
+// agent key is not revoked); every other question's options are an inert list
+// of what was offered; a pick always names that question
 // (`inReplyTo` its seq), so a newer question turns it into 409, never a wrong answer.
 // Digit keys 1–9 pick outside text fields and from the reply box while it is
 // empty (opening a conversation puts the focus there): a digit after any text is text.
@@ -10,8 +11,12 @@
 import { h } from './ui.js';
 import { t } from './i18n.js';
 
-/** Statuses in which the agent's newest question still waits for the person. */
-const OPEN = new Set(['waiting', 'holding']);
+/**
+ * Statuses in which the agent's newest question still waits for the person:
+ * only while an agent waits on it (once the wait ended, a pick would be queued
+ * for whatever the agent asks next).
+ */
+const OPEN = new Set(['waiting']);
 /** A touch held this long puts the label in the box instead of sending it. */
 const LONG_PRESS_MS = 500;
 
@@ -46,6 +51,7 @@ export function drawChoices(list, session, messages) {
   const question = openQuestion(session, messages);
   const article = question ? list.querySelector(`article.msg[data-seq="${question.seq}"]`) : null;
   for (const old of list.querySelectorAll('.choices')) if (old.parentElement !== article) old.remove();
+  drawPast(list, messages, question);
   if (!question || !article) {
     open = null;
     picked.clear();
@@ -60,6 +66,24 @@ export function drawChoices(list, session, messages) {
   open = { token: session.token, seq: question.seq, multi: !!question.multiSelect, count: question.options.length };
   if (!article.querySelector('.choices')) article.append(choiceBar(question));
   drawPicked(article);
+}
+
+/** Every question but the open one shows what it offered as a list, inert (no buttons, no keys). */
+function drawPast(list, messages, question) {
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !Array.isArray(m.options) || !m.options.length) continue;
+    const el = list.querySelector(`article.msg[data-seq="${m.seq}"]`);
+    const past = el?.querySelector('.choices-past');
+    if (m === question) past?.remove();
+    else if (el && !past) el.append(pastList(m));
+  }
+}
+
+function pastList(question) {
+  return h('ol', { class: 'choices-past', testid: 'choices-past', 'aria-label': t('choicesPastLabel') },
+    question.options.map((opt, i) => h('li', { class: 'choice-past' },
+      h('span', { class: 'choice-num', 'aria-hidden': 'true' }, i < 9 ? String(i + 1) : ''),
+      h('span', { class: 'choice-label' }, opt.label))));
 }
 
 function choiceBar(question) {

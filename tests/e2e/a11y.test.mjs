@@ -17,7 +17,8 @@ let multi;
 let stranded;
 
 before(async () => {
-  hub = await startHub();
+  // The questions stay open throughout (a wait no agent polls ends after 30 s, and its options close).
+  hub = await startHub({ config: 'wait_grace_sec = 3600\n' });
   const quiet = await newAgent(hub, 'Docs: README quick start', { hostIp: '192.168.1.20', hostName: 'laptop' });
   await quiet.wait('README updated. Anything else?');
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, commit it.' });

@@ -8,7 +8,7 @@
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, openPanel, selectSession, browsersPerTest } from './harness.mjs';
+import { startHub, newAgent, openPanel, selectSession, browsersPerTest, axeViolations } from './harness.mjs';
 
 let hub;
 before(async () => { hub = await startHub(); });
@@ -25,7 +25,7 @@ const DATABASES = [
 async function askInPanel(title, question, extra) {
   const agent = await newAgent(hub, title);
   await agent.wait(question, extra);
-  const b = await browser();
+  const b = await browser({ bypassCSP: true }); // bypassCSP: axe is added by a test
   await openPanel(b.page, hub);
   await selectSession(b.page, agent.token);
   await b.page.getByTestId('choices').waitFor();
@@ -221,4 +221,38 @@ test('choices: a pick the hub refuses (400) shows the hub\'s message and nothing
   const s = await hub.api('GET', `/api/sessions/${agent.token}`);
   assert.equal(s.queuedReplies, 0);
   assert.equal(await page.getByTestId('choice').nth(0).isEnabled(), true, 'the person can pick again');
+});
+
+test('choices: questions the agent moved on from read as answered or not, their options inert', async () => {
+  const { agent, page } = await askInPanel('Abandoned', 'Postgres or SQLite?', { options: DATABASES });
+  const question = (text) => page.getByTestId('message').filter({ hasText: text });
+  const stateOf = async (text) => {
+    const tag = question(text).getByTestId('question-state');
+    await tag.waitFor();
+    return [await tag.getAttribute('data-state'), await tag.textContent()];
+  };
+  // Asked again with no answer: the first question is superseded, its options a list of what was offered.
+  await agent.wait('Which port?', { options: [{ label: '5432' }, { label: '6543' }] });
+  await question('Which port?').getByTestId('choices').waitFor();
+  assert.deepEqual(await stateOf('Postgres or SQLite?'), ['superseded', 'not answered: the agent asked again']);
+  const past = question('Postgres or SQLite?').getByTestId('choices-past');
+  assert.deepEqual(await past.locator('li').allTextContents(), ['1Postgres', '2SQLite', '3Keep both']);
+  assert.equal(await question('Postgres or SQLite?').locator('button.choice').count(), 0, 'no button on an old question');
+  assert.equal(await question('Which port?').getByTestId('question-state').count(), 0, 'the open question has no mark');
+  await page.keyboard.press('2');
+  assert.deepEqual((await agent.reply(10_000)).choices, [{ index: 1, label: '6543' }]);
+  assert.deepEqual(await stateOf('Which port?'), ['answered', 'answered']);
+  await question('Which port?').getByTestId('choices-past').waitFor();
+
+  // The wait ended with no answer (the agent stopped waiting): its options read as closed and a digit picks nothing.
+  await agent.wait('Deploy now?', { options: [{ label: 'Deploy' }, { label: 'Wait' }] });
+  await question('Deploy now?').getByTestId('choices').waitFor();
+  await hub.api('POST', '/api/wait/cancel', { token: agent.token, waitId: agent.waitId });
+  assert.deepEqual(await stateOf('Deploy now?'), ['ended', 'not answered: the agent stopped waiting']);
+  assert.equal(await page.getByTestId('choice').count(), 0, 'no option can be picked');
+  await page.getByTestId('messages').focus();
+  await page.keyboard.press('1');
+  await page.waitForTimeout(300);
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0, 'nothing picked');
+  assert.deepEqual(await axeViolations(page), [], 'the marks and closed options pass axe');
 });
