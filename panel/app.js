@@ -270,12 +270,13 @@ function drawToolbar() {
   const bell = $('#notify-toggle');
   bell.replaceChildren(icon(on ? 'bell' : 'bellOff'));
   $('#keys-open').replaceChildren(icon('key'));
-  // Notifications on but the page cannot show them (plain http on the LAN): the bell says so.
+  // Notifications on but the page cannot show them (plain http on the LAN): the bell's title
+  // says so, and its "!" until the person has opened the settings that explain it.
   const blocked = on && notify.blocker();
   bell.title = `${on ? t('notifyOn') : t('notifyOff')}${blocked ? ` — ${t(`blocked.${blocked}`, { host: location.host })}` : ''} (${t('notifySettings')})`;
   bell.setAttribute('aria-label', on ? t('notifyOn') : t('notifyOff'));
   bell.dataset.state = on ? 'on' : 'off';
-  bell.classList.toggle('blocked', !!blocked);
+  bell.classList.toggle('blocked', !!(on && notify.unreadBlocker()));
   $('#lang-toggle').textContent = t('language');
   $('#view-open').setAttribute('aria-selected', String(state.view === 'open'));
   $('#view-archived').setAttribute('aria-selected', String(state.view === 'archived'));
