@@ -464,9 +464,9 @@ async function jumpToHit(token, seq = null) {
   state.stick = false;
 }
 
-/** The waiting line: every session an agent waits on (not other hubs' copies), longest-waiting first. */
+/** The waiting line: every session an agent waits on (not other hubs' copies), longest-waiting first, whichever list is shown. */
 function waitingLine() {
-  return sortSessions([...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror && belongsInView(s)));
+  return sortSessions([...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror));
 }
 
 /** The next in `line` after the session on screen (its start when that is not in line); null when nobody else waits. */
@@ -487,7 +487,7 @@ function openWaiting(s) {
     toast(t('noneWaiting'));
     return;
   }
-  if (!state.listed.has(s.token) && !state.q) state.listed.set(s.token, s);
+  if (!state.listed.has(s.token) && !state.q && belongsInView(s)) state.listed.set(s.token, s);
   select(s.token);
 }
 
@@ -514,17 +514,22 @@ function openLongestWaiting() {
   if (first) select(first.token, { quiet: true });
 }
 
+/**
+ * The panel's one waiting count — every session an agent waits on (not other
+ * hubs' copies), the one on screen among them — said the same way in the tab
+ * title, the top bar and the phone's pill.
+ */
 function drawWaitingCount() {
-  const n = [...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror).length;
+  const line = waitingLine();
+  const n = line.length;
   document.title = n > 0 ? `(${n}) holdline` : 'holdline';
   const el = $('#waiting-count');
   el.hidden = n === 0;
   el.textContent = String(n);
   el.title = t('nextWaiting');
   el.setAttribute('aria-label', `${n} ${t('status.waiting')} — ${t('nextWaiting')}`);
-  const line = waitingLine();
   drawWaitingPill(
-    { others: line.filter((s) => s.token !== state.current).length, next: nextInLine(line), newest: newestInLine(line) },
+    { waiting: n, others: line.filter((s) => s.token !== state.current).length, next: nextInLine(line), newest: newestInLine(line) },
     { openNext: nextWaiting, openNewest: newestWaiting },
   );
 }

@@ -251,7 +251,8 @@ const STRINGS = {
     allMachines: 'All machines',
     machineFilter: 'Show sessions on machine',
     othersWaiting: '{n} waiting ›',
-    othersWaitingLabel: '{n} other sessions waiting — open the one that has waited longest',
+    othersWaitingLabel: '{n} waiting — open the next in line (Alt+N)',
+    othersWaitingLabelBesides: '{n} waiting, {others} besides this one — open the next in line (Alt+N)',
     newestPill: 'newest ›',
     newestPillWho: ': {title}',
     newestPillTitle: 'Open the agent that asked last: {title} (Alt+Shift+N)',
@@ -292,6 +293,7 @@ const STRINGS = {
     attachments: 'Attached files',
     attachmentOpen: 'Open {name}',
     attachmentDownload: 'Download {name} ({size})',
+    attachmentDownloadTail: ' — download',
   },
   zh: {
     appName: 'holdline',
@@ -542,7 +544,8 @@ const STRINGS = {
     allMachines: '所有机器',
     machineFilter: '只看此机器上的会话',
     othersWaiting: '{n} 个在等待 ›',
-    othersWaitingLabel: '另有 {n} 个会话在等待——打开等待最久的那个',
+    othersWaitingLabel: '{n} 个在等待——打开下一个（Alt+N）',
+    othersWaitingLabelBesides: '{n} 个在等待，除此之外还有 {others} 个——打开下一个（Alt+N）',
     newestPill: '最新 ›',
     newestPillWho: '：{title}',
     newestPillTitle: '打开最后提问的智能体：{title}（Alt+Shift+N）',
@@ -583,6 +586,7 @@ const STRINGS = {
     attachments: '附件',
     attachmentOpen: '打开 {name}',
     attachmentDownload: '下载 {name}（{size}）',
+    attachmentDownloadTail: '——下载',
   },
 };
 

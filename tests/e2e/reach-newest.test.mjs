@@ -92,7 +92,7 @@ test('phone: the conversation header offers the newest beside the next in line',
   await newestPill.waitFor();
   const box = await newestPill.boundingBox();
   assert.ok(box.height >= 44 && box.x + box.width <= 390, `a 44 px target on screen: ${JSON.stringify(box)}`);
-  assert.equal(await page.getByTestId('waiting-pill').textContent(), '2 waiting ›', 'beside the next in line');
+  assert.equal(await page.getByTestId('waiting-pill').textContent(), '3 waiting ›', 'beside the next in line (the one count: p1 on screen among them)');
   assert.equal(await hasHorizontalScroll(page), false, 'both fit the header');
   await newestPill.tap();
   await onScreen(page, p3.token);
