@@ -1,6 +1,7 @@
 // app.js — the panel's entry point: login, the session list (held still
-// under the pointer, new-since-you-looked marks, Alt+N to the next waiting
-// session; on a desktop the longest-waiting one opens first), the open
+// under the pointer, new-since-you-looked marks, a card that starts waiting
+// brought into view; Alt+N walks the waiting line, Alt+Shift+N opens the agent
+// that asked last; on a desktop the longest-waiting one opens first), the open
 // conversation and its actions (settings, rename, merge, archive, restore),
 // search (the waiting sessions kept above the results), live updates from
 // SSE with a banner while the hub is away, notifications, language and theme switches.
@@ -59,6 +60,8 @@ const state = {
   hits: new Map(),
   /** The panel was opened with no session to reopen: the first list opens the longest-waiting one. */
   openFirst: false,
+  /** The pointer is over the list: it holds still (a card that starts waiting is not scrolled to). */
+  pointerOnList: false,
 };
 
 function isNew(s) {
@@ -234,11 +237,14 @@ function wireStatic() {
     $('#conv-menu').setAttribute('aria-expanded', String(open));
   });
   $('#waiting-count').addEventListener('click', nextWaiting);
+  $('#session-list').addEventListener('pointerenter', () => { state.pointerOnList = true; });
+  $('#session-list').addEventListener('pointerleave', () => { state.pointerOnList = false; });
   document.addEventListener('keydown', (e) => {
     // Alt+N (by key position, so it works whatever Alt+N types on the keyboard layout).
     if (e.altKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyN' && !$('#app').hidden) {
       e.preventDefault();
-      nextWaiting();
+      if (e.shiftKey) newestWaiting();
+      else nextWaiting();
     }
   });
   document.addEventListener('visibilitychange', () => {
@@ -270,12 +276,13 @@ function drawToolbar() {
   const bell = $('#notify-toggle');
   bell.replaceChildren(icon(on ? 'bell' : 'bellOff'));
   $('#keys-open').replaceChildren(icon('key'));
-  // Notifications on but the page cannot show them (plain http on the LAN): the bell says so.
+  // Notifications on but the page cannot show them (plain http on the LAN): the bell's title
+  // says so, and its "!" until the person has opened the settings that explain it.
   const blocked = on && notify.blocker();
   bell.title = `${on ? t('notifyOn') : t('notifyOff')}${blocked ? ` — ${t(`blocked.${blocked}`, { host: location.host })}` : ''} (${t('notifySettings')})`;
   bell.setAttribute('aria-label', on ? t('notifyOn') : t('notifyOff'));
   bell.dataset.state = on ? 'on' : 'off';
-  bell.classList.toggle('blocked', !!blocked);
+  bell.classList.toggle('blocked', !!(on && notify.unreadBlocker()));
   $('#lang-toggle').textContent = t('language');
   $('#view-open').setAttribute('aria-selected', String(state.view === 'open'));
   $('#view-archived').setAttribute('aria-selected', String(state.view === 'archived'));
@@ -457,16 +464,47 @@ async function jumpToHit(token, seq = null) {
   state.stick = false;
 }
 
-/** Opens the longest-waiting session other than the one on screen (Alt+N; then type, Enter, Alt+N …). */
-function nextWaiting() {
-  const next = sortSessions([...state.known.values()])
-    .find((s) => s.status === 'waiting' && !s.mirror && s.token !== state.current && belongsInView(s));
-  if (!next) {
+/** The waiting line: every session an agent waits on (not other hubs' copies), longest-waiting first, whichever list is shown. */
+function waitingLine() {
+  return sortSessions([...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror));
+}
+
+/** The next in `line` after the session on screen (its start when that is not in line); null when nobody else waits. */
+function nextInLine(line) {
+  const at = line.findIndex((s) => s.token === state.current);
+  const next = line.length ? line[(at + 1) % line.length] : null;
+  return next && next.token !== state.current ? next : null;
+}
+
+/** The agent in `line` that asked last, other than the one on screen. */
+function newestInLine(line) {
+  const others = line.filter((s) => s.token !== state.current);
+  return others.length ? others[others.length - 1] : null;
+}
+
+function openWaiting(s) {
+  if (!s) {
     toast(t('noneWaiting'));
     return;
   }
-  if (!state.listed.has(next.token) && !state.q) state.listed.set(next.token, next);
-  select(next.token);
+  if (!state.listed.has(s.token) && !state.q && belongsInView(s)) state.listed.set(s.token, s);
+  select(s.token);
+}
+
+/** Alt+N: the next waiting session in line, walking the whole line and round again (type, Enter, Alt+N …). */
+function nextWaiting() {
+  openWaiting(nextInLine(waitingLine()));
+}
+
+/** Alt+Shift+N (and the phone's "newest ›"): the agent that asked last. */
+function newestWaiting() {
+  openWaiting(newestInLine(waitingLine()));
+}
+
+/** Session `token`'s card comes into the list's view — unless the pointer is on the list, which holds still. */
+function bringIntoView(token) {
+  if (state.pointerOnList) return;
+  document.querySelector(`#session-list [data-token="${token}"]`)?.scrollIntoView({ block: 'nearest' });
 }
 
 /** On a desktop with nothing open yet, the conversation of the agent that has waited longest (a phone keeps the list). */
@@ -476,15 +514,24 @@ function openLongestWaiting() {
   if (first) select(first.token, { quiet: true });
 }
 
+/**
+ * The panel's one waiting count — every session an agent waits on (not other
+ * hubs' copies), the one on screen among them — said the same way in the tab
+ * title, the top bar and the phone's pill.
+ */
 function drawWaitingCount() {
-  const n = [...state.known.values()].filter((s) => s.status === 'waiting' && !s.mirror).length;
+  const line = waitingLine();
+  const n = line.length;
   document.title = n > 0 ? `(${n}) holdline` : 'holdline';
   const el = $('#waiting-count');
   el.hidden = n === 0;
   el.textContent = String(n);
   el.title = t('nextWaiting');
   el.setAttribute('aria-label', `${n} ${t('status.waiting')} — ${t('nextWaiting')}`);
-  drawWaitingPill([...state.known.values()].filter(belongsInView), state.current, nextWaiting);
+  drawWaitingPill(
+    { waiting: n, others: line.filter((s) => s.token !== state.current).length, next: nextInLine(line), newest: newestInLine(line) },
+    { openNext: nextWaiting, openNewest: newestWaiting },
+  );
 }
 
 function tick() {
@@ -504,11 +551,14 @@ function tick() {
 let detailTimer = null;
 
 function sessionEvent(s) {
+  const was = state.known.get(s.token);
+  const started = s.status === 'waiting' && !s.mirror && (was?.status !== 'waiting' || was?.waitingSince !== s.waitingSince);
   remember(s, true);
   state.heardDuringFetch?.set(s.token, s);
   if (belongsInView(s) && (!state.q || state.listed.has(s.token))) state.listed.set(s.token, s);
   else state.listed.delete(s.token);
   drawList();
+  if (started && s.token !== state.current) bringIntoView(s.token);
   if (state.q && !state.listed.has(s.token)) {
     // A change may make a session match the search; ask the hub.
     clearTimeout(state.searchTimer);
@@ -540,6 +590,8 @@ async function select(token, { quiet = false, seq = null } = {}) {
   const ok = await loadDetail(token, { fresh: true, quiet });
   if (ok && state.current === token) {
     drawList();
+    // Opened by a key or a notification: the list shows where it is.
+    bringIntoView(token);
     if (!matchMedia(PHONE).matches) $('#reply-input').focus();
     await jumpToHit(token, seq);
   }

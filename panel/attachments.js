@@ -31,9 +31,11 @@ export function attachmentList(attachments, openImage) {
       onclick: () => openImage(a.url, a.name),
     }, h('img', { src: a.url, alt: a.name, loading: 'lazy' })))) : null,
     others.length ? h('ul', { class: 'attachment-files' }, others.map((a) => h('li', {},
+      // Named by what it shows (name, size), then what it does: voice control finds it by its words.
       h('a', {
         href: a.url, download: a.name, testid: 'attachment-file',
-        'aria-label': t('attachmentDownload', { name: a.name, size: bytes(Number(a.size) || 0) }),
-      }, h('span', { class: 'attachment-name' }, a.name), ' ', h('span', { class: 'muted' }, bytes(Number(a.size) || 0)))))) : null,
+        title: t('attachmentDownload', { name: a.name, size: bytes(Number(a.size) || 0) }),
+      }, h('span', { class: 'attachment-name' }, a.name), ' ', h('span', { class: 'muted' }, bytes(Number(a.size) || 0)),
+      h('span', { class: 'sr-only' }, t('attachmentDownloadTail')))))) : null,
   );
 }

@@ -1,15 +1,22 @@
 // choices.js — a question's options as buttons under the agent's newest
 // message, and what a person picked on their reply ("Chose: Postgres").
 // Invariant: buttons show only while that question is open (it is the newest
-// message, the session waits or holds it, is not closed, not another hub's,
-// and its agent key is not revoked); a pick always names that question
+// message, an agent waits on it, the session is not another hub's, and its
+// agent key is not revoked); every other question's options are an inert list
+// of what was offered; a pick always names that question
 // (`inReplyTo` its seq), so a newer question turns it into 409, never a wrong answer.
+// Digit keys 1–9 pick outside text fields and from the reply box while it is
+// empty (opening a conversation puts the focus there): a digit after any text is text.
 
 import { h } from './ui.js';
 import { t } from './i18n.js';
 
-/** Statuses in which the agent's newest question still waits for the person. */
-const OPEN = new Set(['waiting', 'holding']);
+/**
+ * Statuses in which the agent's newest question still waits for the person:
+ * only while an agent waits on it (once the wait ended, a pick would be queued
+ * for whatever the agent asks next).
+ */
+const OPEN = new Set(['waiting']);
 /** A touch held this long puts the label in the box instead of sending it. */
 const LONG_PRESS_MS = 500;
 
@@ -44,6 +51,7 @@ export function drawChoices(list, session, messages) {
   const question = openQuestion(session, messages);
   const article = question ? list.querySelector(`article.msg[data-seq="${question.seq}"]`) : null;
   for (const old of list.querySelectorAll('.choices')) if (old.parentElement !== article) old.remove();
+  drawPast(list, messages, question);
   if (!question || !article) {
     open = null;
     picked.clear();
@@ -60,6 +68,24 @@ export function drawChoices(list, session, messages) {
   drawPicked(article);
 }
 
+/** Every question but the open one shows what it offered as a list, inert (no buttons, no keys). */
+function drawPast(list, messages, question) {
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !Array.isArray(m.options) || !m.options.length) continue;
+    const el = list.querySelector(`article.msg[data-seq="${m.seq}"]`);
+    const past = el?.querySelector('.choices-past');
+    if (m === question) past?.remove();
+    else if (el && !past) el.append(pastList(m));
+  }
+}
+
+function pastList(question) {
+  return h('ol', { class: 'choices-past', testid: 'choices-past', 'aria-label': t('choicesPastLabel') },
+    question.options.map((opt, i) => h('li', { class: 'choice-past' },
+      h('span', { class: 'choice-num', 'aria-hidden': 'true' }, i < 9 ? String(i + 1) : ''),
+      h('span', { class: 'choice-label' }, opt.label))));
+}
+
 function choiceBar(question) {
   const multi = !!question.multiSelect;
   const buttons = question.options.map((opt, i) => optionButton(opt, i, multi));
@@ -67,7 +93,7 @@ function choiceBar(question) {
     class: `choices${multi ? ' multi' : ''}`, testid: 'choices', role: 'group',
     'aria-label': multi ? t('choicesMultiLabel') : t('choicesLabel'),
   },
-  h('p', { class: 'choices-hint muted small' }, hint(multi)),
+  h('p', { class: 'choices-hint muted small', testid: 'choices-hint' }, hint(multi)),
   h('div', { class: 'choice-list' }, buttons),
   multi ? h('button', { type: 'button', class: 'primary choices-send', testid: 'choices-send', onclick: () => sendPicks() }, t('choicesSend')) : null);
 }
@@ -126,6 +152,13 @@ function sendPicks() {
   sendIndexes([...picked].sort((a, b) => a - b));
 }
 
+/** Sends the options toggled on in the open multi-select question (Enter in the reply box); false when there are none. */
+export function sendPicked() {
+  if (!open || !open.multi || !picked.size || sending) return false;
+  sendPicks();
+  return true;
+}
+
 async function sendIndexes(indexes) {
   const { token, seq } = open;
   sending = true;
@@ -164,12 +197,16 @@ function drawBusy(busy) {
   }
 }
 
-/** Digit keys 1–9 pick (or toggle) an option, unless the person is typing somewhere or a dialog is open. */
+/**
+ * Digit keys 1–9 pick (or toggle) an option, unless the person is typing: in
+ * the reply box only while it is empty; in any other text field, or with a dialog open, never.
+ */
 function pickByDigit(e) {
-  if (!open || e.altKey || e.ctrlKey || e.metaKey || e.isComposing) return;
+  if (!open || e.altKey || e.ctrlKey || e.metaKey || e.isComposing || e.keyCode === 229) return;
   if (!/^[1-9]$/.test(e.key)) return;
   const el = e.target;
-  if (el instanceof HTMLElement && (el.isContentEditable || el.closest('input, textarea, select, dialog[open]'))) return;
+  const emptyBox = el instanceof HTMLTextAreaElement && el.id === 'reply-input' && el.value === '';
+  if (!emptyBox && el instanceof HTMLElement && (el.isContentEditable || el.closest('input, textarea, select, dialog[open]'))) return;
   const bar = document.querySelector('#message-list .choices');
   // Not on screen (a phone showing the list) or behind a dialog: the digit is not a pick.
   if (!bar || bar.offsetParent === null || document.querySelector('dialog[open]')) return;

@@ -3,16 +3,20 @@
 // and dropped images, quick replies (put in the box, then sent) from the
 // editable templates — in the conversation's language, plus the session's own
 // (quickreplies.js) — replies that wait while the hub is away and go out
-// when it is back, and the queued/delivered line under the box. Each reply
-// names the question on screen (`inReplyTo`); when the agent has asked
-// something newer the hub refuses it and the box shows that question with
-// "send anyway".
+// when it is back, and the queued/delivered line under the box.
+// Invariant: a draft belongs to the question on screen when typing began (kept
+// with the draft across reloads), and its reply names that question
+// (`inReplyTo`): a question asked since is announced above the box, and the
+// hub refuses the reply (409) so the box shows that question with "send
+// anyway" — a draft never becomes the answer to a question it was not written for.
 
 import { api } from './api.js';
 import { $, h, toast, runDialog } from './ui.js';
 import { t, lang, bytes, DEFAULT_TEMPLATES } from './i18n.js';
 import { queuedReplyIds, deliveryState, questionOnScreen } from './conversation.js';
 import { strandedKey } from './stranded.js';
+import { plainText } from './markdown.js';
+import { sendPicked } from './choices.js';
 import { conversationLanguage, templatesFor } from './quickreplies.js';
 
 /** The hub's body cap for /api/reply. */
@@ -21,6 +25,15 @@ const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 const DRAFT_PREFIX = 'holdline.draft.';
 
 let token = null;
+/**
+ * The question the draft on screen answers: the `seq` of the agent message
+ * shown when typing began, null when the agent had asked nothing, undefined
+ * while the box is empty (or for a draft kept by an older panel: then the
+ * question on screen when it is sent).
+ */
+let draftFor;
+/** The open session's messages as the hub last reported them (for the words of a newer question). */
+let messagesNow = [];
 let closed = false;
 /** The session is a read-only copy of another hub's (closed is then true too). */
 let mirror = false;
@@ -47,15 +60,39 @@ let onSent = () => {};
 
 export function draftKey(tok) { return DRAFT_PREFIX + tok; }
 
+/**
+ * Session `tok`'s draft: `{text, question}` (`question` as in `draftFor`).
+ * Stored as JSON; a plain string is a draft an older panel kept, its question unknown.
+ */
 function loadDraft(tok) {
-  try { return localStorage.getItem(draftKey(tok)) || ''; } catch { return ''; }
+  let raw = '';
+  try { raw = localStorage.getItem(draftKey(tok)) || ''; } catch { /* storage disabled: no draft */ }
+  try {
+    const d = JSON.parse(raw);
+    if (d && typeof d.text === 'string') return { text: d.text, question: Number.isInteger(d.question) || d.question === null ? d.question : undefined };
+  } catch { /* an older panel's plain text */ }
+  return { text: raw, question: undefined };
 }
 
-function saveDraft(tok, text) {
+function saveDraft(tok, text, question) {
   try {
-    if (text) localStorage.setItem(draftKey(tok), text);
+    if (text) localStorage.setItem(draftKey(tok), JSON.stringify({ text, question }));
     else localStorage.removeItem(draftKey(tok));
   } catch { /* storage full or disabled: the draft lives on in the box */ }
+}
+
+/** Keeps the box's text as the draft of the session on screen, tied to the question on screen when typing began. */
+function keepDraft() {
+  const text = input().value;
+  if (!text) draftFor = undefined;
+  else if (draftFor === undefined) draftFor = questionOnScreen($('#message-list'));
+  saveDraft(token, text, draftFor);
+  drawNewer();
+}
+
+/** The question a reply from the box answers: its draft's, else the one on screen. */
+function answeredQuestion() {
+  return draftFor === undefined ? questionOnScreen($('#message-list')) : draftFor;
 }
 
 function input() { return $('#reply-input'); }
@@ -64,7 +101,7 @@ function input() { return $('#reply-input'); }
 export function initComposer({ sent }) {
   onSent = sent;
   const box = input();
-  box.addEventListener('input', () => { if (token) saveDraft(token, box.value); });
+  box.addEventListener('input', () => { if (token) keepDraft(); });
   box.addEventListener('keydown', (e) => {
     // isComposing / 229: Enter that ends an IME composition (Chinese input) must not send.
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
@@ -119,7 +156,10 @@ export function showSession(tok, isClosed, isMirror = false) {
   if (token !== tok) {
     token = tok;
     stranded = null;
-    box.value = loadDraft(tok);
+    const draft = loadDraft(tok);
+    box.value = draft.text;
+    draftFor = draft.text ? draft.question : undefined;
+    messagesNow = [];
     hideStale();
     convLang = null;
     own = [];
@@ -132,6 +172,7 @@ export function showSession(tok, isClosed, isMirror = false) {
   for (const b of document.querySelectorAll('#quick-replies button')) b.disabled = isClosed;
   drawAttachments();
   drawStatus(null);
+  drawNewer();
 }
 
 /**
@@ -144,6 +185,8 @@ export function sessionChanged(session) {
   stranded = strandedKey(session);
   const sent = lastSent.get(token);
   const messages = session.messages || [];
+  messagesNow = messages;
+  drawNewer();
   const spoken = conversationLanguage(messages);
   const ownNow = session.quickReplies || [];
   if ((spoken && spoken !== convLang) || JSON.stringify(ownNow) !== JSON.stringify(own)) {
@@ -290,7 +333,7 @@ export async function flushPending() {
   flushing = true;
   try {
     for (const [tok, inReplyTo] of [...pending]) {
-      const text = tok === token ? input().value : loadDraft(tok);
+      const text = tok === token ? input().value : loadDraft(tok).text;
       const images = attachments.get(tok) || [];
       const choices = pendingChoices.get(tok) || [];
       if (!text.trim() && images.length === 0 && choices.length === 0) {
@@ -306,9 +349,10 @@ export async function flushPending() {
   }
 }
 
-/** Sends the box's text and images for the session on screen. */
+/** Sends the box's text and images for the session on screen (with the options toggled on in a multi-select question). */
 export async function send() {
   if (!token || closed) return;
+  if (sendPicked()) return;
   const tok = token;
   const box = input();
   const text = box.value;
@@ -317,10 +361,11 @@ export async function send() {
   $('#reply-send').disabled = true;
   hideStale();
   try {
-    await sendFor(tok, text, images, questionOnScreen($('#message-list')));
+    await sendFor(tok, text, images, answeredQuestion());
   } finally {
     $('#reply-send').disabled = closed;
-    box.focus();
+    // The stale choice, when shown, holds the focus.
+    if ($('#stale-question').hidden) box.focus();
   }
 }
 
@@ -349,10 +394,12 @@ async function sendFor(tok, text, images, inReplyTo, choices = []) {
     attachments.delete(tok);
     if (token === tok && input().value === text) {
       input().value = '';
+      draftFor = undefined;
       drawAttachments();
+      drawNewer();
     }
-  } else if (!loadDraft(tok)) {
-    saveDraft(tok, text);
+  } else if (!loadDraft(tok).text) {
+    saveDraft(tok, text, inReplyTo ?? null);
   }
   return res;
 }
@@ -365,8 +412,10 @@ async function sendFor(tok, text, images, inReplyTo, choices = []) {
  */
 function showStale(tok, current, picked = false) {
   const box = $('#stale-question');
+  // Focus lands on the choice; its description reads the new question out with it.
+  const about = current && current.preview ? 'stale-title stale-preview' : 'stale-title';
   const anyway = h('button', {
-    type: 'button', class: 'primary', testid: 'send-anyway',
+    type: 'button', class: 'primary', testid: 'send-anyway', 'aria-describedby': about,
     onclick: async () => {
       if (token !== tok || closed) return;
       const images = attachments.get(tok) || [];
@@ -375,16 +424,29 @@ function showStale(tok, current, picked = false) {
       await sendFor(tok, input().value, images, null);
     },
   }, t('sendAnyway'));
+  const edit = h('button', {
+    type: 'button', testid: 'stale-dismiss', 'aria-describedby': about,
+    onclick: () => {
+      hideStale();
+      // The person has seen the newer question now: the draft answers it.
+      if (token === tok && input().value) {
+        draftFor = questionOnScreen($('#message-list'));
+        saveDraft(tok, input().value, draftFor);
+        drawNewer();
+      }
+      input().focus();
+    },
+  }, t('staleEdit'));
   box.replaceChildren(
-    h('p', { class: 'stale-title' }, t('staleQuestion')),
+    h('p', { class: 'stale-title', id: 'stale-title' }, t('staleQuestion')),
     current && current.preview
-      ? h('blockquote', { class: 'stale-preview', testid: 'stale-preview' }, current.preview)
+      ? h('blockquote', { class: 'stale-preview', id: 'stale-preview', testid: 'stale-preview' }, current.preview)
       : null,
-    h('div', { class: 'stale-actions' },
-      picked ? null : anyway,
-      h('button', { type: 'button', testid: 'stale-dismiss', onclick: () => { hideStale(); input().focus(); } }, t('staleEdit'))),
+    h('div', { class: 'stale-actions' }, picked ? null : anyway, edit),
   );
   box.hidden = false;
+  drawNewer();
+  (picked ? edit : anyway).focus();
   onSent(tok);
 }
 
@@ -392,6 +454,35 @@ function hideStale() {
   const box = $('#stale-question');
   box.hidden = true;
   box.replaceChildren();
+  drawNewer();
+}
+
+/** The newest agent message asked after the question the draft on screen answers (null: none). */
+function newerThanDraft() {
+  if (!Number.isInteger(draftFor)) return null;
+  for (let i = messagesNow.length - 1; i >= 0; i--) {
+    const m = messagesNow[i];
+    if (m.role === 'assistant' && Number.isInteger(m.seq)) return m.seq > draftFor ? m : null;
+  }
+  return null;
+}
+
+/** What a question says, in a line (as the hub's 409 names it: the first 160 characters). */
+function questionWords(content) {
+  const words = plainText(String(content || '').slice(0, 2000));
+  return words.length > 160 ? `${words.slice(0, 160)}…` : words;
+}
+
+/**
+ * The line above the box (a live region: screen readers hear it) saying the
+ * agent asked something newer than the question the draft answers — while
+ * there is a draft and the stale choice is not already saying so.
+ */
+function drawNewer() {
+  const el = $('#newer-question');
+  const newer = token && !closed && input().value.trim() && $('#stale-question').hidden ? newerThanDraft() : null;
+  const text = newer ? t('newerQuestion', { q: questionWords(newer.content) }) : '';
+  if (el.textContent !== text) el.textContent = text;
 }
 
 /** Loads the shared templates (or the defaults when the hub has none). */
@@ -428,7 +519,7 @@ function insertTemplate(text) {
   const box = input();
   const before = box.value.replace(/\s+$/, '');
   box.value = before ? `${before}\n${text}` : text;
-  saveDraft(token, box.value);
+  keepDraft();
   box.focus();
   box.setSelectionRange(box.value.length, box.value.length);
 }
@@ -481,4 +572,5 @@ export function relabel() {
   drawTemplates();
   drawAttachments();
   drawStatus(null);
+  drawNewer();
 }

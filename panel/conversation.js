@@ -1,6 +1,7 @@
 // conversation.js — draws a session's messages: roles, Markdown, images,
 // automatic replies, queued/delivered marks, a copy button each, long messages folded to their
-// question, code blocks with copy/wrap, merged-in messages marked with where they came from;
+// question, code blocks with copy/wrap, merged-in messages marked with where they came from,
+// the agent's questions it moved on from marked as such (answered, asked again, stopped waiting);
 // keeps one element per message (keyed by seq) so live updates do not re-render the whole history.
 
 import { h, icon } from './ui.js';
@@ -153,6 +154,10 @@ export function renderMessages(list, session, messages) {
   }
 
   markMergedIn(messages, els);
+  const states = questionStates(session, messages);
+  for (let i = 0; i < messages.length; i++) {
+    if (messages[i].role === 'assistant') markQuestion(els[i], states.get(i));
+  }
 
   // Append only what moved or is new, so the scroll position and images stay put.
   let prev = null;
@@ -163,6 +168,44 @@ export function renderMessages(list, session, messages) {
   }
   while (prev && prev.nextSibling) prev.nextSibling.remove();
   if (!prev) list.replaceChildren();
+}
+
+/**
+ * Where each agent question of `messages` (oldest first, up to the newest)
+ * stands, by index: `answered` (a reply came next; said only of questions
+ * with options, whose options it closed), `superseded` (the agent asked again
+ * with no reply between), `ended` (the newest, and the agent no longer waits
+ * on it). The open question — the newest, while the session waits — has none.
+ */
+export function questionStates(session, messages) {
+  const states = new Map();
+  let next = null;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === 'assistant') {
+      const state = next === 'user' ? 'answered' : next === 'assistant' ? 'superseded' : session.status === 'waiting' ? null : 'ended';
+      if (state && (state !== 'answered' || (Array.isArray(m.options) && m.options.length))) states.set(i, state);
+    }
+    if (m.role === 'user' || m.role === 'assistant') next = m.role;
+  }
+  return states;
+}
+
+/** Puts (or takes away) the question's state tag in the message element `el`. */
+function markQuestion(el, state) {
+  let tag = el.querySelector('.meta .question-state');
+  if (!state) {
+    tag?.remove();
+    return;
+  }
+  if (!tag) {
+    tag = h('span', { class: 'tag question-state', testid: 'question-state' });
+    el.querySelector('.meta .delivery').after(tag);
+  }
+  if (tag.dataset.state !== state) {
+    tag.dataset.state = state;
+    tag.textContent = t(`question.${state}`);
+  }
 }
 
 /**

@@ -70,6 +70,28 @@ export function blocker() {
   return null;
 }
 
+const NOTED_KEY = 'holdline.notify.noted';
+
+/**
+ * Why notifications cannot show here, while the person has not yet opened the
+ * bell's settings that explain it (the bell's "!"): null once they have, for that reason.
+ */
+export function unreadBlocker() {
+  const why = blocker();
+  let noted = null;
+  try { noted = localStorage.getItem(NOTED_KEY); } catch { /* storage disabled: the "!" stays */ }
+  return why && why !== noted ? why : null;
+}
+
+/** The settings were opened: what stands in the way has been read there. */
+function noteBlockerRead() {
+  const why = blocker();
+  try {
+    if (why) localStorage.setItem(NOTED_KEY, why);
+    else localStorage.removeItem(NOTED_KEY);
+  } catch { /* storage disabled */ }
+}
+
 /** Plays the chosen sound (or `name`). */
 export function chime(name = sound()) {
   const notes = SOUNDS[name] || [];
@@ -149,6 +171,8 @@ function openNotifySettings() {
   $('#notify-enabled').checked = enabled();
   $('#notify-sound').value = sound();
   drawNotifyNote();
+  noteBlockerRead();
+  redrawBell();
   drawChannels();
   runDialog($('#notify-dialog'));
 }

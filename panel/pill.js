@@ -1,22 +1,43 @@
-// pill.js — the "N waiting ›" pill in a conversation's header on a phone
-// (where the top bar with the waiting count is hidden): how many OTHER
-// sessions wait for the person; a tap opens the one that has waited longest.
-// Invariant: the count leaves out the session on screen and other hubs' copies,
-// so the pill never points back at what the person is reading.
+// pill.js — on a phone (where the top bar with the waiting count is hidden),
+// a conversation's header offers the other sessions that wait for the person:
+// "N waiting ›" opens the next in line (as Alt+N does), and "newest ›" — when
+// that is another agent — the one that asked last (as Alt+Shift+N does).
+// Invariant: N is the panel's one waiting count (the tab title's, the top
+// bar's: every session an agent waits on, the one on screen among them; its
+// name says how many besides it), shown only while another session waits; a
+// pill never opens the session on screen or other hubs' copies.
 
-import { $ } from './ui.js';
+import { $, h } from './ui.js';
 import { t } from './i18n.js';
 
-/** Draws the pill from `sessions` (every one known) with `current` on screen; `openNext()` on a tap. */
-export function drawWaitingPill(sessions, current, openNext) {
+/**
+ * Draws the pills: `waiting` (the panel's waiting count), `others` (those
+ * besides the session on screen), `next` (the next in line) and `newest` (the
+ * one that asked last), with what a tap does (`openNext()`, `openNewest()`).
+ */
+export function drawWaitingPill({ waiting, others, next, newest }, { openNext, openNewest }) {
   const pill = $('#waiting-pill');
+  const fresh = $('#newest-pill');
   if (!pill.dataset.wired) {
     pill.addEventListener('click', () => openNext());
+    fresh.addEventListener('click', () => openNewest());
     pill.dataset.wired = '1';
   }
-  const n = sessions.filter((s) => s.status === 'waiting' && !s.mirror && s.token !== current).length;
-  pill.hidden = n === 0;
-  const text = t('othersWaiting', { n });
+  pill.hidden = others === 0;
+  const text = t('othersWaiting', { n: waiting });
   if (pill.textContent !== text) pill.textContent = text;
-  pill.setAttribute('aria-label', t('othersWaitingLabel', { n }));
+  // The name begins with the words shown, then says how many besides this one.
+  pill.setAttribute('aria-label', others === waiting
+    ? t('othersWaitingLabel', { n: waiting })
+    : t('othersWaitingLabelBesides', { n: waiting, others }));
+  const apart = !!(newest && next && newest.token !== next.token);
+  fresh.hidden = !apart;
+  const title = apart ? (newest.displayTitle?.trim() || newest.title || newest.token) : '';
+  if (fresh.dataset.token !== (apart ? newest.token : '') || fresh.dataset.lang !== t('newestPill')) {
+    fresh.dataset.token = apart ? newest.token : '';
+    fresh.dataset.lang = t('newestPill');
+    // The visible words first, then (for screen readers) whose question it opens.
+    fresh.replaceChildren(t('newestPill'), h('span', { class: 'sr-only' }, t('newestPillWho', { title })));
+    fresh.title = t('newestPillTitle', { title });
+  }
 }

@@ -9,10 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, makePng } from './harness.mjs';
-
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+import { startHub, newAgent, launchBrowser, openPanel, item, selectSession, makePng, axeViolations as violations } from './harness.mjs';
 
 let hub;
 let agent;
@@ -20,7 +17,8 @@ let multi;
 let stranded;
 
 before(async () => {
-  hub = await startHub();
+  // The questions stay open throughout (a wait no agent polls ends after 30 s, and its options close).
+  hub = await startHub({ config: 'wait_grace_sec = 3600\n' });
   const quiet = await newAgent(hub, 'Docs: README quick start', { hostIp: '192.168.1.20', hostName: 'laptop' });
   await quiet.wait('README updated. Anything else?');
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, commit it.' });
@@ -48,16 +46,6 @@ before(async () => {
 });
 
 after(async () => { if (hub) await hub.stop(); });
-
-/** Runs axe on the page as it is; answers "rule: target" lines, one per failing node. */
-async function violations(page) {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: axePath });
-  const res = await page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(' ')) }));
-  });
-  return res.flatMap((v) => v.nodes.map((n) => `${v.id}: ${n}`));
-}
 
 const LAYOUTS = {
   desktop: { viewport: { width: 1280, height: 800 } },

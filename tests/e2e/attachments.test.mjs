@@ -56,6 +56,10 @@ test('attachments: the image shows inline and opens in the viewer; other files a
   assert.match(await files.nth(0).textContent(), /test\.log\s+1\.8 KB/);
   assert.equal(await files.nth(0).getAttribute('download'), 'test.log');
   assert.equal(await files.nth(1).getAttribute('download'), 'evil.html');
+  // Its accessible name holds what it shows (WCAG 2.5.3: a person who says what they see reaches it by voice).
+  const shown = (await files.nth(0).innerText()).replace(/\s+/g, ' ').trim();
+  const named = await files.nth(0).ariaSnapshot();
+  assert.ok(named.includes(`link "${shown}`), `the name starts with "${shown}": ${named}`);
 
   // A download, with the file's own bytes.
   const [download] = await Promise.all([page.waitForEvent('download'), files.nth(0).click()]);

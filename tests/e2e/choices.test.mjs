@@ -1,12 +1,14 @@
 // choices.test.mjs — a question with options in the panel: its options are
-// buttons under it; one click (or a digit key) sends the pick and the agent's
-// poll gets `choices`; multi-select toggles and sends with Send; Alt-click puts
-// a label in the box instead (a long press on a phone); the buttons are gone once answered and the
-// person's message says what was picked; a 400 from the hub is shown as its message.
+// buttons under it; one click (or a digit key: outside text fields, or in the
+// reply box while it is empty, where opening a question puts the focus) sends
+// the pick and the agent's poll gets `choices`; multi-select toggles and sends
+// with Send or Enter; Alt-click puts a label in the box instead (a long press
+// on a phone); the buttons are gone once answered and the person's message
+// says what was picked; a 400 from the hub is shown as its message.
 
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, openPanel, selectSession, browsersPerTest } from './harness.mjs';
+import { startHub, newAgent, openPanel, selectSession, browsersPerTest, axeViolations } from './harness.mjs';
 
 let hub;
 before(async () => { hub = await startHub(); });
@@ -23,7 +25,7 @@ const DATABASES = [
 async function askInPanel(title, question, extra) {
   const agent = await newAgent(hub, title);
   await agent.wait(question, extra);
-  const b = await browser();
+  const b = await browser({ bypassCSP: true }); // bypassCSP: axe is added by a test
   await openPanel(b.page, hub);
   await selectSession(b.page, agent.token);
   await b.page.getByTestId('choices').waitFor();
@@ -68,22 +70,38 @@ test('choices: the options show as buttons; one click sends the pick (with the b
   assert.equal(await page.getByTestId('reply-input').inputValue(), '', 'the box text went with the pick');
 });
 
-test('choices: a digit key picks the option with that number when no text field has focus', async () => {
+test('choices: right after opening a question, a digit picks that option (the box has focus and is empty); text stays text', async () => {
   const { agent, page } = await askInPanel('Digit pick', 'Which branch?', { options: [{ label: 'main' }, { label: 'dev' }, { label: 'release' }] });
-  // Typing a digit in the box is just typing.
-  await page.getByTestId('reply-input').fill('');
-  await page.getByTestId('reply-input').press('2');
-  assert.equal(await page.getByTestId('reply-input').inputValue(), '2');
-  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0);
-  await page.getByTestId('reply-input').fill('');
-  // Out of range: nothing happens.
-  await page.getByTestId('messages').focus();
+  const box = page.getByTestId('reply-input');
+  // The usual case: opening the conversation put the focus in the empty reply box.
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'reply-input');
+  assert.match(await page.getByTestId('choices-hint').textContent(), /1–9.*reply box is empty/);
+  // A reply being typed: its digits are text.
+  await box.pressSequentially('v2');
+  assert.equal(await box.inputValue(), 'v2');
+  await box.fill('');
+  // A number no option has is text too.
   await page.keyboard.press('7');
+  assert.equal(await box.inputValue(), '7');
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0);
+  await box.fill('');
   await page.keyboard.press('3');
   const reply = await agent.reply(10_000);
   assert.deepEqual(reply.choices, [{ index: 2, label: 'release' }]);
+  assert.equal(await box.inputValue(), '', 'the digit was a pick, not text');
   await page.getByTestId('choices').waitFor({ state: 'detached' });
   await page.getByTestId('picked').filter({ hasText: 'Chose: release' }).waitFor();
+});
+
+test('choices: from the keyboard alone: the next question opens with Alt+N, its number sends the pick', async () => {
+  const agent = await newAgent(hub, 'Keyboard only');
+  const { page } = await browser();
+  await openPanel(page, hub);
+  await agent.wait('Ship it?', { options: [{ label: 'Ship' }, { label: 'Hold' }] });
+  await page.keyboard.press('Alt+KeyN');
+  await page.getByTestId('choices').waitFor();
+  await page.keyboard.press('1');
+  assert.deepEqual((await agent.reply(10_000)).choices, [{ index: 0, label: 'Ship' }]);
 });
 
 test('choices: multi-select toggles (click and digit) and sends the picks in option order with Send', async () => {
@@ -105,6 +123,22 @@ test('choices: multi-select toggles (click and digit) and sends the picks in opt
   assert.deepEqual(reply.choices, [{ index: 1, label: 'unit tests' }, { index: 3, label: 'benchmarks' }]);
   await page.getByTestId('picked').filter({ hasText: 'Chose: unit tests, benchmarks' }).waitFor();
   assert.equal(await page.getByTestId('choices').count(), 0);
+});
+
+test('choices: multi-select from the reply box: digits toggle while it is empty, Enter sends the picks with what was typed', async () => {
+  const options = [{ label: 'lint' }, { label: 'unit tests' }, { label: 'e2e tests' }];
+  const { agent, page } = await askInPanel('Multi keys', 'What should CI run?', { options, multiSelect: true });
+  const box = page.getByTestId('reply-input');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'reply-input');
+  await page.keyboard.press('3');
+  await page.keyboard.press('1');
+  assert.equal(await box.inputValue(), '');
+  assert.equal(await page.getByTestId('choice').nth(2).getAttribute('aria-pressed'), 'true');
+  await box.pressSequentially('and only on main');
+  await box.press('Enter');
+  const reply = await agent.reply(10_000);
+  assert.deepEqual(reply.choices, [{ index: 0, label: 'lint' }, { index: 2, label: 'e2e tests' }]);
+  assert.match(reply.text, /and only on main/);
 });
 
 test('choices: Alt-click puts the label in the box to edit instead of sending', async () => {
@@ -187,4 +221,38 @@ test('choices: a pick the hub refuses (400) shows the hub\'s message and nothing
   const s = await hub.api('GET', `/api/sessions/${agent.token}`);
   assert.equal(s.queuedReplies, 0);
   assert.equal(await page.getByTestId('choice').nth(0).isEnabled(), true, 'the person can pick again');
+});
+
+test('choices: questions the agent moved on from read as answered or not, their options inert', async () => {
+  const { agent, page } = await askInPanel('Abandoned', 'Postgres or SQLite?', { options: DATABASES });
+  const question = (text) => page.getByTestId('message').filter({ hasText: text });
+  const stateOf = async (text) => {
+    const tag = question(text).getByTestId('question-state');
+    await tag.waitFor();
+    return [await tag.getAttribute('data-state'), await tag.textContent()];
+  };
+  // Asked again with no answer: the first question is superseded, its options a list of what was offered.
+  await agent.wait('Which port?', { options: [{ label: '5432' }, { label: '6543' }] });
+  await question('Which port?').getByTestId('choices').waitFor();
+  assert.deepEqual(await stateOf('Postgres or SQLite?'), ['superseded', 'not answered: the agent asked again']);
+  const past = question('Postgres or SQLite?').getByTestId('choices-past');
+  assert.deepEqual(await past.locator('li').allTextContents(), ['1Postgres', '2SQLite', '3Keep both']);
+  assert.equal(await question('Postgres or SQLite?').locator('button.choice').count(), 0, 'no button on an old question');
+  assert.equal(await question('Which port?').getByTestId('question-state').count(), 0, 'the open question has no mark');
+  await page.keyboard.press('2');
+  assert.deepEqual((await agent.reply(10_000)).choices, [{ index: 1, label: '6543' }]);
+  assert.deepEqual(await stateOf('Which port?'), ['answered', 'answered']);
+  await question('Which port?').getByTestId('choices-past').waitFor();
+
+  // The wait ended with no answer (the agent stopped waiting): its options read as closed and a digit picks nothing.
+  await agent.wait('Deploy now?', { options: [{ label: 'Deploy' }, { label: 'Wait' }] });
+  await question('Deploy now?').getByTestId('choices').waitFor();
+  await hub.api('POST', '/api/wait/cancel', { token: agent.token, waitId: agent.waitId });
+  assert.deepEqual(await stateOf('Deploy now?'), ['ended', 'not answered: the agent stopped waiting']);
+  assert.equal(await page.getByTestId('choice').count(), 0, 'no option can be picked');
+  await page.getByTestId('messages').focus();
+  await page.keyboard.press('1');
+  await page.waitForTimeout(300);
+  assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0, 'nothing picked');
+  assert.deepEqual(await axeViolations(page), [], 'the marks and closed options pass axe');
 });

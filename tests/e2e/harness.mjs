@@ -11,6 +11,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
+import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -217,6 +218,27 @@ export async function selectSession(page, token) {
   await item(page, token).locator('button').first().click();
   await page.locator('#conv-body:not([hidden])').waitFor();
   await page.waitForFunction((tok) => document.querySelector('[data-testid="conv-title"]')?.title.includes(tok), token);
+}
+
+const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/**
+ * Runs axe-core (from npm, offline) on the page as it is; answers "rule: target" lines, one per
+ * failing node. The browser needs `bypassCSP: true` (the page allows only its own scripts).
+ * Beside axe's default rules, `label-content-name-mismatch` (experimental in axe, off by
+ * default): a control's accessible name contains its visible text (WCAG 2.5.3), so a
+ * person who says what they see reaches it by voice.
+ */
+export async function axeViolations(page) {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: axePath });
+  const res = await page.evaluate(async () => {
+    const r = await window.axe.run(document, {
+      resultTypes: ['violations'],
+      rules: { 'label-content-name-mismatch': { enabled: true } },
+    });
+    return r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+  });
+  return res.flatMap((v) => v.nodes.map((n) => `${v.id}: ${n}`));
 }
 
 /** Whether the page scrolls sideways. */

@@ -1,5 +1,6 @@
 // push.test.mjs — Web Push in the panel: the bell's settings say whether this
-// browser is subscribed (and why it cannot be on plain http); subscribing
+// browser is subscribed (and, on plain http, the HTTPS advice once); with
+// nobody subscribed the hub's webpush channel is idle, not failing; subscribing
 // where the push service cannot be reached shows a clear error; the service
 // worker shows a push (delivered through CDP, as a push service would) as one
 // notification per session, whose link opens that session.
@@ -51,16 +52,67 @@ test('the settings say this browser is not subscribed, and a push service out of
   assert.equal(key.subscriptions, 0);
 });
 
-test('on plain http the settings say push needs HTTPS', async () => {
-  const { page } = await browser({ extraArgs: [`--host-resolver-rules=MAP ${LAN} 127.0.0.1`] });
-  const port = new URL(hub.base).port;
-  await openPanel(page, { ...hub, base: `http://${LAN}:${port}` });
-  await openSettings(page);
-  const state = page.getByTestId('push-state');
-  assert.equal(await state.getAttribute('data-state'), 'insecure');
-  assert.match(await state.textContent(), /HTTPS/);
-  assert.equal(await page.getByTestId('push-enabled').isDisabled(), true);
-  await screenshot(page, 'push-settings-insecure.png');
+/** A hub that pushes at once, allows the LAN test name, and has an agent waiting (nobody subscribed). */
+async function pushingHubWithAWait() {
+  const own = await startHub({ config: `allowed_hosts = ["${LAN}"]\n\n[notify]\nafter_sec = 0\n\n[notify.webpush]\nenabled = true\n` });
+  const agent = await newAgent(own, 'Nobody subscribed');
+  await agent.wait('Anyone there?');
+  // The hub's watcher had this question to push at once; give it a moment to try.
+  await new Promise((r) => setTimeout(r, 1500));
+  return own;
+}
+
+/** The webpush channel's line in the bell's settings. */
+async function webpushLine(page) {
+  const line = page.getByTestId('notify-channel').filter({ hasText: 'webpush' });
+  await line.waitFor();
+  return line;
+}
+
+test('with nobody subscribed, the webpush channel is idle, not failing, and localhost hears no HTTPS advice', async () => {
+  const own = await pushingHubWithAWait();
+  try {
+    const { page } = await browser();
+    await openPanel(page, own);
+    assert.equal(await page.getByTestId('notify-toggle').evaluate((b) => b.classList.contains('blocked')), false, 'no "!" on the bell');
+    await openSettings(page);
+    const line = await webpushLine(page);
+    assert.equal(await line.getAttribute('data-state'), 'idle');
+    assert.match(await line.textContent(), /^webpush: nothing sent yet · 0 sent, 0 failed$/);
+    assert.equal(await page.getByTestId('channel-hint').count(), 0);
+    assert.doesNotMatch(await page.getByTestId('notify-dialog').innerText(), /HTTPS/, 'localhost is a secure context');
+  } finally {
+    await own.stop();
+  }
+});
+
+test('on plain http the HTTPS advice appears once, and the bell\'s "!" goes once it was read', async () => {
+  const own = await pushingHubWithAWait();
+  try {
+    const { page } = await browser({ extraArgs: [`--host-resolver-rules=MAP ${LAN} 127.0.0.1`] });
+    const port = new URL(own.base).port;
+    await openPanel(page, { ...own, base: `http://${LAN}:${port}` });
+    const bell = page.getByTestId('notify-toggle');
+    const marked = () => bell.evaluate((b) => b.classList.contains('blocked'));
+    assert.equal(await marked(), true, 'the bell says something stands in the way');
+    await openSettings(page);
+    await webpushLine(page);
+    const state = page.getByTestId('push-state');
+    assert.equal(await state.getAttribute('data-state'), 'insecure');
+    assert.equal(await page.getByTestId('push-enabled').isDisabled(), true);
+    const said = (await page.getByTestId('notify-dialog').innerText()).match(/HTTPS/g) || [];
+    assert.equal(said.length, 1, `the HTTPS advice once: ${await page.getByTestId('notify-dialog').innerText()}`);
+    assert.match(await page.getByTestId('notify-note').textContent(), /HTTPS/, 'where the advice is');
+    await screenshot(page, 'push-settings-insecure.png');
+    await page.getByTestId('notify-close').click();
+    assert.equal(await marked(), false, 'read once: the "!" goes');
+    await page.reload();
+    await page.locator('#app:not([hidden])').waitFor();
+    assert.equal(await marked(), false, 'and stays gone');
+    assert.match(await bell.getAttribute('title'), /plain http/, 'the bell\'s title still says why');
+  } finally {
+    await own.stop();
+  }
 });
 
 test('the service worker shows a push as one notification per session, and its link opens that session', async () => {

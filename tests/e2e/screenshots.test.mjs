@@ -67,7 +67,8 @@ const CI_CHANGES = {
 };
 
 before(async () => {
-  hub = await startHub();
+  // The questions stay open throughout (a wait no agent polls ends after 30 s, and its options close).
+  hub = await startHub({ config: 'wait_grace_sec = 3600\n' });
   const quiet = await newAgent(hub, 'Docs: README quick start', { workspace: '/home/dev/holdline', hostName: 'laptop' });
   await quiet.wait('README updated with the quick start. Anything else?');
   await hub.api('POST', '/api/reply', { token: quiet.token, text: 'No, thanks. Commit it.' });

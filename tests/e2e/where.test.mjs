@@ -72,7 +72,7 @@ test('where: cards and the header name the machine and folder; the filter by mac
   assert.match(title, /Workspace: \/srv\/ci\/holdline/);
 });
 
-test('where: on a phone the conversation shows "N waiting ›" for the others and opens the next; the header wraps', async () => {
+test('where: on a phone the conversation shows "N waiting ›" (the count the title shows) and opens the next; the header wraps', async () => {
   const step = 'rewrite the migration so it runs in one transaction and then re-run the whole integration suite';
   const a = await newAgent(hub, 'Phone A', { workspace: '/home/dev/alpha' });
   await a.wait('Alpha: done?', { completionPct: 92, nextStep: step });
@@ -84,7 +84,10 @@ test('where: on a phone the conversation shows "N waiting ›" for the others an
   await selectSession(page, a.token);
   const pill = page.getByTestId('waiting-pill');
   await pill.waitFor();
-  assert.equal(await pill.textContent(), `${waiting - 1} waiting ›`, 'the session on screen is not counted');
+  // One count rule everywhere: the sessions an agent waits on, the one on screen among them.
+  assert.equal(await pill.textContent(), `${waiting} waiting ›`, 'the same count as the title');
+  assert.equal(await page.title(), `(${waiting}) holdline`);
+  assert.match(await pill.getAttribute('aria-label'), new RegExp(`^${waiting} waiting\\b.*${waiting - 1} besides this one`), 'its name contains what it shows');
   const box = await pill.boundingBox();
   assert.ok(box.height >= 44 && box.x + box.width <= 390, `a 44 px target on screen: ${JSON.stringify(box)}`);
 

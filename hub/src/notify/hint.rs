@@ -24,7 +24,7 @@ pub fn error_hint(error: &str) -> Option<ErrorHint> {
     let (kind, text) = if has(&["no browser is subscribed"]) {
         (
             "noSubscriber",
-            "No browser is subscribed to Web Push: open the panel over HTTPS and turn on \"Notify this device\" in the bell's settings.",
+            "No browser is subscribed to Web Push: turn on \"Notify this device\" in the bell's settings of the panel on the phone or computer to notify.",
         )
     } else if has(&["queue full"]) {
         (

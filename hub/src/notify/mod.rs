@@ -60,6 +60,10 @@ pub enum SendError {
     /// The answer was larger than allowed; what was read.
     #[error("the answer was too large to read")]
     TooLarge(Vec<u8>),
+    /// Nobody to tell (no browser subscribed to Web Push): not a failure, the
+    /// channel's state and counts stay as they were.
+    #[error("{0}")]
+    Nobody(String),
 }
 
 /// One configured channel.
@@ -289,6 +293,7 @@ async fn run_channel(
                     st.last_sent_at = Some(now_ms());
                     break;
                 }
+                Err(SendError::Nobody(_)) => break,
                 Err(SendError::Retry(e)) if attempt < MAX_ATTEMPTS => {
                     tracing::warn!(channel = %name, attempt, error = %e, "notification failed; retrying");
                     lock(&state).error("retrying", e);

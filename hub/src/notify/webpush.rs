@@ -117,8 +117,8 @@ impl WebPushChannel {
         };
         let subs = self.push.subscriptions.all();
         if subs.is_empty() {
-            return Err(SendError::Refused(
-                "no browser is subscribed: turn on \"Notify this device\" in the panel's notification settings (needs HTTPS)".into(),
+            return Err(SendError::Nobody(
+                "no browser is subscribed: turn on \"Notify this device\" in the panel's notification settings".into(),
             ));
         }
         let question = format!("{}/{}", n.token, n.request_id);

@@ -317,6 +317,25 @@ async fn a_waiting_question_is_pushed_once_after_after_sec_encrypted_and_signed(
     assert_eq!(channel["sent"], 1, "{health}");
 }
 
+/// With no browser subscribed there is nobody to tell: the channel stays
+/// idle, counts no failure and names no error (no "!" or "failing" in the panel).
+#[tokio::test]
+async fn with_nobody_subscribed_the_channel_is_idle_not_failing() {
+    let hub = hub_with_push(0, true).await;
+    let token = hub.init("Nobody listens").await;
+    let wait = hub
+        .register(&token, "Nobody listens", "Anyone there?", "q1")
+        .await;
+    // after_sec = 0: the watcher had this question to tell at once.
+    hold(&hub, &token, &wait, Duration::from_millis(1500)).await;
+    let health = hub.health().await;
+    let channel = &health["notify"][0];
+    assert_eq!(channel["name"], "webpush", "{health}");
+    assert_eq!(channel["state"], "idle", "{health}");
+    assert_eq!(channel["failed"], 0, "{health}");
+    assert!(channel.get("lastError").is_none(), "{health}");
+}
+
 #[tokio::test]
 async fn include_text_false_pushes_the_title_only() {
     let service = PushService::start().await;
