@@ -83,7 +83,8 @@ ensure_zigbuild() {
 # @anthropic-ai/mcpb (npm), pinned, under $TOOLS/mcpb.
 ensure_mcpb() {
   MCPB="$TOOLS/mcpb/node_modules/.bin/mcpb"
-  if [ ! -x "$MCPB" ] || [ "$(cd "$TOOLS/mcpb" && node -p 'require("@anthropic-ai/mcpb/package.json").version')" != "$MCPB_VERSION" ]; then
+  if [ ! -x "$MCPB" ] || [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
+      "$TOOLS/mcpb/node_modules/@anthropic-ai/mcpb/package.json" 2>/dev/null)" != "$MCPB_VERSION" ]; then
     say "installing @anthropic-ai/mcpb $MCPB_VERSION (npm) into $TOOLS/mcpb"
     mkdir -p "$TOOLS/mcpb"
     (cd "$TOOLS/mcpb" && npm install --silent --no-audit --no-fund "@anthropic-ai/mcpb@$MCPB_VERSION" >/dev/null)
