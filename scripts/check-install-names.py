@@ -14,13 +14,16 @@ names with VERSION / TRIPLE / PLATFORM in place. It also checks that
   - server.json names the same packages at the workspace version, and the npm package's
     `mcpName` and the wheel's `mcp-name:` line are server.json's name (the MCP Registry's
     proof of ownership), and server.json has the fields the registry's schema requires,
-  - install.sh's closing list of clients is the one `holdline-mcp install --help` offers.
+  - install.sh's closing list of clients is the one `holdline-mcp install --help` offers,
+  - docs/clients.md's "Add to Cursor" and VS Code install links carry the entry the built
+    `holdline-mcp install --client cursor|vscode --command holdline-mcp --print` writes.
 
   check-install-names.py DIST HOLDLINE_MCP_BINARY
 
 Prints one line per check and exits 1 when any failed.
 """
 
+import base64
 import fnmatch
 import json
 import os
@@ -28,6 +31,8 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
+import urllib.parse
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -152,6 +157,31 @@ def check_install_sh_clients(binary):
     check("install.sh's closing list of clients is install --help's", listed == offered, f"install.sh {listed}, --help {offered}")
 
 
+def printed_entry(binary, client):
+    """The entry `install --client CLIENT --command holdline-mcp --print` writes."""
+    with tempfile.TemporaryDirectory() as home:
+        out = subprocess.run([binary, "install", "--client", client, "--command", "holdline-mcp", "--print"],
+                             capture_output=True, text=True, check=True, env={**os.environ, "HOME": home}).stdout
+    doc = json.loads(out)
+    return next(iter(doc.values()))["holdline"]
+
+
+def check_install_links(binary):
+    text = open(os.path.join(ROOT, "docs/clients.md"), encoding="utf-8").read()
+    cursor = re.search(r"\(cursor://anysphere\.cursor-deeplink/mcp/install\?name=holdline&config=([A-Za-z0-9+/=]+)\)", text)
+    vscode = re.search(r"\(vscode:mcp/install\?([^)\s]+)\)", text)
+    check("docs/clients.md has an Add to Cursor link", cursor is not None)
+    check("docs/clients.md has a VS Code install link", vscode is not None)
+    if cursor:
+        entry = json.loads(base64.b64decode(cursor.group(1)))
+        check("the Cursor link's entry is install's", entry == printed_entry(binary, "cursor"), entry)
+    if vscode:
+        entry = json.loads(urllib.parse.unquote(vscode.group(1)))
+        name = entry.pop("name", None)
+        check("the VS Code link's entry is install's, named holdline",
+              name == "holdline" and entry == printed_entry(binary, "vscode"), entry)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__.split("\n\n")[-2])
@@ -162,6 +192,7 @@ def main():
         check_readme(readme, built, version)
     check_server_json(built, version)
     check_install_sh_clients(binary)
+    check_install_links(binary)
     print(f"names: {len(FAILED)} failed")
     sys.exit(1 if FAILED else 0)
 
