@@ -2,7 +2,7 @@
 # Tests the release artifacts: runs `scripts/dist.sh --quick`, then installs from
 # target/dist/ alone, offline, under their published names — the archive unpacked into a
 # fresh folder (and its scripts/install.sh), the wheel `holdline-mcp` into a fresh venv
-# (and with pipx, when this machine has it), the npm packages `@holdline/linux-x64` and
+# and with pipx (fetched once, like zig), the npm packages `@holdline/linux-x64` and
 # `holdline-mcp` into a fresh npm prefix, the MCP Bundle unpacked and its manifest's entry
 # run — and runs `holdline-hub --version`, `holdline-mcp --version` and an MCP
 # `initialize` from each. Checks SHA256SUMS, that no binary needs a glibc symbol newer
@@ -60,6 +60,16 @@ trap 'rm -rf "$TMP"' EXIT
 # The build may fetch its tools (zig from PyPI, cargo-zigbuild) once, into their own cache.
 if [ "$BUILD" = 1 ]; then
   timed "scripts/dist.sh --quick builds the artifacts" "$ROOT/scripts/dist.sh" --quick
+fi
+
+# pipx (pinned) and the pip wheel its shared venv upgrades to, fetched once into the dist
+# tools' cache like zig: the pipx install below then runs offline from the wheel's path.
+TOOLS="${HOLDLINE_DIST_TOOLS:-$HOME/.cache/holdline-dist-tools}"
+PIPX="$TOOLS/pipx/bin/pipx"
+if [ ! -x "$PIPX" ] || [ -z "$(ls "$TOOLS/pipx-wheels"/pip-*.whl 2>/dev/null)" ]; then
+  { python3 -m venv "$TOOLS/pipx" && "$TOOLS/pipx/bin/pip" install --quiet --disable-pip-version-check 'pipx==1.18.4' \
+    && "$TOOLS/pipx/bin/pip" download --quiet --disable-pip-version-check -d "$TOOLS/pipx-wheels" 'pip>=26.1'; } \
+    >/dev/null 2>&1 || echo "test-dist: could not fetch pipx into $TOOLS (offline?); its check is skipped"
 fi
 
 # No install below may reach a registry or write a cache outside $TMP.
@@ -203,16 +213,16 @@ check "venv: install writes the venv's holdline-mcp" command_is "$V/bin/holdline
 
 check "venv: an MCP initialize through the wheel's holdline-mcp" mcp_initialize "$V/bin/holdline-mcp"
 
-# --- pipx (the README's first release install), when this machine has pipx ------------
-if command -v pipx >/dev/null 2>&1; then
+# --- pipx (the README's first release install), offline from the wheel's path --------------
+if [ -x "$PIPX" ]; then
   pipx_installs() {
     env PIPX_HOME="$TMP/pipx" PIPX_BIN_DIR="$TMP/pipx-bin" PIPX_MAN_DIR="$TMP/pipx-man" \
-      pipx install --pip-args=--no-index "$WHEEL" || return 1
+      PIP_FIND_LINKS="$TOOLS/pipx-wheels" "$PIPX" install "$WHEEL" || return 1
     prints_version holdline-mcp "$TMP/pipx-bin/holdline-mcp" && prints_version holdline-hub "$TMP/pipx-bin/holdline-hub"
   }
   check "pipx: the wheel installs both commands offline" pipx_installs
 else
-  echo "skip pipx: not on this machine (the venv install above is what pipx does)"
+  echo "skip pipx: it could not be fetched (the venv install above is what pipx does)"
 fi
 
 # --- (d) the MCP Bundle --------------------------------------------------------------
