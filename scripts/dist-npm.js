@@ -5,14 +5,17 @@
 // installs it only on a matching machine) and the main package holdline-mcp (launchers in bin/,
 // every platform package as an optional dependency at the same version).
 //
-//   node scripts/dist-npm.js VERSION OS CPU MAIN_DIR PLATFORM_DIR
+// The main package's `mcpName` (the server.json name) is how the MCP Registry checks that
+// the npm package belongs to that server.
+//
+//   node scripts/dist-npm.js VERSION OS CPU MAIN_DIR PLATFORM_DIR MCP_NAME
 const fs = require('fs');
 const path = require('path');
 const platforms = require('./npm/lib/platforms');
 
-const [version, os, cpu, mainDir, platformDir] = process.argv.slice(2);
-if (!platformDir) {
-  console.error('usage: dist-npm.js VERSION OS CPU MAIN_DIR PLATFORM_DIR');
+const [version, os, cpu, mainDir, platformDir, mcpName] = process.argv.slice(2);
+if (!mcpName) {
+  console.error('usage: dist-npm.js VERSION OS CPU MAIN_DIR PLATFORM_DIR MCP_NAME');
   process.exit(2);
 }
 const common = {
@@ -30,6 +33,7 @@ const main = {
   name: 'holdline-mcp',
   ...common,
   description: 'holdline: the MCP bridge and hub that keep an IDE agent waiting for your answer',
+  mcpName,
   bin: bins,
   files: ['bin', 'lib', 'README.md'],
   engines: { node: '>=16' },

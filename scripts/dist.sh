@@ -8,16 +8,20 @@
 #                                    (Linux triples go through cargo-zigbuild; the Rust target
 #                                    must be installed: rustup target add TRIPLE)
 #
-# Writes, for VERSION from Cargo.toml and the target TRIPLE:
-#   holdline-VERSION-TRIPLE.tar.gz     both binaries, systemd/, launchd/, the install scripts, READMEs
-#   holdline-VERSION-py3-none-TAG.whl  both binaries as wheel scripts (pipx install / uvx --from holdline)
-#   npm/holdline-PLATFORM-VERSION.tgz  the platform package @holdline/PLATFORM holding the binaries
-#   npm/holdline-mcp-VERSION.tgz       the main package: a node launcher in bin/ (npx -y holdline-mcp)
+# Writes, for VERSION from Cargo.toml and the target TRIPLE (PLATFORM: linux-x64, darwin-arm64, …):
+#   holdline-VERSION-TRIPLE.tar.gz          both binaries, systemd/, launchd/, the install scripts, READMEs
+#   holdline_mcp-VERSION-py3-none-TAG.whl   PyPI `holdline-mcp`: both binaries as wheel scripts
+#                                           (pipx install holdline-mcp / uvx --from holdline-mcp holdline-mcp)
+#   npm/holdline-linux-x64-VERSION.tgz      npm `@holdline/PLATFORM`: the binaries for one platform
+#   npm/holdline-mcp-VERSION.tgz            npm `holdline-mcp`: node launchers in bin/ (npx -y holdline-mcp)
+#   holdline-mcp-VERSION-PLATFORM.mcpb      MCP Bundle for Claude Desktop (manifest scripts/mcpb/manifest.json;
+#                                           built and checked with @anthropic-ai/mcpb)
+#   server.json                             the MCP Registry entry, as in the repository
 #   SHA256SUMS                         of every file above, for `sha256sum -c SHA256SUMS`
 #
 # Linux binaries are linked against glibc 2.28 with cargo-zigbuild, so they run on any
 # Linux with glibc >= 2.28 (Debian 10, Ubuntu 18.10, RHEL 8 and later). The tools it needs
-# (zig from PyPI `ziglang`, cargo-zigbuild from crates.io) are installed once into
+# (zig from PyPI `ziglang`, cargo-zigbuild from crates.io, @anthropic-ai/mcpb from npm) are installed once into
 # $HOLDLINE_DIST_TOOLS (default ~/.cache/holdline-dist-tools), never into the checkout.
 set -euo pipefail
 
@@ -38,7 +42,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --target) [ $# -ge 2 ] || die "--target needs a target triple"; TRIPLE="$2"; shift 2 ;;
     --target=*) TRIPLE="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -46,6 +50,9 @@ done
 # The workspace version: the one line `version = "…"` under [workspace.package].
 VERSION="$(awk '/^\[/{s=($0=="[workspace.package]")} s && /^version *=/{gsub(/.*= *"|".*/,""); print; exit}' "$ROOT/Cargo.toml")"
 [ -n "$VERSION" ] || die "no version under [workspace.package] in Cargo.toml"
+# The MCP Registry name (server.json), which the npm and PyPI packages carry as proof of ownership.
+MCP_NAME="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$ROOT/server.json")"
+MCPB_VERSION="2.1.2"
 
 # Per target: the npm platform (node's process.platform-process.arch) and the wheel's platform tag.
 case "$TRIPLE" in
@@ -71,6 +78,17 @@ ensure_zigbuild() {
     (cd "$TOOLS" && env -u CARGO_TARGET_DIR cargo install --quiet --locked cargo-zigbuild --root "$TOOLS/cargo")
   fi
   export PATH="$TOOLS/venv/bin:$TOOLS/cargo/bin:$PATH"
+}
+
+# @anthropic-ai/mcpb (npm), pinned, under $TOOLS/mcpb.
+ensure_mcpb() {
+  MCPB="$TOOLS/mcpb/node_modules/.bin/mcpb"
+  if [ ! -x "$MCPB" ] || [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
+      "$TOOLS/mcpb/node_modules/@anthropic-ai/mcpb/package.json" 2>/dev/null)" != "$MCPB_VERSION" ]; then
+    say "installing @anthropic-ai/mcpb $MCPB_VERSION (npm) into $TOOLS/mcpb"
+    mkdir -p "$TOOLS/mcpb"
+    (cd "$TOOLS/mcpb" && npm install --silent --no-audit --no-fund "@anthropic-ai/mcpb@$MCPB_VERSION" >/dev/null)
+  fi
 }
 
 # --- build -----------------------------------------------------------------------
@@ -127,7 +145,7 @@ make_archive() {
 make_wheel() {
   python3 "$ROOT/scripts/dist-wheel.py" --version "$VERSION" --platform "$WHEEL_PLAT" \
     --bin "$BIN_OUT/holdline-hub" --bin "$BIN_OUT/holdline-mcp" --readme "$ROOT/README.md" \
-    --out "$DIST"
+    --mcp-name "$MCP_NAME" --out "$DIST"
 }
 
 # npm: the layout of the Codex and Claude Code CLIs. @holdline/PLATFORM holds the binaries and
@@ -140,7 +158,7 @@ make_npm() {
   cp "$BIN_OUT/holdline-hub" "$BIN_OUT/holdline-mcp" "$stage/platform/bin/"
   cp -R "$ROOT/scripts/npm/." "$stage/main/"
   cp "$ROOT/README.md" "$stage/main/"
-  node "$ROOT/scripts/dist-npm.js" "$VERSION" "$NPM_OS" "$NPM_CPU" "$stage/main" "$stage/platform"
+  node "$ROOT/scripts/dist-npm.js" "$VERSION" "$NPM_OS" "$NPM_CPU" "$stage/main" "$stage/platform" "$MCP_NAME"
   # npm pack's cache is a temporary folder: nothing is written to ~/.npm or the checkout.
   local cache
   cache="$(mktemp -d "${TMPDIR:-/tmp}/holdline-npm-cache.XXXXXX")"
@@ -151,10 +169,32 @@ make_npm() {
   say "wrote npm/$(cd "$DIST/npm" && echo *.tgz)"
 }
 
+# The MCP Bundle: manifest.json (this version, this platform) and server/ with both binaries,
+# so the bridge finds holdline-hub beside itself and starts it when no hub answers.
+make_bundle() {
+  local stage="$DIST/mcpb-stage" name="holdline-mcp-$VERSION-$NPM_OS-$NPM_CPU.mcpb"
+  ensure_mcpb
+  rm -rf "$stage"
+  mkdir -p "$stage/server"
+  cp "$BIN_OUT/holdline-hub" "$BIN_OUT/holdline-mcp" "$stage/server/"
+  python3 - "$ROOT/scripts/mcpb/manifest.json" "$stage/manifest.json" "$VERSION" "$NPM_OS" <<'PY'
+import json, sys
+src, out, version, os_name = sys.argv[1:]
+m = json.load(open(src))
+m["version"] = version
+m["compatibility"]["platforms"] = [os_name]
+json.dump(m, open(out, "w"), indent=2)
+PY
+  "$MCPB" validate "$stage/manifest.json" >/dev/null || die "mcpb validate refused the bundle's manifest"
+  "$MCPB" pack "$stage" "$DIST/$name" >/dev/null || die "mcpb pack failed"
+  rm -rf "$stage"
+  say "wrote $name"
+}
+
 write_sums() {
   local sha=(sha256sum)
   command -v sha256sum >/dev/null 2>&1 || sha=(shasum -a 256) # macOS; same output
-  (cd "$DIST" && find . -maxdepth 2 -type f \( -name '*.tar.gz' -o -name '*.whl' -o -name '*.tgz' \) \
+  (cd "$DIST" && find . -maxdepth 2 -type f \( -name '*.tar.gz' -o -name '*.whl' -o -name '*.tgz' -o -name '*.mcpb' -o -name server.json \) \
     | sed 's|^\./||' | LC_ALL=C sort | xargs "${sha[@]}" > SHA256SUMS)
   say "wrote SHA256SUMS"
 }
@@ -166,5 +206,7 @@ mkdir -p "$DIST"
 make_archive
 make_wheel
 make_npm
+make_bundle
+cp "$ROOT/server.json" "$DIST/server.json"
 write_sums
 say "done in $((SECONDS - started)) s: $DIST"

@@ -270,7 +270,8 @@ say ""
 say "Next: connect your IDE — in your project folder run, e.g.:"
 say "  $PREFIX/holdline-mcp install --client cursor"
 say "  (clients: cursor, claude-code, codex, vscode, windsurf, trae, cline, gemini, qwen,"
-say "   copilot, opencode, continue; --print to only show)"
+say "   copilot, opencode, continue, kilo, droid, mistral-vibe, kimi-code, openhands,"
+say "   roo-code, zed; --print to only show)"
 say "then restart that IDE and ask its agent to wait for your input through holdline."
 
 # Said last, where it is seen: without a service nothing starts the hub.

@@ -148,6 +148,9 @@ pub struct Plan {
     pub rule: RuleTarget,
     /// The client's trusted-folders file, when it starts MCP servers only in trusted folders.
     pub trusted_folders: Option<PathBuf>,
+    /// The client's settings file whose `permissions.allow` gets holdline's tools, when the
+    /// client keeps that list apart from the server entry (Claude Code).
+    pub permissions: Option<PathBuf>,
 }
 
 /// What a plan is made from.
@@ -472,12 +475,14 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         configs: vec![target(home.join(dir).join("settings.json"))],
         rule: section(home.join(dir).join(rule_file)),
         trusted_folders: Some(home.join(dir).join("trustedFolders.json")),
+        permissions: None,
     };
     let simple = |configs: Vec<ConfigTarget>, rule: RuleTarget| Plan {
         client,
         configs,
         rule,
         trusted_folders: None,
+        permissions: None,
     };
     match client {
         Client::Cursor => simple(
@@ -487,10 +492,15 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 "---\ndescription: holdline — keep the conversation going with wait_for_user_input\nalwaysApply: true\n---\n\n",
             ),
         ),
-        Client::ClaudeCode => simple(
-            vec![target(home.join(".claude.json"))],
-            section(home.join(".claude/CLAUDE.md")),
-        ),
+        // User scope: `~/.claude.json`'s `mcpServers` and `~/.claude/CLAUDE.md` reach every
+        // project; `~/.claude/settings.json` allows holdline's tools in each of them.
+        Client::ClaudeCode => Plan {
+            permissions: Some(home.join(".claude/settings.json")),
+            ..simple(
+                vec![target(home.join(".claude.json"))],
+                section(home.join(".claude/CLAUDE.md")),
+            )
+        },
         Client::Codex => {
             let dir = setup
                 .var("CODEX_HOME")

@@ -9,6 +9,7 @@
 //! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
 //! - `json_doc`, `codex_toml`, `vibe_toml`, `continue_yaml`: in-place edits of each file format.
+//! - `permissions`: the client's own allow-list (Claude Code's `permissions.allow`).
 //! - `rule`: the rule text, its own file or its marked section.
 //! - `file`: symlinks followed, mode and owner kept, backups, atomic replace.
 
@@ -19,6 +20,7 @@ mod continue_yaml;
 mod entry;
 mod file;
 mod json_doc;
+mod permissions;
 mod remote;
 mod rule;
 mod vibe_toml;
@@ -242,6 +244,13 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
             plan.rule.path.display(),
             plan.rule.text
         );
+        if let Some(settings) = &plan.permissions {
+            eprintln!(
+                "# and \"{}\" into permissions.allow of {}",
+                permissions::allow_rule(),
+                settings.display()
+            );
+        }
         return Ok(());
     }
     let env_pairs = args.env_pairs();
@@ -261,6 +270,9 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         install_config(target, &overwrite, target.holds_key)?;
     }
     install_rule(&plan.rule)?;
+    if let Some(settings) = &plan.permissions {
+        permissions::allow(settings)?;
+    }
     if let Some(trusted) = &plan.trusted_folders {
         trust_project(args.client, trusted, &project, args.trust)?;
     }
@@ -300,6 +312,9 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
             tally(uninstall_config(target));
         }
         tally(uninstall_rule(&plan.rule));
+        if let Some(settings) = &plan.permissions {
+            tally(permissions::disallow(settings));
+        }
     }
     if failed > 0 {
         return Err(InstallError::Refused(format!(

@@ -1068,3 +1068,61 @@ fn install_writes_merges_and_is_idempotent() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `~/.claude/settings.json`'s `permissions.allow`, as a list of strings.
+fn claude_allow(sb: &Sandbox) -> Vec<String> {
+    let doc: Value = serde_json::from_str(&read(&sb.path(".claude/settings.json"))).unwrap();
+    serde_json::from_value(doc["permissions"]["allow"].clone()).unwrap()
+}
+
+/// Claude Code asks before every MCP tool it has no rule for (`claude -p` refuses them):
+/// install allows holdline's own tools (`mcp__holdline`) in the user settings, keeping the
+/// person's rules and keys, once however often it runs; uninstall takes out only that rule.
+#[test]
+fn claude_code_is_allowed_holdline_s_tools_and_uninstall_takes_only_that_rule() {
+    let sb = Sandbox::new();
+    let settings = sb.path(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"model": "opus", "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(./.env)"]}}"#,
+    )
+    .unwrap();
+    let out = sb.install("claude-code", &[]);
+    assert!(
+        out.contains("mcp__holdline"),
+        "install says what it allowed: {out}"
+    );
+    assert_eq!(claude_allow(&sb), ["Bash(ls:*)", "mcp__holdline"]);
+    sb.install("claude-code", &[]);
+    assert_eq!(
+        claude_allow(&sb),
+        ["Bash(ls:*)", "mcp__holdline"],
+        "once only"
+    );
+    let doc: Value = serde_json::from_str(&read(&settings)).unwrap();
+    assert_eq!(doc["model"], "opus");
+    assert_eq!(doc["permissions"]["deny"], json!(["Read(./.env)"]));
+
+    sb.ok(&["uninstall", "--client", "claude-code"]);
+    assert_eq!(claude_allow(&sb), ["Bash(ls:*)"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&read(&settings)).unwrap()["model"],
+        "opus"
+    );
+
+    // A fresh home gets a settings file with the one rule; a broken one is left alone
+    // with a clear error.
+    let fresh = Sandbox::new();
+    fresh.install("claude-code", &[]);
+    assert_eq!(claude_allow(&fresh), ["mcp__holdline"]);
+    std::fs::write(&settings, "{ not json").unwrap();
+    let out = sb.run(&["install", "--client", "claude-code", "--command", COMMAND]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("settings.json is not valid JSON"),
+        "{stderr}"
+    );
+    assert_eq!(read(&settings), "{ not json");
+}
