@@ -255,6 +255,7 @@ impl MessageDto {
                 name: a.name,
                 mime_type: a.mime_type,
                 size: a.size,
+                removed: a.released,
             })
             .collect();
         MessageDto {

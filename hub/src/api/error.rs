@@ -89,6 +89,14 @@ impl From<HubError> for ApiError {
                 }),
                 ..ApiError::new(StatusCode::CONFLICT, ErrorCode::StaleQuestion, message)
             },
+            HubError::Quota(_) => ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                ErrorCode::AttachmentQuota,
+                message,
+            ),
+            HubError::Released(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+            }
             HubError::Store(e) => {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::session::AttachmentRef;
+use crate::store::{FileRecord, Staged};
 
 impl Hub {
     /// `init_conversation`: lenient — reuses the caller's own session bound
@@ -160,9 +161,18 @@ impl Hub {
 
     /// Opens the session's wait (superseding an open one) and records the
     /// agent's message, once per `requestId`.
-    pub fn register(&self, req: RegisterRequest) -> Result<Unflushed<String>> {
+    pub fn register(&self, mut req: RegisterRequest) -> Result<Unflushed<String>> {
         // Checked and decoded before anything is written: a bad file stores nothing.
-        let files = check_register(&req)?;
+        let decoded = check_register(&req)?;
+        // Only one request's files in memory, and only until they are on disk.
+        req.attachments = Vec::new();
+        let files = self.stage_files(req.agent_key.as_ref(), decoded)?;
+        let refused = |e: HubError| {
+            if matches!(e, HubError::Quota(_)) && !files.is_empty() {
+                self.sweep_files_soon();
+            }
+            e
+        };
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -182,7 +192,7 @@ impl Hub {
             }
             if !repeated {
                 // A repeated request id (a re-call) stores its files no second time.
-                hub.record_question(s, w, &req, files);
+                hub.record_question(s, w, &req, &files);
             }
             let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
             s.wait = Some(OpenWait {
@@ -209,7 +219,9 @@ impl Hub {
             s.status = Session::waiting_status(queued);
             s.last_active_at = now_ms();
             Ok(wait_id)
-        })?;
+        })
+        .map_err(refused)?;
+        drop(files);
         self.inner.waiters.opened(&req.token);
         self.arm_timed_reply(req.token.clone(), wait_id.clone());
         Ok(Unflushed::new(wait_id))
@@ -252,13 +264,26 @@ impl Hub {
         s: &mut Session,
         w: &mut Write,
         req: &RegisterRequest,
-        files: Vec<(AttachmentRef, Vec<u8>)>,
+        files: &[(AttachmentRef, Staged)],
     ) {
         s.close_wait(WaitEnd::Superseded);
         let mut attachments = Vec::with_capacity(files.len());
-        for (record, bytes) in files {
-            w.attachment(&record.id, bytes);
-            attachments.push(record);
+        for (record, staged) in files {
+            w.attachment(
+                &record.id,
+                FileRecord {
+                    sha: staged.sha.clone(),
+                    size: staged.size,
+                    owner: req.agent_key.as_ref().map(|k| k.to_string()),
+                    token: s.token.to_string(),
+                    request: req.request_id.clone(),
+                    at: now_ms(),
+                },
+            );
+            attachments.push(record.clone());
+        }
+        if !files.is_empty() {
+            w.within_quota();
         }
         let message = Message {
             options: req.options.clone(),

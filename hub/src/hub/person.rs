@@ -412,15 +412,20 @@ impl Hub {
         if !self.lock().contains_key(token) {
             return Err(HubError::NotFound(token.clone()));
         }
-        Ok(self
+        let mut page = self
             .inner
             .store
-            .messages(token, before, limit.min(MAX_PAGE))?)
+            .messages(token, before, limit.min(MAX_PAGE))?;
+        for a in page.iter_mut().flat_map(|(_, m)| &mut m.attachments) {
+            a.released = self.inner.store.file_record(&a.id)?.is_none();
+        }
+        Ok(page)
     }
 
     /// One file a message of `token`'s history carries, with its bytes; `None` when no
     /// message of this session names `id` (a merge moves the messages, and the files
-    /// are reachable through the session that holds them).
+    /// are reachable through the session that holds them); `Released` when its bytes
+    /// are no longer kept.
     pub fn attachment(
         &self,
         token: &Token,
@@ -432,11 +437,13 @@ impl Hub {
         let Some(record) = self.inner.store.named_attachment(token, id)? else {
             return Ok(None);
         };
-        Ok(self
-            .inner
-            .store
-            .attachment(id)?
-            .map(|bytes| (record, bytes)))
+        match self.inner.store.attachment(id)? {
+            Some(bytes) => Ok(Some((record, bytes))),
+            None => Err(HubError::Released(format!(
+                "the file {:?} of this message was removed: the hub released its bytes (retention rule or freed by the person)",
+                record.name
+            ))),
+        }
     }
 
     // ---- templates, export, import --------------------------------------
@@ -506,9 +513,7 @@ impl Hub {
                 continue;
             }
             let mut w = Write::new();
-            for (id, bytes) in files {
-                w.attachment(&id, bytes);
-            }
+            let _staged = self.stage_carried(&session, files, &mut w)?;
             session.msg_count = 0;
             for m in messages {
                 let seq = session.note_message(&m);

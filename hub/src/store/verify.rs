@@ -36,6 +36,7 @@ pub fn verify(dir: &Path) -> Result<Verified, StoreError> {
     };
     let read = open::quiet_panics(|| {
         read_everything(&t, dir)?;
+        super::files::check_files(dir, &t)?;
         count_messages(&t)
     });
     let messages = read
