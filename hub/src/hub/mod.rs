@@ -36,6 +36,7 @@ mod sync;
 mod tests;
 mod unflushed;
 
+pub use files::{FileUsage, FreeScope, Freed};
 pub use sync::SyncSnapshot;
 pub use unflushed::Unflushed;
 

@@ -476,24 +476,39 @@ impl Hub {
             interchange::ExportSession::from_session(
                 &session,
                 messages.into_iter().map(|m| m.1),
-                |id| self.inner.store.attachment(id).ok().flatten(),
+                |id| self.inner.store.attachment_path(id).ok().flatten(),
             ),
         );
         Ok(file)
     }
 
-    /// Every session with its messages, in the `sessions.json` format.
-    pub fn export(&self) -> Result<interchange::ExportFile> {
-        let tokens: Vec<Token> = {
-            let mut t: Vec<Token> = self.lock().entries().map(|(t, _)| t).collect();
-            t.sort();
-            t
-        };
-        let mut file = interchange::ExportFile::new();
-        for token in tokens {
-            file.extend(self.export_one(&token)?);
+    /// The tokens an export writes, in order.
+    pub fn export_tokens(&self) -> Vec<Token> {
+        let mut t: Vec<Token> = self.lock().entries().map(|(t, _)| t).collect();
+        t.sort();
+        t
+    }
+
+    /// Writes every session with its messages to `out` in the `sessions.json`
+    /// format, one session at a time and each file read only as it is written, so
+    /// the hub holds one session's messages and one file, never the whole store.
+    /// Answers how many sessions it wrote.
+    pub fn export_to(&self, tokens: &[Token], out: &mut impl std::io::Write) -> Result<usize> {
+        let io = |e: std::io::Error| HubError::Store(StoreError::Io(e.to_string()));
+        out.write_all(b"{").map_err(io)?;
+        for (i, token) in tokens.iter().enumerate() {
+            let one = self.export_one(token)?;
+            let (key, session) = one.iter().next().expect("one session");
+            if i > 0 {
+                out.write_all(b",").map_err(io)?;
+            }
+            serde_json::to_writer(&mut *out, key).map_err(|e| io(e.into()))?;
+            out.write_all(b":").map_err(io)?;
+            serde_json::to_writer(&mut *out, session).map_err(|e| io(e.into()))?;
         }
-        Ok(file)
+        out.write_all(b"}\n").map_err(io)?;
+        out.flush().map_err(io)?;
+        Ok(tokens.len())
     }
 
     /// Adds the sessions of a `sessions.json` this hub does not have yet.
