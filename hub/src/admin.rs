@@ -483,7 +483,8 @@ pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
         let _ = source.write_to(&mut stdout).await;
         return Ok(());
     };
-    let cannot = |e: std::io::Error| AdminError::Message(format!("cannot write {}: {e}", path.display()));
+    let cannot =
+        |e: std::io::Error| AdminError::Message(format!("cannot write {}: {e}", path.display()));
     let mut file = crate::home::PrivateFile::create(path).map_err(cannot)?;
     let mut w = std::io::BufWriter::new(&mut file.file);
     let sessions = source.write_to(&mut w).await.map_err(cannot)?;
@@ -823,12 +824,18 @@ pub async fn attachments(config: &Config, free: Option<crate::api::dto::FreeBody
         Some(c) => {
             let freed = match &free {
                 Some(body) => Some(decoded(
-                    c.call(c.http.post(format!("{}/api/attachments/free", c.base)).json(body))
-                        .await?,
+                    c.call(
+                        c.http
+                            .post(format!("{}/api/attachments/free", c.base))
+                            .json(body),
+                    )
+                    .await?,
                 )?),
                 None => None,
             };
-            let usage = c.call(c.http.get(format!("{}/api/attachments", c.base))).await?;
+            let usage = c
+                .call(c.http.get(format!("{}/api/attachments", c.base)))
+                .await?;
             (freed, decoded(usage)?)
         }
         None => {
@@ -856,13 +863,33 @@ pub async fn attachments(config: &Config, free: Option<crate::api::dto::FreeBody
             mib(f.bytes)
         );
     }
-    say!("{:<24}  {:>6}  {:>12}  {:>10}", "OWNER", "FILES", "USED", "QUOTA");
+    say!(
+        "{:<24}  {:>6}  {:>12}  {:>10}",
+        "OWNER",
+        "FILES",
+        "USED",
+        "QUOTA"
+    );
     for o in &usage.owners {
-        let owner = o.key.as_deref().map_or("(hub secret)".to_owned(), |k| format!("key {k}"));
-        say!("{owner:<24}  {:>6}  {:>12}  {:>10}", o.files, mib(o.bytes), mib(o.quota));
+        let owner = o
+            .key
+            .as_deref()
+            .map_or("(hub secret)".to_owned(), |k| format!("key {k}"));
+        say!(
+            "{owner:<24}  {:>6}  {:>12}  {:>10}",
+            o.files,
+            mib(o.bytes),
+            mib(o.quota)
+        );
     }
     let t = &usage.total;
-    say!("{:<24}  {:>6}  {:>12}  {:>10}", "(all)", t.files, mib(t.bytes), mib(t.quota));
+    say!(
+        "{:<24}  {:>6}  {:>12}  {:>10}",
+        "(all)",
+        t.files,
+        mib(t.bytes),
+        mib(t.quota)
+    );
     say!(
         "files of answered or superseded questions are released {} after they came",
         duration_words(usage.keep_sec)

@@ -419,12 +419,11 @@ impl ExportMessage {
                 },
             })
             .collect();
-        let decoded = crate::session::decode_uploads(&uploads).map_err(|detail| {
-            BadEntry::Attachment {
+        let decoded =
+            crate::session::decode_uploads(&uploads).map_err(|detail| BadEntry::Attachment {
                 token: token.clone(),
                 detail,
-            }
-        })?;
+            })?;
         let mut attachments = Vec::with_capacity(decoded.len());
         for (record, bytes) in decoded {
             files.push((record.id.clone(), bytes));

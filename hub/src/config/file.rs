@@ -10,13 +10,13 @@ use serde::Deserialize;
 use super::notify::{NotifyConfig, NotifyFile};
 use super::validate::{LISTEN_FORM, parse_listen};
 use super::{
+    AttachmentLimits, DEFAULT_ATTACHMENT_KEEP_SEC, DEFAULT_ATTACHMENT_OWNER_QUOTA_MB,
+    DEFAULT_ATTACHMENT_TOTAL_QUOTA_MB,
+};
+use super::{
     Config, ConfigError, DEFAULT_CACHE_MB, DEFAULT_LISTEN, DEFAULT_MCP_SESSIONS_PER_CREDENTIAL,
     DEFAULT_MCP_SESSIONS_TOTAL, DEFAULT_MCP_TASK_KEEP_SEC, DEFAULT_MCP_TASKS_PER_CREDENTIAL,
     DEFAULT_WAIT_GRACE_SEC, MAX_WAIT_GRACE_SEC, McpLimits, Template, default_templates,
-};
-use super::{
-    AttachmentLimits, DEFAULT_ATTACHMENT_KEEP_SEC, DEFAULT_ATTACHMENT_OWNER_QUOTA_MB,
-    DEFAULT_ATTACHMENT_TOTAL_QUOTA_MB,
 };
 
 /// `config.toml`, every key optional.

@@ -71,7 +71,11 @@ pub enum QuotaExceeded {
     #[error(
         "the attachments of {owner} would take {would} bytes, over its quota of {quota} bytes; nothing was stored (the person can free space with `holdline-hub attachments`)"
     )]
-    Owner { owner: String, would: u64, quota: u64 },
+    Owner {
+        owner: String,
+        would: u64,
+        quota: u64,
+    },
     #[error(
         "the hub's attachments would take {would} bytes, over its total quota of {quota} bytes; nothing was stored (the person can free space with `holdline-hub attachments`)"
     )]
@@ -247,7 +251,11 @@ impl Files {
 
     /// Whether the owner's and everyone's usage, plus `files` (sha, size) not yet
     /// held, stay within the quota: a cheap refusal before anything is written.
-    pub(super) fn fits(&self, owner: &Option<String>, files: &[(String, u64)]) -> Result<(), QuotaExceeded> {
+    pub(super) fn fits(
+        &self,
+        owner: &Option<String>,
+        files: &[(String, u64)],
+    ) -> Result<(), QuotaExceeded> {
         let mut next = self.index().clone();
         for (sha, size) in files {
             next.add(&FileRecord {

@@ -727,7 +727,11 @@ impl Store {
 
     /// Whether `files` (SHA-256, size) would fit the owner's and the total quota now
     /// (the write's own check is the one that counts).
-    pub fn files_fit(&self, owner: Option<&str>, files: &[(String, u64)]) -> Result<(), StoreError> {
+    pub fn files_fit(
+        &self,
+        owner: Option<&str>,
+        files: &[(String, u64)],
+    ) -> Result<(), StoreError> {
         self.files
             .fits(&owner.map(str::to_owned), files)
             .map_err(StoreError::Quota)

@@ -80,9 +80,9 @@ fn stored_files(hub: &RealHub) -> (usize, u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return (0, 0);
     };
-    entries.flatten().fold((0, 0), |(n, b), e| {
-        (n + 1, b + e.metadata().unwrap().len())
-    })
+    entries
+        .flatten()
+        .fold((0, 0), |(n, b), e| (n + 1, b + e.metadata().unwrap().len()))
 }
 
 async fn fetch_status(hub: &RealHub, url: &str) -> (u16, Value) {
@@ -91,12 +91,14 @@ async fn fetch_status(hub: &RealHub, url: &str) -> (u16, Value) {
 
 #[tokio::test]
 async fn over_its_quota_a_key_is_refused_whole_while_another_key_stores_within_its_own() {
-    let (_dir, hub) =
-        start("[attachments]\nowner_quota_mb = 1\ntotal_quota_mb = 4\n").await;
+    let (_dir, hub) = start("[attachments]\nowner_quota_mb = 1\ntotal_quota_mb = 4\n").await;
     let laptop = create_key(&hub.home, "laptop");
     let desktop = create_key(&hub.home, "desktop");
     let token = init(&hub, &laptop, "Site").await;
-    let first = [upload("a.bin", &file(1, 400 * KIB)), upload("b.bin", &file(2, 400 * KIB))];
+    let first = [
+        upload("a.bin", &file(1, 400 * KIB)),
+        upload("b.bin", &file(2, 400 * KIB)),
+    ];
     let (s, v) = register(&hub, &laptop, &token, "q1", &first).await;
     assert_eq!(s, 200, "{v}");
     let wait_id = v["waitId"].as_str().unwrap().to_owned();
@@ -129,21 +131,47 @@ async fn over_its_quota_a_key_is_refused_whole_while_another_key_stores_within_i
 
 #[tokio::test]
 async fn the_total_quota_binds_every_owner_together() {
-    let (_dir, hub) =
-        start("[attachments]\nowner_quota_mb = 1\ntotal_quota_mb = 1\n").await;
+    let (_dir, hub) = start("[attachments]\nowner_quota_mb = 1\ntotal_quota_mb = 1\n").await;
     let key = create_key(&hub.home, "laptop");
     let secret = hub.api.secret.clone();
     let mine = init(&hub, &secret, "Mine").await;
     let theirs = init(&hub, &key, "Theirs").await;
-    let (s, v) = register(&hub, &secret, &mine, "q1", &[upload("a", &file(1, 600 * KIB))]).await;
+    let (s, v) = register(
+        &hub,
+        &secret,
+        &mine,
+        "q1",
+        &[upload("a", &file(1, 600 * KIB))],
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
-    let (s, v) = register(&hub, &key, &theirs, "q1", &[upload("b", &file(2, 600 * KIB))]).await;
+    let (s, v) = register(
+        &hub,
+        &key,
+        &theirs,
+        "q1",
+        &[upload("b", &file(2, 600 * KIB))],
+    )
+    .await;
     assert_eq!(s, 507, "{v}");
     assert_eq!(v["error"]["code"], "ATTACHMENT_QUOTA");
-    assert!(v["error"]["message"].as_str().unwrap().contains("total quota"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("total quota"),
+        "{v}"
+    );
     assert!(messages(&hub, &theirs).await.is_empty());
     // The same file the hub already holds costs the total nothing more.
-    let (s, v) = register(&hub, &key, &theirs, "q2", &[upload("a", &file(1, 600 * KIB))]).await;
+    let (s, v) = register(
+        &hub,
+        &key,
+        &theirs,
+        "q2",
+        &[upload("a", &file(1, 600 * KIB))],
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(stored_files(&hub), (1, 600 * KIB as u64));
 }
@@ -195,10 +223,24 @@ async fn retention_releases_files_of_answered_and_superseded_questions_only() {
     let (_dir, hub) = start("[attachments]\nkeep_sec = 1\n").await;
     let secret = hub.api.secret.clone();
     let token = init(&hub, &secret, "Site").await;
-    let (s, v) = register(&hub, &secret, &token, "q1", &[upload("old.png", &file(1, 1000))]).await;
+    let (s, v) = register(
+        &hub,
+        &secret,
+        &token,
+        "q1",
+        &[upload("old.png", &file(1, 1000))],
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     // q2 supersedes q1; it is the open question.
-    let (s, v) = register(&hub, &secret, &token, "q2", &[upload("new.png", &file(2, 1000))]).await;
+    let (s, v) = register(
+        &hub,
+        &secret,
+        &token,
+        "q2",
+        &[upload("new.png", &file(2, 1000))],
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     let wait_id = v["waitId"].as_str().unwrap().to_owned();
     let url = |m: &Value| m["attachments"][0]["url"].as_str().unwrap().to_owned();
@@ -217,11 +259,21 @@ async fn retention_releases_files_of_answered_and_superseded_questions_only() {
     assert!(released, "the superseded question's file is released");
     let (s, v) = fetch_status(&hub, &old).await;
     assert_eq!(s, 404);
-    assert!(v["error"]["message"].as_str().unwrap().contains("removed"), "{v}");
-    assert_eq!(fetch_status(&hub, &new).await.0, 200, "the open question keeps its file");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("removed"),
+        "{v}"
+    );
+    assert_eq!(
+        fetch_status(&hub, &new).await.0,
+        200,
+        "the open question keeps its file"
+    );
     let shown = messages(&hub, &token).await;
     assert_eq!(shown[0]["attachments"][0]["removed"], true, "{shown:?}");
-    assert!(shown[1]["attachments"][0].get("removed").is_none(), "{shown:?}");
+    assert!(
+        shown[1]["attachments"][0].get("removed").is_none(),
+        "{shown:?}"
+    );
 
     // Answered (replied and acked), the open question's file goes too.
     let reply = json!({"token": token, "text": "ok"});
@@ -249,23 +301,49 @@ async fn the_cli_shows_the_space_per_owner_and_frees_it() {
     let secret = hub.api.secret.clone();
     let theirs = init(&hub, &key, "Theirs").await;
     let mine = init(&hub, &secret, "Mine").await;
-    let (s, _) = register(&hub, &key, &theirs, "q1", &[upload("a", &file(1, 512 * KIB))]).await;
+    let (s, _) = register(
+        &hub,
+        &key,
+        &theirs,
+        "q1",
+        &[upload("a", &file(1, 512 * KIB))],
+    )
+    .await;
     assert_eq!(s, 200);
-    let (s, _) = register(&hub, &secret, &mine, "q1", &[upload("b", &file(2, 256 * KIB))]).await;
+    let (s, _) = register(
+        &hub,
+        &secret,
+        &mine,
+        "q1",
+        &[upload("b", &file(2, 256 * KIB))],
+    )
+    .await;
     assert_eq!(s, 200);
 
     let shown = run_cli(&hub.home, &["attachments"]);
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.status.success(), "{shown:?}");
-    assert!(text.contains("key laptop") && text.contains("0.50 MiB"), "{text}");
-    assert!(text.contains("(hub secret)") && text.contains("0.25 MiB"), "{text}");
-    assert!(text.contains("256.00 MiB") && text.contains("1024.00 MiB"), "{text}");
+    assert!(
+        text.contains("key laptop") && text.contains("0.50 MiB"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(hub secret)") && text.contains("0.25 MiB"),
+        "{text}"
+    );
+    assert!(
+        text.contains("256.00 MiB") && text.contains("1024.00 MiB"),
+        "{text}"
+    );
 
     // Freed through the running hub: the key's file is gone, the secret's stays.
     let freed = run_cli(&hub.home, &["attachments", "--free-key", "laptop"]);
     let text = String::from_utf8_lossy(&freed.stdout);
     assert!(freed.status.success(), "{freed:?}");
-    assert!(text.contains("released the files of 1 attachment; 0.50 MiB freed"), "{text}");
+    assert!(
+        text.contains("released the files of 1 attachment; 0.50 MiB freed"),
+        "{text}"
+    );
     assert!(!text.contains("key laptop"), "{text}");
     assert_eq!(stored_files(&hub), (1, 256 * KIB as u64));
     let url = messages(&hub, &theirs).await[0]["attachments"][0]["url"]
@@ -315,7 +393,10 @@ async fn an_export_with_files_streams_and_carries_them_with_or_without_a_hub() {
     let out = dir.path().join("running.json");
     let ran = run_cli(&hub.home, &["export", "--out", out.to_str().unwrap()]);
     assert!(ran.status.success(), "{ran:?}");
-    assert!(String::from_utf8_lossy(&ran.stderr).contains("exported 3 sessions"), "{ran:?}");
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("exported 3 sessions"),
+        "{ran:?}"
+    );
     let written: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(written, export);
 
