@@ -798,24 +798,6 @@ pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_agree_with_their_noun() {
-        assert_eq!(count(0, "session"), "0 sessions");
-        assert_eq!(count(1, "session"), "1 session");
-        assert_eq!(count(2, "session"), "2 sessions");
-    }
-
-    #[test]
-    fn times_are_shown_in_utc_or_never() {
-        assert_eq!(when(None), "never");
-        assert_eq!(when(Some(0)), "1970-01-01 00:00 UTC");
-    }
-}
-
 /// `attachments`: frees what `free` names (if anything), then shows what the
 /// questions' files take per owner and in all, through the running hub or the store.
 pub async fn attachments(config: &Config, free: Option<crate::api::dto::FreeBody>) -> Result<()> {
@@ -911,5 +893,23 @@ fn duration_words(sec: u64) -> String {
         s if s % 86_400 == 0 => count(s / 86_400, "day"),
         s if s % 3_600 == 0 => count(s / 3_600, "hour"),
         s => count(s, "second"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count(0, "session"), "0 sessions");
+        assert_eq!(count(1, "session"), "1 session");
+        assert_eq!(count(2, "session"), "2 sessions");
+    }
+
+    #[test]
+    fn times_are_shown_in_utc_or_never() {
+        assert_eq!(when(None), "never");
+        assert_eq!(when(Some(0)), "1970-01-01 00:00 UTC");
     }
 }

@@ -508,6 +508,23 @@ pub async fn merge(
     Ok(Json(app.session_dto(app.hub.info(&to)?)))
 }
 
+/// `GET /api/attachments`: what the questions' files take, per owner and in all.
+pub async fn attachments(State(app): State<AppState>) -> Answer<AttachmentsAnswer> {
+    Ok(Json(AttachmentsAnswer::of(app.hub.file_usage())))
+}
+
+/// `POST /api/attachments/free`: releases the files the body names, now.
+pub async fn free_attachments(
+    State(app): State<AppState>,
+    Body(b): Body<FreeBody>,
+) -> Answer<FreeAnswer> {
+    let freed = app.hub.free_files(b.into()).await?;
+    Ok(Json(FreeAnswer {
+        attachments: freed.attachments,
+        bytes: freed.bytes,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::snippet;
@@ -540,21 +557,4 @@ mod tests {
         // A `#` that starts no heading stays.
         assert_eq!(snippet("#hashtag and issue", "issue"), "#hashtag and issue");
     }
-}
-
-/// `GET /api/attachments`: what the questions' files take, per owner and in all.
-pub async fn attachments(State(app): State<AppState>) -> Answer<AttachmentsAnswer> {
-    Ok(Json(AttachmentsAnswer::of(app.hub.file_usage())))
-}
-
-/// `POST /api/attachments/free`: releases the files the body names, now.
-pub async fn free_attachments(
-    State(app): State<AppState>,
-    Body(b): Body<FreeBody>,
-) -> Answer<FreeAnswer> {
-    let freed = app.hub.free_files(b.into()).await?;
-    Ok(Json(FreeAnswer {
-        attachments: freed.attachments,
-        bytes: freed.bytes,
-    }))
 }

@@ -82,12 +82,15 @@ pub enum QuotaExceeded {
     Total { would: u64, quota: u64 },
 }
 
+/// How many records of each owner (`None`: the hub secret) name one file.
+type OwnerRefs = Vec<(Option<String>, u32)>;
+
 /// Every file record in memory as counts: which owners name each file, and what
 /// each owner holds. Small: one entry per distinct file.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Index {
     /// File → its size and how many records of each owner name it.
-    files: HashMap<String, (u64, Vec<(Option<String>, u32)>)>,
+    files: HashMap<String, (u64, OwnerRefs)>,
     usage: HashMap<Option<String>, Usage>,
     total: Usage,
 }
