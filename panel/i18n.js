@@ -284,6 +284,8 @@ const STRINGS = {
     attachments: 'Attached files',
     attachmentOpen: 'Open {name}',
     attachmentDownload: 'Download {name} ({size})',
+    attachmentRemoved: 'removed',
+    attachmentRemovedWhy: 'The hub no longer keeps this file (released after its question was answered, or freed)',
   },
   zh: {
     appName: 'holdline',
@@ -567,6 +569,8 @@ const STRINGS = {
     attachments: '附件',
     attachmentOpen: '打开 {name}',
     attachmentDownload: '下载 {name}（{size}）',
+    attachmentRemoved: '已移除',
+    attachmentRemovedWhy: '服务端已不再保留此文件（问题答复后按保留规则释放，或被手动清理）',
   },
 };
 

@@ -62,8 +62,13 @@ pub async fn measure(hub_bin: &Path, plan: &AttachmentPlan) -> anyhow::Result<At
     let started = Instant::now();
     let mut agents = Vec::new();
     for (i, key) in keys.into_iter().enumerate() {
-        let (addr, plan) = (hub.addr, (plan.registers_per_key, plan.shared_bytes, plan.own_bytes));
-        agents.push(tokio::spawn(async move { agent(addr, key, i as u8, plan).await }));
+        let (addr, plan) = (
+            hub.addr,
+            (plan.registers_per_key, plan.shared_bytes, plan.own_bytes),
+        );
+        agents.push(tokio::spawn(async move {
+            agent(addr, key, i as u8, plan).await
+        }));
     }
     for a in agents {
         a.await??;
@@ -113,7 +118,11 @@ async fn agent(
                 {"name": "run.log", "mimeType": "text/plain", "data": log}]});
         let a = c.post("/api/wait/register", &body).await?;
         if a.status != 200 {
-            bail!("register {n} of key {seed} answered {}: {:?}", a.status, a.json().ok());
+            bail!(
+                "register {n} of key {seed} answered {}: {:?}",
+                a.status,
+                a.json().ok()
+            );
         }
     }
     Ok(())

@@ -585,7 +585,11 @@ async fn bench_attachments(
             "store size after them ({} of distinct files given)",
             mib(f.distinct_bytes)
         ),
-        format!("{} ({} of it the files)", mib(f.store_bytes), mib(f.files_bytes)),
+        format!(
+            "{} ({} of it the files)",
+            mib(f.store_bytes),
+            mib(f.files_bytes)
+        ),
         "≤ 1.1 × the distinct files + 64 MiB",
         f.store_bytes <= f.distinct_bytes + f.distinct_bytes / 10 + (64 << 20),
     );

@@ -167,12 +167,6 @@ impl Hub {
         // Only one request's files in memory, and only until they are on disk.
         req.attachments = Vec::new();
         let files = self.stage_files(req.agent_key.as_ref(), decoded)?;
-        let refused = |e: HubError| {
-            if matches!(e, HubError::Quota(_)) && !files.is_empty() {
-                self.sweep_files_soon();
-            }
-            e
-        };
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -180,52 +174,62 @@ impl Hub {
             agent_key: req.agent_key.as_ref(),
         };
         let owner = req.agent_key.as_ref();
-        let wait_id = self
-            .commit(&req.token, |hub, s, w| {
-                own(s, owner)?;
-                ensure_open(s)?;
-                hub.bind_wait(s, w, &caller, &req.cursor_title)?;
-                s.binding_check_count += 1;
-                s.note_host_name(req.host_name.as_deref());
-                let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
-                if repeated && let Some(open) = &s.wait {
-                    return Ok(open.wait_id.clone());
-                }
-                if !repeated {
-                    // A repeated request id (a re-call) stores its files no second time.
-                    hub.record_question(s, w, &req, &files);
-                }
-                let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
-                s.wait = Some(OpenWait {
-                    wait_id: wait_id.clone(),
-                    request_id: req.request_id.clone(),
-                    since: now_ms(),
-                    key: req.agent_key.clone(),
-                });
-                let mut queued = hub.inner.store.first_reply(&s.token)?.is_some();
-                if !queued
-                    && s.keep_alive.session_auto_continue
-                    && !s.last_review.is_idle_next
-                    && s.last_review.completion_pct.is_none_or(|p| p < 100)
-                    && s.may_auto_reply()
-                {
-                    // Idle auto-continue: the agent named a next step; go on with it.
-                    let text = format!(
-                        "{}\n{}",
-                        s.keep_alive.continue_prompt, s.last_review.next_step
-                    );
-                    hub.queue_auto_reply(s, w, text);
-                    queued = true;
-                }
-                s.status = Session::waiting_status(queued);
-                s.last_active_at = now_ms();
-                Ok(wait_id)
-            })
-            .map_err(refused)?;
+        let committed = self.commit(&req.token, |hub, s, w| {
+            own(s, owner)?;
+            ensure_open(s)?;
+            hub.bind_wait(s, w, &caller, &req.cursor_title)?;
+            s.binding_check_count += 1;
+            s.note_host_name(req.host_name.as_deref());
+            let repeated = s.last_request_id.as_deref() == Some(req.request_id.as_str());
+            if repeated && let Some(open) = &s.wait {
+                return Ok(open.wait_id.clone());
+            }
+            if !repeated {
+                // A repeated request id (a re-call) stores its files no second time.
+                hub.record_question(s, w, &req, &files);
+            }
+            let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
+            s.wait = Some(OpenWait {
+                wait_id: wait_id.clone(),
+                request_id: req.request_id.clone(),
+                since: now_ms(),
+                key: req.agent_key.clone(),
+            });
+            let queued = hub.reply_ready(s, w)?;
+            s.status = Session::waiting_status(queued);
+            s.last_active_at = now_ms();
+            Ok(wait_id)
+        });
+        let refused = committed.is_err() && !files.is_empty();
+        // Unpinned first, so the sweep may take what a refused write had staged.
         drop(files);
+        if refused {
+            self.sweep_files_soon();
+        }
+        let wait_id = committed?;
         self.inner.waiters.opened(&req.token);
         self.arm_timed_reply(req.token.clone(), wait_id.clone());
         Ok(Unflushed::new(wait_id))
+    }
+
+    /// Whether a reply waits for the wait just opened: one queued, else an idle
+    /// auto-continue queued now (the agent named a next step; go on with it).
+    fn reply_ready(&self, s: &mut Session, w: &mut Write) -> Result<bool> {
+        if self.inner.store.first_reply(&s.token)?.is_some() {
+            return Ok(true);
+        }
+        let go_on = s.keep_alive.session_auto_continue
+            && !s.last_review.is_idle_next
+            && s.last_review.completion_pct.is_none_or(|p| p < 100)
+            && s.may_auto_reply();
+        if go_on {
+            let text = format!(
+                "{}\n{}",
+                s.keep_alive.continue_prompt, s.last_review.next_step
+            );
+            self.queue_auto_reply(s, w, text);
+        }
+        Ok(go_on)
     }
 
     /// The wait's caller against the session's binding: the same chat goes on,
