@@ -801,42 +801,9 @@ pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
 /// `attachments`: frees what `free` names (if anything), then shows what the
 /// questions' files take per owner and in all, through the running hub or the store.
 pub async fn attachments(config: &Config, free: Option<crate::api::dto::FreeBody>) -> Result<()> {
-    use crate::api::dto::{AttachmentsAnswer, FreeAnswer};
-    let (freed, usage): (Option<FreeAnswer>, AttachmentsAnswer) = match running(config).await {
-        Some(c) => {
-            let freed = match &free {
-                Some(body) => Some(decoded(
-                    c.call(
-                        c.http
-                            .post(format!("{}/api/attachments/free", c.base))
-                            .json(body),
-                    )
-                    .await?,
-                )?),
-                None => None,
-            };
-            let usage = c
-                .call(c.http.get(format!("{}/api/attachments", c.base)))
-                .await?;
-            (freed, decoded(usage)?)
-        }
-        None => {
-            let hub = open_offline(config)?;
-            let freed = match free {
-                Some(body) => {
-                    let f = hub
-                        .free_files(body.into())
-                        .await
-                        .map_err(|e| AdminError::Message(e.to_string()))?;
-                    Some(FreeAnswer {
-                        attachments: f.attachments,
-                        bytes: f.bytes,
-                    })
-                }
-                None => None,
-            };
-            (freed, AttachmentsAnswer::of(hub.file_usage()))
-        }
+    let (freed, usage) = match running(config).await {
+        Some(c) => attachments_online(&c, free).await?,
+        None => attachments_offline(config, free).await?,
     };
     if let Some(f) = freed {
         say!(
@@ -877,6 +844,54 @@ pub async fn attachments(config: &Config, free: Option<crate::api::dto::FreeBody
         duration_words(usage.keep_sec)
     );
     Ok(())
+}
+
+type FilesAnswers = (
+    Option<crate::api::dto::FreeAnswer>,
+    crate::api::dto::AttachmentsAnswer,
+);
+
+/// `attachments` through the running hub's person routes.
+async fn attachments_online(
+    c: &Client,
+    free: Option<crate::api::dto::FreeBody>,
+) -> Result<FilesAnswers> {
+    let freed = match &free {
+        Some(body) => {
+            let url = format!("{}/api/attachments/free", c.base);
+            Some(decoded(c.call(c.http.post(url).json(body)).await?)?)
+        }
+        None => None,
+    };
+    let usage = c
+        .call(c.http.get(format!("{}/api/attachments", c.base)))
+        .await?;
+    Ok((freed, decoded(usage)?))
+}
+
+/// `attachments` on the store, when no hub runs.
+async fn attachments_offline(
+    config: &Config,
+    free: Option<crate::api::dto::FreeBody>,
+) -> Result<FilesAnswers> {
+    let hub = open_offline(config)?;
+    let freed = match free {
+        Some(body) => {
+            let f = hub
+                .free_files(body.into())
+                .await
+                .map_err(|e| AdminError::Message(e.to_string()))?;
+            Some(crate::api::dto::FreeAnswer {
+                attachments: f.attachments,
+                bytes: f.bytes,
+            })
+        }
+        None => None,
+    };
+    Ok((
+        freed,
+        crate::api::dto::AttachmentsAnswer::of(hub.file_usage()),
+    ))
 }
 
 fn decoded<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {

@@ -59,7 +59,7 @@ impl Default for Quota {
 }
 
 /// What an owner (or everyone) holds: distinct files and their bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Usage {
     pub files: u64,
     pub bytes: u64,
@@ -336,17 +336,6 @@ impl Files {
         let mut owners: Vec<_> = index.usage.iter().map(|(o, u)| (o.clone(), *u)).collect();
         owners.sort();
         (owners, index.total)
-    }
-}
-
-impl PartialOrd for Usage {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Usage {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.bytes, self.files).cmp(&(other.bytes, other.files))
     }
 }
 
