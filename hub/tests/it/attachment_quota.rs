@@ -407,3 +407,33 @@ async fn an_export_with_files_streams_and_carries_them_with_or_without_a_hub() {
     let written: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(written, export);
 }
+
+#[tokio::test]
+async fn two_registers_at_once_cannot_both_pass_the_quota() {
+    let (_dir, hub) = start("[attachments]\nowner_quota_mb = 1\n").await;
+    let key = create_key(&hub.home, "laptop");
+    let (a, b) = (init(&hub, &key, "A").await, init(&hub, &key, "B").await);
+    let (fa, fb) = (
+        [upload("a", &file(1, 700 * KIB))],
+        [upload("b", &file(2, 700 * KIB))],
+    );
+    let ((sa, va), (sb, vb)) = tokio::join!(
+        register(&hub, &key, &a, "q1", &fa),
+        register(&hub, &key, &b, "q1", &fb)
+    );
+    let mut statuses = [sa, sb];
+    statuses.sort();
+    assert_eq!(statuses, [200, 507], "{va} {vb}");
+    // Only the one that passed is stored, once the refused one's file is swept.
+    for _ in 0..50 {
+        if stored_files(&hub).0 == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(stored_files(&hub), (1, 700 * KIB as u64));
+    assert_eq!(
+        owner_bytes(&usage(&hub).await, Some("laptop")),
+        700 * KIB as u64
+    );
+}
