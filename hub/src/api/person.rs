@@ -213,7 +213,7 @@ pub async fn attachment(
             "attachment id must be at_ followed by 32 hex digits",
         ));
     }
-    let Some((record, bytes)) = app.hub.attachment(&t, &id)? else {
+    let Some((record, path)) = app.hub.attachment_file(&t, &id)? else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             holdline_contract::ErrorCode::NotFound,
@@ -241,7 +241,34 @@ pub async fn attachment(
         ),
         (header::CACHE_CONTROL, "private, max-age=3600".to_owned()),
     ];
-    Ok((headers, bytes).into_response())
+    // Streamed from its file: a read holds 64 KiB of it, not the whole file.
+    let Ok(file) = tokio::fs::File::open(&path).await else {
+        return Err(HubError::Released(format!(
+            "the file {:?} of this message was removed",
+            record.name
+        ))
+        .into());
+    };
+    Ok((headers, axum::body::Body::from_stream(file_chunks(file))).into_response())
+}
+
+/// A file's bytes as a stream of 64 KiB chunks.
+fn file_chunks(
+    file: tokio::fs::File,
+) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> {
+    use tokio::io::AsyncReadExt as _;
+    futures::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = vec![0; 64 << 10];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(axum::body::Bytes::from(buf)), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
 }
 
 /// `name` as RFC 5987 `filename*` carries it: every byte but unreserved characters

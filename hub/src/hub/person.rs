@@ -431,18 +431,32 @@ impl Hub {
         token: &Token,
         id: &str,
     ) -> Result<Option<(crate::session::AttachmentRef, Vec<u8>)>> {
+        let Some((record, path)) = self.attachment_file(token, id)? else {
+            return Ok(None);
+        };
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some((record, bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(released(&record)),
+            Err(e) => Err(HubError::Store(StoreError::Io(e.to_string()))),
+        }
+    }
+
+    /// Like [`Hub::attachment`], with where its bytes are instead of the bytes (the
+    /// person's route streams them).
+    pub fn attachment_file(
+        &self,
+        token: &Token,
+        id: &str,
+    ) -> Result<Option<(crate::session::AttachmentRef, std::path::PathBuf)>> {
         if !self.lock().contains_key(token) {
             return Err(HubError::NotFound(token.clone()));
         }
         let Some(record) = self.inner.store.named_attachment(token, id)? else {
             return Ok(None);
         };
-        match self.inner.store.attachment(id)? {
-            Some(bytes) => Ok(Some((record, bytes))),
-            None => Err(HubError::Released(format!(
-                "the file {:?} of this message was removed: the hub released its bytes (retention rule or freed by the person)",
-                record.name
-            ))),
+        match self.inner.store.attachment_path(id)? {
+            Some(path) => Ok(Some((record, path))),
+            None => Err(released(&record)),
         }
     }
 
@@ -565,4 +579,12 @@ impl Hub {
         }
         Ok(Unflushed::new((imported, skipped)))
     }
+}
+
+/// What a read of a file whose bytes were released answers.
+pub(super) fn released(record: &crate::session::AttachmentRef) -> HubError {
+    HubError::Released(format!(
+        "the file {:?} of this message was removed: the hub released its bytes (retention rule or freed by the person)",
+        record.name
+    ))
 }
