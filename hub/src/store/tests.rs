@@ -809,3 +809,33 @@ fn the_quota_is_checked_in_the_write_that_would_store() {
         }
     );
 }
+
+/// A backup carries the files its records name, and verifies; one without them does not.
+#[test]
+fn a_backup_carries_the_attachments_files() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("db");
+    let store = reopen(&db).unwrap();
+    let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+    let staged = store.stage_file(b"a screenshot").unwrap();
+    let mut w = Write::new();
+    w.session(&s).attachment(
+        "at_1",
+        FileRecord {
+            sha: staged.sha.clone(),
+            size: staged.size,
+            owner: None,
+            token: s.token.to_string(),
+            request: "q".into(),
+            at: 0,
+        },
+    );
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    let backup = store.backup().unwrap();
+    let copied = backup.path.join(files::FOLDER).join(&staged.sha);
+    assert_eq!(std::fs::read(&copied).unwrap(), b"a screenshot");
+    assert!(super::verify(&backup.path).is_ok());
+    std::fs::remove_file(&copied).unwrap();
+    assert!(super::verify(&backup.path).is_err());
+}
