@@ -562,7 +562,7 @@ async fn bench_attachments(
 ) -> anyhow::Result<()> {
     let plan = attachments::AttachmentPlan {
         keys: 10,
-        registers_per_key: if quick { 5 } else { 100 },
+        registers_per_key: if quick { 2 } else { 100 },
         shared_bytes: 1 << 20,
         own_bytes: 256 << 10,
     };
