@@ -2,6 +2,7 @@
 // inline (a button each, opening the image viewer), every other file a download link with
 // its name and size. Bytes come from the hub's person route (`url`, same-origin cookie);
 // nothing is ever rendered from a file's content but an image the hub serves as one.
+// A file whose bytes the hub released (`removed`) is named, marked removed, never fetched.
 
 import { h } from './ui.js';
 import { t, bytes } from './i18n.js';
@@ -22,8 +23,10 @@ function safeUrl(a) {
 export function attachmentList(attachments, openImage) {
   const files = (attachments || []).map((a) => ({ ...a, url: safeUrl(a) })).filter((a) => a.url);
   if (!files.length) return null;
-  const images = files.filter((a) => INLINE.has(a.mimeType));
-  const others = files.filter((a) => !INLINE.has(a.mimeType));
+  const kept = files.filter((a) => !a.removed);
+  const removed = files.filter((a) => a.removed);
+  const images = kept.filter((a) => INLINE.has(a.mimeType));
+  const others = kept.filter((a) => !INLINE.has(a.mimeType));
   return h('div', { class: 'attachments', testid: 'attachments', role: 'group', 'aria-label': t('attachments') },
     images.length ? h('div', { class: 'images' }, images.map((a) => h('button', {
       type: 'button', class: 'attachment-image', testid: 'attachment-image',
@@ -37,5 +40,8 @@ export function attachmentList(attachments, openImage) {
         title: t('attachmentDownload', { name: a.name, size: bytes(Number(a.size) || 0) }),
       }, h('span', { class: 'attachment-name' }, a.name), ' ', h('span', { class: 'muted' }, bytes(Number(a.size) || 0)),
       h('span', { class: 'sr-only' }, t('attachmentDownloadTail')))))) : null,
+    removed.length ? h('ul', { class: 'attachment-files' }, removed.map((a) => h('li', {
+      testid: 'attachment-removed', title: t('attachmentRemovedWhy'),
+    }, h('s', { class: 'attachment-name' }, a.name), ' ', h('span', { class: 'muted' }, t('attachmentRemoved'))))) : null,
   );
 }

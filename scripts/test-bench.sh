@@ -74,8 +74,10 @@ if run "hub --quick" "$out/hub" hub --quick; then
     '^| /mcp hub RSS, 50 remote agents waiting at once | [0-9.]* MiB' \
     '^| /mcp 50 remote agents waiting, one reply each at [0-9]* replies/s: reply POST → tool result p50 / p99 | [0-9.]* ms / [0-9.]* ms (max [0-9.]* ms, 50 results)' \
     '^| /mcp beside: 50 sessions long-polling as stdio bridges do (simulated), [0-9]* replies/s: reply POST → poll answer p50 / p99; hub RSS | [0-9.]* ms / [0-9.]* ms (max [0-9.]* ms, [0-9]* replies, lost 0, duplicated 0); [0-9.]* MiB' \
-    '^| /mcp 50 remote agents: replies lost / duplicated | 0 / 0 (delivered 50 of 50 sent, errors 0)'
-  check "hub --quick --json" "$out/hub.json" '"reply"' '"load"' '"stored"' '"remote"'
+    '^| /mcp 50 remote agents: replies lost / duplicated | 0 / 0 (delivered 50 of 50 sent, errors 0)' \
+    '^| hub RSS after 20 registers with attachments by 10 keys .* | [0-9.]* MiB (peak [0-9.]* MiB)' \
+    '^| store size after them .* | [0-9.]* MiB ([0-9.]* MiB of it the files)'
+  check "hub --quick --json" "$out/hub.json" '"reply"' '"load"' '"stored"' '"remote"' '"attachments"'
 fi
 if run "bridge --quick" "$out/bridge" bridge --quick; then
   check "bridge --quick" "$out/bridge" \

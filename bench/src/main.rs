@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attachments;
 mod floor;
 mod http;
 mod load;
@@ -103,6 +104,8 @@ enum Part {
     Stored,
     /// The hub's `/mcp` beside the stdio bridge.
     Remote,
+    /// 1,000 registers with files by 10 agent keys: RSS and store size.
+    Attachments,
 }
 
 /// The numbers a run uses.
@@ -327,6 +330,9 @@ async fn dispatch(measured: Measured) -> anyhow::Result<()> {
             if all || a.only.contains(&Part::Remote) {
                 remote::bench(&bins, &scale.remote, &mut report).await?;
             }
+            if all || a.only.contains(&Part::Attachments) {
+                bench_attachments(&bins, common.quick, &mut report).await?;
+            }
         }
         Measured::Bridge(_) => bench_bridge(&bins, &scale, &mut report).await?,
     }
@@ -546,6 +552,51 @@ async fn bench_stored(
                "idle_runtime_switches_per_s": f.idle.runtime_switches as f64 / secs,
                "idle_cpu_ms_per_s": f.idle.cpu.as_secs_f64()*1e3 / secs}),
     );
+    Ok(())
+}
+
+async fn bench_attachments(
+    bins: &Binaries,
+    quick: bool,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let plan = attachments::AttachmentPlan {
+        keys: 10,
+        registers_per_key: if quick { 2 } else { 100 },
+        shared_bytes: 1 << 20,
+        own_bytes: 256 << 10,
+    };
+    eprintln!(
+        "attachments: {} keys × {} registers of 1.25 MiB",
+        plan.keys, plan.registers_per_key
+    );
+    let f = attachments::measure(&bins.hub, &plan).await?;
+    report.row(
+        format!(
+            "hub RSS after {} registers with attachments by {} keys (1.25 MiB each, within quota)",
+            f.registers, plan.keys
+        ),
+        format!("{} (peak {})", mib(f.rss_after), mib(f.rss_peak)),
+        "≤ 128 MiB",
+        f.rss_after <= 128 << 20,
+    );
+    report.row(
+        format!(
+            "store size after them ({} of distinct files given)",
+            mib(f.distinct_bytes)
+        ),
+        format!(
+            "{} ({} of it the files)",
+            mib(f.store_bytes),
+            mib(f.files_bytes)
+        ),
+        "≤ 1.1 × the distinct files + 64 MiB",
+        f.store_bytes <= f.distinct_bytes + f.distinct_bytes / 10 + (64 << 20),
+    );
+    eprintln!("attachments: registers took {:.1} s", f.took.as_secs_f64());
+    report
+        .json
+        .insert("attachments".into(), attachments::as_json(&f));
     Ok(())
 }
 

@@ -37,6 +37,10 @@ pub struct Attachment {
     /// Bytes.
     pub size: u64,
     pub url: String,
+    /// The hub no longer keeps its bytes (released by its retention rule, or freed by
+    /// the person): `url` answers 404.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
 }
 
 /// Why a question's files are refused; the sentence names the rule.

@@ -230,6 +230,20 @@ impl Client {
             .map_err(|e| AdminError::Message(format!("the hub at {} answered: {e}", self.base)))
     }
 
+    /// `GET /api/export`, its body not yet read (it streams).
+    async fn export_stream(&self) -> Result<reqwest::Response> {
+        let res = reqwest::Client::new()
+            .get(format!("{}/api/export", self.base))
+            .bearer_auth(&self.secret)
+            .send()
+            .await
+            .map_err(|_| not_running(&self.base))?;
+        if !res.status().is_success() {
+            return fail(format!("the hub answered {} to the export", res.status()));
+        }
+        Ok(res)
+    }
+
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<Value> {
         let res = req.bearer_auth(&self.secret).send().await.map_err(|e| {
             if e.is_connect() {
@@ -496,39 +510,64 @@ fn open_offline(config: &Config) -> Result<crate::hub::Hub> {
     )?)
 }
 
-/// `export`: the running hub's sessions, or the store's when no hub runs.
+/// `export`: the running hub's sessions, or the store's when no hub runs;
+/// streamed from the hub (or the store) to the file or stdout, never whole in memory.
 pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
     let c = Client::new(config).ok();
-    let file: Value = match &c {
-        Some(c) if c.is_up().await => c.call(c.http.get(format!("{}/api/export", c.base))).await?,
-        _ => {
-            let hub = open_offline(config)?;
-            serde_json::to_value(
-                hub.export()
-                    .map_err(|e| AdminError::Message(e.to_string()))?,
-            )
-            .map_err(|e| AdminError::Message(e.to_string()))?
-        }
+    let source = match c {
+        Some(c) if c.is_up().await => ExportSource::Hub(c.export_stream().await?),
+        _ => ExportSource::Store(open_offline(config)?),
     };
-    let text =
-        serde_json::to_string_pretty(&file).map_err(|e| AdminError::Message(e.to_string()))?;
-    match out {
-        Some(path) => {
-            crate::home::write_private(path, text.as_bytes()).map_err(|e| {
-                AdminError::Message(format!("cannot write {}: {e}", path.display()))
-            })?;
-            eprintln!(
-                "exported {} to {}",
-                count(file.as_object().map_or(0, |o| o.len()) as u64, "session"),
-                path.display()
-            );
-        }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{text}");
+    let Some(path) = out else {
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        // A closed pipe (`export | head`) ends the command quietly.
+        let _ = source.write_to(&mut stdout).await;
+        return Ok(());
+    };
+    let cannot =
+        |e: std::io::Error| AdminError::Message(format!("cannot write {}: {e}", path.display()));
+    let mut file = crate::home::PrivateFile::create(path).map_err(cannot)?;
+    let mut w = std::io::BufWriter::new(&mut file.file);
+    let sessions = source.write_to(&mut w).await.map_err(cannot)?;
+    w.flush().map_err(cannot)?;
+    drop(w);
+    file.commit().map_err(cannot)?;
+    eprintln!(
+        "exported {} to {}",
+        count(sessions as u64, "session"),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Where an export's bytes come from.
+enum ExportSource {
+    /// The running hub's streamed answer.
+    Hub(reqwest::Response),
+    /// The store, opened because no hub runs.
+    Store(crate::hub::Hub),
+}
+
+impl ExportSource {
+    /// Writes the whole export to `out`; answers the sessions written.
+    async fn write_to(self, out: &mut impl std::io::Write) -> std::io::Result<usize> {
+        match self {
+            ExportSource::Hub(mut res) => {
+                let sessions = res
+                    .headers()
+                    .get("x-holdline-sessions")
+                    .and_then(|v| v.to_str().ok()?.parse().ok())
+                    .unwrap_or(0);
+                while let Some(chunk) = res.chunk().await.map_err(std::io::Error::other)? {
+                    out.write_all(&chunk)?;
+                }
+                Ok(sessions)
+            }
+            ExportSource::Store(hub) => hub
+                .export_to(&hub.export_tokens(), out)
+                .map_err(|e| std::io::Error::other(e.to_string())),
         }
     }
-    Ok(())
 }
 
 /// `backup`: a backup now, by the running hub or from the store when none runs.
@@ -808,6 +847,119 @@ pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `attachments`: frees what `free` names (if anything), then shows what the
+/// questions' files take per owner and in all, through the running hub or the store.
+pub async fn attachments(config: &Config, free: Option<crate::api::dto::FreeBody>) -> Result<()> {
+    let (freed, usage) = match running(config).await {
+        Some(c) => attachments_online(&c, free).await?,
+        None => attachments_offline(config, free).await?,
+    };
+    if let Some(f) = freed {
+        say!(
+            "released the files of {}; {} freed on disk",
+            count(f.attachments, "attachment"),
+            mib(f.bytes)
+        );
+    }
+    say!(
+        "{:<24}  {:>6}  {:>12}  {:>10}",
+        "OWNER",
+        "FILES",
+        "USED",
+        "QUOTA"
+    );
+    for o in &usage.owners {
+        let owner = o
+            .key
+            .as_deref()
+            .map_or("(hub secret)".to_owned(), |k| format!("key {k}"));
+        say!(
+            "{owner:<24}  {:>6}  {:>12}  {:>10}",
+            o.files,
+            mib(o.bytes),
+            mib(o.quota)
+        );
+    }
+    let t = &usage.total;
+    say!(
+        "{:<24}  {:>6}  {:>12}  {:>10}",
+        "(all)",
+        t.files,
+        mib(t.bytes),
+        mib(t.quota)
+    );
+    say!(
+        "files of answered or superseded questions are released {} after they came",
+        duration_words(usage.keep_sec)
+    );
+    Ok(())
+}
+
+type FilesAnswers = (
+    Option<crate::api::dto::FreeAnswer>,
+    crate::api::dto::AttachmentsAnswer,
+);
+
+/// `attachments` through the running hub's person routes.
+async fn attachments_online(
+    c: &Client,
+    free: Option<crate::api::dto::FreeBody>,
+) -> Result<FilesAnswers> {
+    let freed = match &free {
+        Some(body) => {
+            let url = format!("{}/api/attachments/free", c.base);
+            Some(decoded(c.call(c.http.post(url).json(body)).await?)?)
+        }
+        None => None,
+    };
+    let usage = c
+        .call(c.http.get(format!("{}/api/attachments", c.base)))
+        .await?;
+    Ok((freed, decoded(usage)?))
+}
+
+/// `attachments` on the store, when no hub runs.
+async fn attachments_offline(
+    config: &Config,
+    free: Option<crate::api::dto::FreeBody>,
+) -> Result<FilesAnswers> {
+    let hub = open_offline(config)?;
+    let freed = match free {
+        Some(body) => {
+            let f = hub
+                .free_files(body.into())
+                .await
+                .map_err(|e| AdminError::Message(e.to_string()))?;
+            Some(crate::api::dto::FreeAnswer {
+                attachments: f.attachments,
+                bytes: f.bytes,
+            })
+        }
+        None => None,
+    };
+    Ok((
+        freed,
+        crate::api::dto::AttachmentsAnswer::of(hub.file_usage()),
+    ))
+}
+
+fn decoded<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| AdminError::Message(format!("the hub's answer: {e}")))
+}
+
+/// Bytes as MiB with two decimals.
+fn mib(bytes: u64) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn duration_words(sec: u64) -> String {
+    match sec {
+        s if s % 86_400 == 0 => count(s / 86_400, "day"),
+        s if s % 3_600 == 0 => count(s / 3_600, "hour"),
+        s => count(s, "second"),
+    }
 }
 
 #[cfg(test)]

@@ -201,24 +201,46 @@ fn open_own(path: &Path) -> io::Result<fs::File> {
 /// atomically. The temporary file is created new (never opened through a
 /// link someone planted there).
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    // A leftover (or planted) temporary: unlinking a link leaves its target alone.
-    match fs::remove_file(&tmp) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    {
-        let mut f = fs::OpenOptions::new()
+    let mut f = PrivateFile::create(path)?;
+    f.file.write_all(bytes)?;
+    f.commit()
+}
+
+/// A file [`write_private`] writes as a stream: written under a temporary
+/// name (0600, never through a link), in place only once [`PrivateFile::commit`]ted.
+pub struct PrivateFile {
+    pub file: fs::File,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl PrivateFile {
+    pub fn create(path: &Path) -> io::Result<PrivateFile> {
+        let tmp = path.with_extension("tmp");
+        // A leftover (or planted) temporary: unlinking a link leaves its target alone.
+        match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(no_follow())
             .mode(0o600)
             .open(&tmp)?;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+        Ok(PrivateFile {
+            file,
+            tmp,
+            path: path.to_owned(),
+        })
     }
-    fs::rename(&tmp, path)
+
+    /// Synced, then renamed into place.
+    pub fn commit(self) -> io::Result<()> {
+        self.file.sync_all()?;
+        fs::rename(&self.tmp, &self.path)
+    }
 }
 
 #[cfg(test)]

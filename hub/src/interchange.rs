@@ -2,6 +2,7 @@
 //! the earlier Node hub wrote it; read leniently, written with every field.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use base64::Engine as _;
 use holdline_contract::attachments::AttachmentUpload;
@@ -13,26 +14,65 @@ use crate::session::{
     Status, Template, Token, WorkspaceChanges, now_ms, preview_of,
 };
 
-/// A message's files as an export carries them: the bytes base64, read by `file`.
+/// A message's files as an export carries them: where each file's bytes are
+/// (`file` finds them by id), read only when the export is written.
 fn export_files(
     token: &Token,
     records: &[crate::session::AttachmentRef],
-    file: &impl Fn(&str) -> Option<Vec<u8>>,
-) -> Vec<AttachmentUpload> {
+    file: &impl Fn(&str) -> Option<PathBuf>,
+) -> Vec<ExportedFile> {
     records
         .iter()
         .filter_map(|a| {
-            let Some(bytes) = file(&a.id) else {
-                tracing::warn!(%token, attachment = %a.id, "an attachment's bytes are missing; left out of the export");
+            let Some(path) = file(&a.id) else {
+                tracing::info!(%token, attachment = %a.id, "an attachment's bytes were released; left out of the export");
                 return None;
             };
-            Some(AttachmentUpload {
+            Some(ExportedFile {
                 name: a.name.clone(),
                 mime_type: a.mime_type.clone(),
-                data: base64::engine::general_purpose::STANDARD.encode(bytes),
+                data: FileData::OnDisk(path),
             })
         })
         .collect()
+}
+
+/// One file of a message in `sessions.json`: the bridge's upload shape
+/// (`{name, mimeType, data}`, data base64).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportedFile {
+    pub name: String,
+    pub mime_type: String,
+    pub data: FileData,
+}
+
+/// A file's bytes: base64 as read from a file, or the stored file, read and
+/// encoded only while the export is written (one file in memory at a time).
+#[derive(Debug, Clone)]
+pub enum FileData {
+    Base64(String),
+    OnDisk(PathBuf),
+}
+
+impl Serialize for FileData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FileData::Base64(b) => s.serialize_str(b),
+            FileData::OnDisk(path) => {
+                let bytes = std::fs::read(path).map_err(|e| {
+                    serde::ser::Error::custom(format!("cannot read {}: {e}", path.display()))
+                })?;
+                s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileData {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(FileData::Base64)
+    }
 }
 
 /// What the Node hub writes as `continueMode` (a setting nothing reads).
@@ -172,7 +212,7 @@ pub struct ExportMessage {
     /// The files an agent's question showed, with their bytes (base64, as the bridge
     /// sends them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attachments: Vec<AttachmentUpload>,
+    pub attachments: Vec<ExportedFile>,
 }
 
 fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
@@ -181,12 +221,12 @@ fn lenient_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::
 }
 
 impl ExportSession {
-    /// `s` with its messages; `file` reads an attachment's bytes by id (one it cannot
-    /// read is left out of the export, with a warning).
+    /// `s` with its messages; `file` finds an attachment's file by id (one whose
+    /// bytes were released is left out of the export).
     pub fn from_session(
         s: &Session,
         messages: impl Iterator<Item = Message>,
-        file: impl Fn(&str) -> Option<Vec<u8>>,
+        file: impl Fn(&str) -> Option<PathBuf>,
     ) -> Self {
         ExportSession {
             token: Some(s.token.to_string()),
@@ -366,12 +406,24 @@ impl ExportMessage {
             })?;
         }
         // Imported files obey the register rule, with new ids.
-        let decoded = crate::session::decode_uploads(&self.attachments).map_err(|detail| {
-            BadEntry::Attachment {
+        let uploads: Vec<AttachmentUpload> = self
+            .attachments
+            .into_iter()
+            .map(|f| AttachmentUpload {
+                name: f.name,
+                mime_type: f.mime_type,
+                data: match f.data {
+                    FileData::Base64(b) => b,
+                    // Only an export being written holds a path.
+                    FileData::OnDisk(_) => String::new(),
+                },
+            })
+            .collect();
+        let decoded =
+            crate::session::decode_uploads(&uploads).map_err(|detail| BadEntry::Attachment {
                 token: token.clone(),
                 detail,
-            }
-        })?;
+            })?;
         let mut attachments = Vec::with_capacity(decoded.len());
         for (record, bytes) in decoded {
             files.push((record.id.clone(), bytes));

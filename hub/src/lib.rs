@@ -119,6 +119,7 @@ pub async fn run(
     tokio::spawn(hub.clone().watch_waits());
     tokio::spawn(hub.clone().look_after_store());
     tokio::spawn(hub.clone().answer_polls_at_shutdown());
+    tokio::spawn(hub.clone().release_files_by_rule());
     let web_push = push::WebPush {
         key: Arc::new(push::VapidKey::load_or_make(&home.vapid_key_file()).map_err(home_err)?),
         subscriptions: Arc::new(push::Subscriptions::open(hub.store())?),

@@ -88,6 +88,22 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             let text = text.unwrap_or_default();
             Ok(admin::reply(&config, &token, &text, &choose, in_reply_to).await?)
         }
+        Command::Attachments {
+            prune,
+            free_key,
+            free_secret,
+            free_all,
+        } => {
+            use holdline_hub::api::dto::FreeBody;
+            let free = match (prune, free_key, free_secret, free_all) {
+                (true, ..) => Some(FreeBody::Expired),
+                (_, Some(key), ..) => Some(FreeBody::Key { key }),
+                (_, _, true, _) => Some(FreeBody::Secret),
+                (.., true) => Some(FreeBody::All),
+                _ => None,
+            };
+            Ok(admin::attachments(&config, free).await?)
+        }
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
         Command::Import { file } => Ok(admin::import(&config, &file).await?),
         Command::Backup => Ok(admin::backup(&config).await?),

@@ -189,7 +189,7 @@ pub enum BadImage {
 }
 
 /// A file an agent's message carries, as the message keeps it: its bytes are in the
-/// store's `attachments` tree under `id`, never inline in the history.
+/// store's files, named by `id`, never inline in the history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttachmentRef {
@@ -199,6 +199,10 @@ pub struct AttachmentRef {
     pub mime_type: String,
     /// Bytes.
     pub size: u64,
+    /// Its bytes were released (retention, or freed by the person); set when read
+    /// for the person, never stored.
+    #[serde(skip)]
+    pub released: bool,
 }
 
 impl AttachmentRef {
@@ -245,6 +249,7 @@ pub fn decode_uploads(
             name: upload.name.clone(),
             mime_type: upload.mime_type.to_ascii_lowercase(),
             size: bytes.len() as u64,
+            released: false,
         };
         decoded.push((record, bytes));
     }

@@ -87,3 +87,21 @@ test('attachments: the image shows inline and opens in the viewer; other files a
   });
   assert.deepEqual(found, []);
 });
+
+test('attachments: a file the hub released is named and marked removed, never fetched', async () => {
+  const agent = await newAgent(hub, 'Released files');
+  await agent.wait('Here is the log.', {
+    attachments: [{ name: 'old.log', mimeType: 'text/plain', data: b64(LOG) }],
+  });
+  const freed = await hub.api('POST', '/api/attachments/free', { scope: 'all' });
+  assert.equal(freed.attachments >= 1, true);
+  const b = await browser();
+  const { page } = b;
+  await openPanel(page, hub);
+  await selectSession(page, agent.token);
+  const question = page.getByTestId('message').filter({ hasText: 'Here is the log.' });
+  const removed = question.getByTestId('attachment-removed');
+  await removed.waitFor();
+  assert.match(await removed.textContent(), /old\.log\s+removed/);
+  assert.equal(await question.getByTestId('attachment-file').count(), 0);
+});

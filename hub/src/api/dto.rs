@@ -255,6 +255,7 @@ impl MessageDto {
                 name: a.name,
                 mime_type: a.mime_type,
                 size: a.size,
+                removed: a.released,
             })
             .collect();
         MessageDto {
@@ -388,4 +389,84 @@ pub struct KeyList {
 pub struct KeyRevoked {
     pub ok: bool,
     pub closed_waits: usize,
+}
+
+/// What one owner's (or every owner's) attachment files take.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FileUsageDto {
+    /// The agent key's name; absent for the hub secret (and for the total).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Distinct files stored.
+    pub files: u64,
+    pub bytes: u64,
+    /// The quota these bytes count against.
+    pub quota: u64,
+}
+
+/// `GET /api/attachments`: the space the questions' files take, per owner and in all.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentsAnswer {
+    pub owners: Vec<FileUsageDto>,
+    pub total: FileUsageDto,
+    /// How long a file is kept once its question was answered or superseded.
+    pub keep_sec: u64,
+}
+
+impl AttachmentsAnswer {
+    pub fn of(usage: crate::hub::FileUsage) -> Self {
+        let row = |key: Option<String>, u: crate::store::Usage, quota: u64| FileUsageDto {
+            key,
+            files: u.files,
+            bytes: u.bytes,
+            quota,
+        };
+        AttachmentsAnswer {
+            owners: usage
+                .owners
+                .into_iter()
+                .map(|(key, u)| row(key, u, usage.quota.per_owner))
+                .collect(),
+            total: row(None, usage.total, usage.quota.total),
+            keep_sec: usage.keep.as_secs(),
+        }
+    }
+}
+
+impl From<FreeBody> for crate::hub::FreeScope {
+    fn from(b: FreeBody) -> Self {
+        use crate::hub::FreeScope;
+        match b {
+            FreeBody::Expired => FreeScope::Expired,
+            FreeBody::Secret => FreeScope::Owner(None),
+            FreeBody::Key { key } => FreeScope::Owner(Some(key)),
+            FreeBody::All => FreeScope::All,
+        }
+    }
+}
+
+/// `POST /api/attachments/free`: whose files to release now.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "scope", rename_all = "camelCase", deny_unknown_fields)]
+pub enum FreeBody {
+    /// Those the retention rule releases now.
+    Expired,
+    /// Every file of the hub secret's sessions.
+    Secret,
+    /// Every file of one agent key's sessions.
+    Key { key: String },
+    /// Every file.
+    All,
+}
+
+/// What a free released.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FreeAnswer {
+    /// Messages' files released.
+    pub attachments: u64,
+    /// Bytes deleted from disk.
+    pub bytes: u64,
 }

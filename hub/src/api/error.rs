@@ -102,6 +102,14 @@ impl From<HubError> for ApiError {
                     "the hub could not write to its store (check free disk space); the change may not have been recorded, try again later",
                 )
             }
+            HubError::Quota(_) => ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                ErrorCode::AttachmentQuota,
+                message,
+            ),
+            HubError::Released(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, message)
+            }
             HubError::Store(e) => {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(

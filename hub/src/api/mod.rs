@@ -170,6 +170,8 @@ fn person_router(state: &AppState) -> Router<AppState> {
             get(person::templates).put(person::set_templates),
         )
         .route("/api/export", get(person::export))
+        .route("/api/attachments", get(person::attachments))
+        .route("/api/attachments/free", post(person::free_attachments))
         .route("/api/backup", post(person::backup))
         .route(
             "/api/import",

@@ -213,7 +213,7 @@ pub async fn attachment(
             "attachment id must be at_ followed by 32 hex digits",
         ));
     }
-    let Some((record, bytes)) = app.hub.attachment(&t, &id)? else {
+    let Some((record, path)) = app.hub.attachment_file(&t, &id)? else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             holdline_contract::ErrorCode::NotFound,
@@ -241,7 +241,34 @@ pub async fn attachment(
         ),
         (header::CACHE_CONTROL, "private, max-age=3600".to_owned()),
     ];
-    Ok((headers, bytes).into_response())
+    // Streamed from its file: a read holds 64 KiB of it, not the whole file.
+    let Ok(file) = tokio::fs::File::open(&path).await else {
+        return Err(HubError::Released(format!(
+            "the file {:?} of this message was removed",
+            record.name
+        ))
+        .into());
+    };
+    Ok((headers, axum::body::Body::from_stream(file_chunks(file))).into_response())
+}
+
+/// A file's bytes as a stream of 64 KiB chunks.
+fn file_chunks(
+    file: tokio::fs::File,
+) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> {
+    use tokio::io::AsyncReadExt as _;
+    futures::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = vec![0; 64 << 10];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(axum::body::Bytes::from(buf)), Some(file)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
 }
 
 /// `name` as RFC 5987 `filename*` carries it: every byte but unreserved characters
@@ -423,8 +450,50 @@ pub async fn set_templates(
     templates(State(app)).await
 }
 
-pub async fn export(State(app): State<AppState>) -> Answer<ExportFile> {
-    Ok(Json(app.hub.export()?))
+/// `GET /api/export`: every session in the `sessions.json` format, streamed: the
+/// hub writes one session (and one file) at a time into a small channel the
+/// answer's body reads, so an export never holds the store in memory. The
+/// session count is in `x-holdline-sessions`.
+pub async fn export(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let tokens = app.hub.export_tokens();
+    let count = tokens.len();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let hub = app.hub.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut out = std::io::BufWriter::with_capacity(64 << 10, Chunks(tx.clone()));
+        if let Err(e) = hub.export_to(&tokens, &mut out) {
+            // The status is sent; cutting the body short tells the client it failed.
+            tracing::warn!(error = %e, "an export stopped part-way");
+            let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+        }
+    });
+    let body = axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                header::HeaderName::from_static("x-holdline-sessions"),
+                count.to_string(),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// A writer whose every write goes to an answer's body, one chunk at a time.
+struct Chunks(tokio::sync::mpsc::Sender<std::io::Result<axum::body::Bytes>>);
+
+impl std::io::Write for Chunks {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .blocking_send(Ok(axum::body::Bytes::copy_from_slice(buf)))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `POST /api/backup`: a backup of the store into `<home>/backups/` now.
@@ -464,6 +533,23 @@ pub async fn merge(
     let to = token(&b.to_token)?;
     app.hub.merge(&from, &to, None)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(app.hub.info(&to)?)))
+}
+
+/// `GET /api/attachments`: what the questions' files take, per owner and in all.
+pub async fn attachments(State(app): State<AppState>) -> Answer<AttachmentsAnswer> {
+    Ok(Json(AttachmentsAnswer::of(app.hub.file_usage())))
+}
+
+/// `POST /api/attachments/free`: releases the files the body names, now.
+pub async fn free_attachments(
+    State(app): State<AppState>,
+    Body(b): Body<FreeBody>,
+) -> Answer<FreeAnswer> {
+    let freed = app.hub.free_files(b.into()).await?;
+    Ok(Json(FreeAnswer {
+        attachments: freed.attachments,
+        bytes: freed.bytes,
+    }))
 }
 
 #[cfg(test)]

@@ -33,6 +33,22 @@ pub enum Command {
     },
     /// Is the hub up? Sessions, waits, sync state, its PID and what started it.
     Status,
+    /// What the agents' attachment files take, per owner and in all, against the
+    /// quotas; with a flag, free space first.
+    Attachments {
+        /// Release now the files the retention rule releases (`[attachments] keep_sec`).
+        #[arg(long)]
+        prune: bool,
+        /// Release every file of this agent key's sessions.
+        #[arg(long, value_name = "NAME", conflicts_with = "prune")]
+        free_key: Option<String>,
+        /// Release every file of the hub secret's sessions.
+        #[arg(long, conflicts_with_all = ["prune", "free_key"])]
+        free_secret: bool,
+        /// Release every file.
+        #[arg(long, conflicts_with_all = ["prune", "free_key", "free_secret"])]
+        free_all: bool,
+    },
     /// Stop the running hub (SIGTERM; it finishes its requests and flushes),
     /// however it was started.
     Stop,

@@ -10,6 +10,10 @@ use serde::Deserialize;
 use super::notify::{NotifyConfig, NotifyFile};
 use super::validate::{LISTEN_FORM, parse_listen};
 use super::{
+    AttachmentLimits, DEFAULT_ATTACHMENT_KEEP_SEC, DEFAULT_ATTACHMENT_OWNER_QUOTA_MB,
+    DEFAULT_ATTACHMENT_TOTAL_QUOTA_MB,
+};
+use super::{
     Config, ConfigError, DEFAULT_CACHE_MB, DEFAULT_LISTEN, DEFAULT_MCP_SESSIONS_PER_CREDENTIAL,
     DEFAULT_MCP_SESSIONS_TOTAL, DEFAULT_MCP_TASK_KEEP_SEC, DEFAULT_MCP_TASKS_PER_CREDENTIAL,
     DEFAULT_WAIT_GRACE_SEC, MAX_WAIT_GRACE_SEC, McpLimits, Template, default_templates,
@@ -36,6 +40,20 @@ pub struct FileConfig {
     pub notify: Option<NotifyFile>,
     /// `[mcp]`: what `/mcp` keeps per credential.
     pub mcp: Option<McpFile>,
+    /// `[attachments]`: quotas and retention of the questions' files.
+    pub attachments: Option<AttachmentsFile>,
+}
+
+/// `[attachments]` in `config.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentsFile {
+    /// MiB of distinct files one owner (the secret, or one agent key) may hold.
+    pub owner_quota_mb: Option<u64>,
+    /// MiB of distinct files the hub holds in all.
+    pub total_quota_mb: Option<u64>,
+    /// Seconds a file is kept once its question was answered or superseded.
+    pub keep_sec: Option<u64>,
 }
 
 /// `[mcp]` in `config.toml`.
@@ -89,8 +107,44 @@ impl Config {
             cache_bytes: cache_mb * 1024 * 1024,
             templates: f.templates.unwrap_or_else(default_templates),
             mcp: McpLimits::from_file(f.mcp.unwrap_or_default(), &mut clamp),
+            attachments: AttachmentLimits::from_file(f.attachments.unwrap_or_default(), &mut clamp),
             warnings,
             notify: NotifyConfig::default(),
+        }
+    }
+}
+
+impl AttachmentLimits {
+    pub(super) fn from_file(
+        f: AttachmentsFile,
+        clamp: &mut impl FnMut(&str, Option<u64>, u64, u64, u64) -> u64,
+    ) -> AttachmentLimits {
+        let total = clamp(
+            "[attachments] total_quota_mb",
+            f.total_quota_mb,
+            DEFAULT_ATTACHMENT_TOTAL_QUOTA_MB,
+            1,
+            1 << 20,
+        );
+        let per_owner = clamp(
+            "[attachments] owner_quota_mb",
+            f.owner_quota_mb,
+            DEFAULT_ATTACHMENT_OWNER_QUOTA_MB.min(total),
+            1,
+            total,
+        );
+        AttachmentLimits {
+            quota: crate::store::Quota {
+                per_owner: per_owner << 20,
+                total: total << 20,
+            },
+            keep: Duration::from_secs(clamp(
+                "[attachments] keep_sec",
+                f.keep_sec,
+                DEFAULT_ATTACHMENT_KEEP_SEC,
+                1,
+                365 * 86_400,
+            )),
         }
     }
 }

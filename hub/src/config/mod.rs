@@ -22,7 +22,7 @@ mod tests;
 mod validate;
 
 pub use cli::{Cli, Command, KeyAction, NotifyAction, ServeArgs};
-pub use file::{FileConfig, McpFile};
+pub use file::{AttachmentsFile, FileConfig, McpFile};
 pub use validate::{ListenError, mask_uri, parse_listen};
 
 use file::parse_file;
@@ -72,6 +72,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// What `/mcp` keeps per credential and in all (`[mcp]`).
     pub mcp: McpLimits,
+    /// Attachment quotas and retention (`[attachments]`).
+    pub attachments: AttachmentLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -193,6 +195,7 @@ impl Config {
             ));
         }
         out.push_str(&self.mcp.to_toml());
+        out.push_str(&self.attachments.to_toml());
         out.push_str(&self.notify.to_masked_toml());
         out
     }
@@ -229,6 +232,33 @@ impl McpLimits {
             self.sessions_total,
             self.tasks_per_credential,
             self.task_keep.as_secs()
+        )
+    }
+}
+
+/// How much the questions' files may take and how long they are kept. A
+/// question carries at most 10 × 5 MiB: 256 MiB per credential holds five
+/// such questions of one agent, 1 GiB in all four busy keys; a file is kept a
+/// week after its question was answered or superseded (see docs/operations.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentLimits {
+    /// Bytes of distinct files per owner (the secret, each agent key) and in all.
+    pub quota: crate::store::Quota,
+    /// How long a file is kept once its question is no longer open.
+    pub keep: Duration,
+}
+
+pub const DEFAULT_ATTACHMENT_OWNER_QUOTA_MB: u64 = 256;
+pub const DEFAULT_ATTACHMENT_TOTAL_QUOTA_MB: u64 = 1024;
+pub const DEFAULT_ATTACHMENT_KEEP_SEC: u64 = 7 * 86_400;
+
+impl AttachmentLimits {
+    fn to_toml(&self) -> String {
+        format!(
+            "\n[attachments]\nowner_quota_mb = {}\ntotal_quota_mb = {}\nkeep_sec = {}\n",
+            self.quota.per_owner >> 20,
+            self.quota.total >> 20,
+            self.keep.as_secs()
         )
     }
 }

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::session::AttachmentRef;
+use crate::store::{FileRecord, Staged};
 
 impl Hub {
     /// `init_conversation`: lenient — reuses the caller's own session bound
@@ -160,9 +161,12 @@ impl Hub {
 
     /// Opens the session's wait (superseding an open one) and records the
     /// agent's message, once per `requestId`.
-    pub fn register(&self, req: RegisterRequest) -> Result<Unflushed<String>> {
+    pub fn register(&self, mut req: RegisterRequest) -> Result<Unflushed<String>> {
         // Checked and decoded before anything is written: a bad file stores nothing.
-        let files = check_register(&req)?;
+        let decoded = check_register(&req)?;
+        // Only one request's files in memory, and only until they are on disk.
+        req.attachments = Vec::new();
+        let files = self.stage_files(req.agent_key.as_ref(), decoded)?;
         let caller = Caller {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
@@ -170,7 +174,7 @@ impl Hub {
             agent_key: req.agent_key.as_ref(),
         };
         let owner = req.agent_key.as_ref();
-        let wait_id = self.commit(&req.token, |hub, s, w| {
+        let committed = self.commit(&req.token, |hub, s, w| {
             own(s, owner)?;
             ensure_open(s)?;
             hub.bind_wait(s, w, &caller, &req.cursor_title)?;
@@ -182,7 +186,7 @@ impl Hub {
             }
             if !repeated {
                 // A repeated request id (a re-call) stores its files no second time.
-                hub.record_question(s, w, &req, files);
+                hub.record_question(s, w, &req, &files);
             }
             let wait_id = format!("w_{}", uuid::Uuid::new_v4().simple());
             s.wait = Some(OpenWait {
@@ -191,28 +195,41 @@ impl Hub {
                 since: now_ms(),
                 key: req.agent_key.clone(),
             });
-            let mut queued = hub.inner.store.first_reply(&s.token)?.is_some();
-            if !queued
-                && s.keep_alive.session_auto_continue
-                && !s.last_review.is_idle_next
-                && s.last_review.completion_pct.is_none_or(|p| p < 100)
-                && s.may_auto_reply()
-            {
-                // Idle auto-continue: the agent named a next step; go on with it.
-                let text = format!(
-                    "{}\n{}",
-                    s.keep_alive.continue_prompt, s.last_review.next_step
-                );
-                hub.queue_auto_reply(s, w, text);
-                queued = true;
-            }
+            let queued = hub.reply_ready(s, w)?;
             s.status = Session::waiting_status(queued);
             s.last_active_at = now_ms();
             Ok(wait_id)
-        })?;
+        });
+        let refused = committed.is_err() && !files.is_empty();
+        // Unpinned first, so the sweep may take what a refused write had staged.
+        drop(files);
+        if refused {
+            self.sweep_files_soon();
+        }
+        let wait_id = committed?;
         self.inner.waiters.opened(&req.token);
         self.arm_timed_reply(req.token.clone(), wait_id.clone());
         Ok(Unflushed::new(wait_id))
+    }
+
+    /// Whether a reply waits for the wait just opened: one queued, else an idle
+    /// auto-continue queued now (the agent named a next step; go on with it).
+    fn reply_ready(&self, s: &mut Session, w: &mut Write) -> Result<bool> {
+        if self.inner.store.first_reply(&s.token)?.is_some() {
+            return Ok(true);
+        }
+        let go_on = s.keep_alive.session_auto_continue
+            && !s.last_review.is_idle_next
+            && s.last_review.completion_pct.is_none_or(|p| p < 100)
+            && s.may_auto_reply();
+        if go_on {
+            let text = format!(
+                "{}\n{}",
+                s.keep_alive.continue_prompt, s.last_review.next_step
+            );
+            self.queue_auto_reply(s, w, text);
+        }
+        Ok(go_on)
     }
 
     /// The wait's caller against the session's binding: the same chat goes on,
@@ -252,13 +269,26 @@ impl Hub {
         s: &mut Session,
         w: &mut Write,
         req: &RegisterRequest,
-        files: Vec<(AttachmentRef, Vec<u8>)>,
+        files: &[(AttachmentRef, Staged)],
     ) {
         s.close_wait(WaitEnd::Superseded);
         let mut attachments = Vec::with_capacity(files.len());
-        for (record, bytes) in files {
-            w.attachment(&record.id, bytes);
-            attachments.push(record);
+        for (record, staged) in files {
+            w.attachment(
+                &record.id,
+                FileRecord {
+                    sha: staged.sha.clone(),
+                    size: staged.size,
+                    owner: req.agent_key.as_ref().map(|k| k.to_string()),
+                    token: s.token.to_string(),
+                    request: req.request_id.clone(),
+                    at: now_ms(),
+                },
+            );
+            attachments.push(record.clone());
+        }
+        if !files.is_empty() {
+            w.within_quota();
         }
         let message = Message {
             options: req.options.clone(),

@@ -27,6 +27,7 @@ use crate::table::SessionTable;
 use crate::waits::Waiters;
 
 mod agent;
+mod files;
 mod liveness;
 mod person;
 mod store_care;
@@ -35,6 +36,7 @@ mod sync;
 mod tests;
 mod unflushed;
 
+pub use files::{FileUsage, FreeScope, Freed};
 pub use sync::SyncSnapshot;
 pub use unflushed::Unflushed;
 
@@ -61,8 +63,23 @@ pub enum HubError {
         .0.preview
     )]
     StaleQuestion(CurrentQuestion),
+    /// A question's files would pass the attachment quota; nothing of it was stored.
+    #[error("{0}")]
+    Quota(crate::store::QuotaExceeded),
+    /// A file a message names whose bytes were released (retention, or freed by the person).
+    #[error("{0}")]
+    Released(String),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for HubError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Quota(q) => HubError::Quota(q),
+            other => HubError::Store(other),
+        }
+    }
 }
 
 type Result<T, E = HubError> = std::result::Result<T, E>;
@@ -225,6 +242,7 @@ impl Hub {
         let home = crate::home::Home::new(config.home.clone());
         let opening = Instant::now();
         let store = Store::open(&home.db_dir(), config.cache_bytes)?;
+        store.set_file_quota(config.attachments.quota);
         let loading = Instant::now();
         let sessions = SessionTable::load(&store)?;
         tracing::info!(

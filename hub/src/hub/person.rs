@@ -450,31 +450,52 @@ impl Hub {
         if !self.lock().contains_key(token) {
             return Err(HubError::NotFound(token.clone()));
         }
-        Ok(self
+        let mut page = self
             .inner
             .store
-            .messages(token, before, limit.min(MAX_PAGE))?)
+            .messages(token, before, limit.min(MAX_PAGE))?;
+        for a in page.iter_mut().flat_map(|(_, m)| &mut m.attachments) {
+            a.released = self.inner.store.file_record(&a.id)?.is_none();
+        }
+        Ok(page)
     }
 
     /// One file a message of `token`'s history carries, with its bytes; `None` when no
     /// message of this session names `id` (a merge moves the messages, and the files
-    /// are reachable through the session that holds them).
+    /// are reachable through the session that holds them); `Released` when its bytes
+    /// are no longer kept.
     pub fn attachment(
         &self,
         token: &Token,
         id: &str,
     ) -> Result<Option<(crate::session::AttachmentRef, Vec<u8>)>> {
+        let Some((record, path)) = self.attachment_file(token, id)? else {
+            return Ok(None);
+        };
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some((record, bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(released(&record)),
+            Err(e) => Err(HubError::Store(StoreError::Io(e.to_string()))),
+        }
+    }
+
+    /// Like [`Hub::attachment`], with where its bytes are instead of the bytes (the
+    /// person's route streams them).
+    pub fn attachment_file(
+        &self,
+        token: &Token,
+        id: &str,
+    ) -> Result<Option<(crate::session::AttachmentRef, std::path::PathBuf)>> {
         if !self.lock().contains_key(token) {
             return Err(HubError::NotFound(token.clone()));
         }
         let Some(record) = self.inner.store.named_attachment(token, id)? else {
             return Ok(None);
         };
-        Ok(self
-            .inner
-            .store
-            .attachment(id)?
-            .map(|bytes| (record, bytes)))
+        match self.inner.store.attachment_path(id)? {
+            Some(path) => Ok(Some((record, path))),
+            None => Err(released(&record)),
+        }
     }
 
     // ---- templates, export, import --------------------------------------
@@ -507,24 +528,39 @@ impl Hub {
             interchange::ExportSession::from_session(
                 &session,
                 messages.into_iter().map(|m| m.1),
-                |id| self.inner.store.attachment(id).ok().flatten(),
+                |id| self.inner.store.attachment_path(id).ok().flatten(),
             ),
         );
         Ok(file)
     }
 
-    /// Every session with its messages, in the `sessions.json` format.
-    pub fn export(&self) -> Result<interchange::ExportFile> {
-        let tokens: Vec<Token> = {
-            let mut t: Vec<Token> = self.lock().entries().map(|(t, _)| t).collect();
-            t.sort();
-            t
-        };
-        let mut file = interchange::ExportFile::new();
-        for token in tokens {
-            file.extend(self.export_one(&token)?);
+    /// The tokens an export writes, in order.
+    pub fn export_tokens(&self) -> Vec<Token> {
+        let mut t: Vec<Token> = self.lock().entries().map(|(t, _)| t).collect();
+        t.sort();
+        t
+    }
+
+    /// Writes every session with its messages to `out` in the `sessions.json`
+    /// format, one session at a time and each file read only as it is written, so
+    /// the hub holds one session's messages and one file, never the whole store.
+    /// Answers how many sessions it wrote.
+    pub fn export_to(&self, tokens: &[Token], out: &mut impl std::io::Write) -> Result<usize> {
+        let io = |e: std::io::Error| HubError::Store(StoreError::Io(e.to_string()));
+        out.write_all(b"{").map_err(io)?;
+        for (i, token) in tokens.iter().enumerate() {
+            let one = self.export_one(token)?;
+            let (key, session) = one.iter().next().expect("one session");
+            if i > 0 {
+                out.write_all(b",").map_err(io)?;
+            }
+            serde_json::to_writer(&mut *out, key).map_err(|e| io(e.into()))?;
+            out.write_all(b":").map_err(io)?;
+            serde_json::to_writer(&mut *out, session).map_err(|e| io(e.into()))?;
         }
-        Ok(file)
+        out.write_all(b"}\n").map_err(io)?;
+        out.flush().map_err(io)?;
+        Ok(tokens.len())
     }
 
     /// Adds the sessions of a `sessions.json` this hub does not have yet.
@@ -544,9 +580,7 @@ impl Hub {
                 continue;
             }
             let mut w = Write::new();
-            for (id, bytes) in files {
-                w.attachment(&id, bytes);
-            }
+            let _staged = self.stage_carried(&session, files, &mut w)?;
             session.msg_count = 0;
             for m in messages {
                 let seq = session.note_message(&m);
@@ -604,4 +638,12 @@ fn kind_word(kind: BindingKind) -> &'static str {
         BindingKind::Plan => "plan label",
         BindingKind::Thread => "thread id",
     }
+}
+
+/// What a read of a file whose bytes were released answers.
+pub(super) fn released(record: &crate::session::AttachmentRef) -> HubError {
+    HubError::Released(format!(
+        "the file {:?} of this message was removed: the hub released its bytes (retention rule or freed by the person)",
+        record.name
+    ))
 }

@@ -94,6 +94,7 @@ impl Hub {
         session.mirror = true;
         let token = session.token.clone();
         let mut w = Write::new();
+        let _staged = self.stage_carried(&session, files, &mut w)?;
         {
             let mut map = self.lock();
             let local = map.get(&token)?;
@@ -111,9 +112,6 @@ impl Hub {
             let have = local.map_or(0, |l| l.msg_count);
             for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
                 w.message(&token, seq, m);
-            }
-            for (id, bytes) in files {
-                w.attachment(&id, bytes);
             }
             w.session(&session);
             self.inner.store.apply(&w)?;
@@ -160,6 +158,7 @@ impl Hub {
         session.mirror = false;
         session.rev += 1;
         let mut w = Write::new();
+        let _staged = self.stage_carried(&session, files, &mut w)?;
         {
             let mut map = self.lock();
             if map.summary(&token).is_some_and(|l| !l.mirror) {
@@ -174,9 +173,6 @@ impl Hub {
             }
             for r in replies {
                 w.enqueue(&token, r);
-            }
-            for (id, bytes) in files {
-                w.attachment(&id, bytes);
             }
             if !session.status.is_closed() {
                 let name = owned_name(session.owner.as_ref(), &session.binding_key);

@@ -145,7 +145,11 @@ pub(super) fn snapshot(
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    if let Err(e) = copy_trees(t, &tmp) {
+    let copied = copy_trees(t, &tmp).and_then(|()| {
+        super::files::copy_files(&t.dir, &tmp)
+            .map_err(|e| StoreError::Io(format!("cannot copy the attachments into a backup: {e}")))
+    });
+    if let Err(e) = copied {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }

@@ -27,8 +27,11 @@ pub enum TreeId {
     History = 7,
     /// The store's manifest (see `manifest`), written with every write.
     Meta = 8,
-    /// An agent message's files: attachment id → the file's bytes.
+    /// Schema version 3's files: attachment id → the file's bytes. Only in
+    /// records a crash left in a store not yet upgraded.
     Attachments = 9,
+    /// Attachment id → its file's record (see `files`).
+    Files = 10,
 }
 
 impl TreeId {
@@ -45,6 +48,7 @@ impl TreeId {
             7 => TreeId::History,
             8 => TreeId::Meta,
             9 => TreeId::Attachments,
+            10 => TreeId::Files,
             _ => return None,
         })
     }
@@ -144,7 +148,7 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), ops);
         assert!(decode(&bytes[..bytes.len() - 1]).is_err());
         let mut bad_tree = bytes.clone();
-        bad_tree[1] = 10;
+        bad_tree[1] = 11;
         assert!(decode(&bad_tree).is_err());
         assert_eq!(decode(&[]).unwrap(), vec![]);
     }

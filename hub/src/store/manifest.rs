@@ -224,6 +224,21 @@ impl Trees {
         Ok(m)
     }
 
+    /// Records tree `id`'s count as it is now in the stored manifest, if there
+    /// is one: for an upgrade that fills a tree outside the journal (schema
+    /// version 3's files moved out of sled), so the count stays true.
+    pub(super) fn recount(&self, id: TreeId) -> Result<(), StoreError> {
+        let (Some(stored), Some(tree)) = (self.meta.get(KEY)?, self.tree(id)) else {
+            return Ok(());
+        };
+        let Some(mut m) = Manifest::from_bytes(&stored) else {
+            return Ok(());
+        };
+        m.trees[id as usize] = Some(tree.len() as u64);
+        self.meta.insert(KEY, m.to_bytes())?;
+        Ok(())
+    }
+
     /// Counts the records of every counted tree against `m` (slow: reads
     /// every record), for `verify`.
     pub(super) fn check_trees(&self, m: &Manifest, dir: &Path) -> Result<(), StoreError> {

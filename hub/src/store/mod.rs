@@ -13,11 +13,12 @@
 //! - `bindings`, `plans`, `threads`: binding key / plan name / thread id → token
 //! - `replies`: token ‖ id (u64 BE: sled's monotonic id, kept above the
 //!   queue's last) → queued reply
-//! - `meta`: `schema_version` (3; versions 1 and 2 are upgraded at open), `templates`,
+//! - `meta`: `schema_version` (4; versions 1 to 3 are upgraded at open), `templates`,
 //!   `manifest` (what the store holds, written with every write; see [`manifest`])
-//! - `attachments`: attachment id → the bytes of a file an agent's message carries
-//!   (the message keeps only its id, name, type and size); written in the same
-//!   journal record as the message, never removed while a message names it
+//! - `files`: attachment id → what names its file (see [`files`]): the file's
+//!   SHA-256 and size, its owner, session and question; the bytes are in
+//!   `attachments/<sha-256>` beside sled's files, stored once however many
+//!   messages carry them, and written before the record naming them
 //! - `synced`: token → (rev, messages) already written to MongoDB
 //! - `journal`: sequence number → a write in progress (see [`journal`])
 //!
@@ -27,6 +28,7 @@
 //! `verify.rs` (`verify`, `restore`).
 
 mod backup;
+mod files;
 mod history;
 mod journal;
 mod manifest;
@@ -35,6 +37,7 @@ mod recover;
 mod verify;
 
 pub use backup::{BackupReport, backups_dir};
+pub use files::{FileRecord, Quota, QuotaExceeded, Staged, Usage, sha_of};
 use manifest::Manifest;
 pub use recover::StoreState;
 pub use verify::{Credentials, Restored, Verified, restore, verify};
@@ -55,8 +58,9 @@ use crate::session::{Message, QueuedReply, Session, Status, Summary, Token};
 const FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The on-disk layout version this build reads and writes. Versions 1 (no
-/// `summaries`) and 2 (one key per message, in `messages`) are upgraded at open.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `summaries`), 2 (one key per message, in `messages`) and 3 (a file's bytes
+/// in the `attachments` tree, by id) are upgraded at open.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Where schema versions 1 and 2 kept messages, one key each.
 const LEGACY_MESSAGES: &str = "messages";
@@ -96,6 +100,9 @@ pub enum StoreError {
     /// free space: the message says what failed).
     #[error("the restore did not finish: {0}")]
     Restore(String),
+    /// A write that asked for the attachment quota would pass it; nothing of it was written.
+    #[error(transparent)]
+    Quota(QuotaExceeded),
 }
 
 impl From<sled::Error> for StoreError {
@@ -127,7 +134,9 @@ pub struct Write {
     bind: Vec<(BindingKind, String, Option<Token>)>,
     enqueue: Vec<(Token, QueuedReply)>,
     dequeue: Vec<(Token, String)>,
-    attachments: Vec<(String, Vec<u8>)>,
+    files: Vec<(String, FileRecord)>,
+    release: Vec<String>,
+    within_quota: bool,
 }
 
 impl Write {
@@ -155,10 +164,21 @@ impl Write {
         self.dequeue.push((token.clone(), reply_id.to_owned()));
         self
     }
-    /// Stores one attachment's bytes under its id (the message naming it goes in the
-    /// same write).
-    pub fn attachment(&mut self, id: &str, bytes: Vec<u8>) -> &mut Self {
-        self.attachments.push((id.to_owned(), bytes));
+    /// Names a staged file (see [`Store::stage_file`]) as attachment `id` (the
+    /// message naming it goes in the same write).
+    pub fn attachment(&mut self, id: &str, record: FileRecord) -> &mut Self {
+        self.files.push((id.to_owned(), record));
+        self
+    }
+    /// Drops attachment `id`'s record; its file goes once no record names it.
+    pub fn release(&mut self, id: &str) -> &mut Self {
+        self.release.push(id.to_owned());
+        self
+    }
+    /// Refuses the whole write (`StoreError::Quota`) if its files would pass the
+    /// attachment quota of their owner or in all.
+    pub fn within_quota(&mut self) -> &mut Self {
+        self.within_quota = true;
         self
     }
 }
@@ -176,9 +196,11 @@ pub(crate) struct Trees {
     threads: Tree,
     replies: Tree,
     meta: Tree,
-    attachments: Tree,
+    files: Tree,
     synced: Tree,
     journal: Tree,
+    /// The store's folder (sled's files and `attachments/`).
+    dir: PathBuf,
 }
 
 /// The embedded database. Cheap to clone; clones share one sled database.
@@ -212,6 +234,8 @@ pub struct Store {
     /// The thread dropping a failed database (sled's drop may wait forever
     /// on a failed disk, so never on a request's or a lock's path).
     dropping: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<()>>>>,
+    /// The attachments' files and what each owner holds (see [`files`]).
+    files: Arc<files::Files>,
 }
 
 /// Counts one [`Store::apply`] as ended when it returns, however it returns.
@@ -282,6 +306,8 @@ impl Store {
         if ops.is_empty() {
             return Ok(());
         }
+        // Checked before anything is written: over quota, nothing of `w` is.
+        let files = self.files.after(&t, &ops, w.within_quota)?;
         // The manifest goes with every write, in the same journal record.
         let next = manifest.after(&t, &ops);
         ops.push(next.op());
@@ -300,6 +326,9 @@ impl Store {
         match written {
             Ok(()) => {
                 *manifest = next;
+                if let Some(index) = files {
+                    self.files.set_index(index);
+                }
                 Ok(())
             }
             Err(e) => Err(self.write_failed(e)),
@@ -325,14 +354,20 @@ impl Store {
                 + w.bind.len()
                 + w.enqueue.len()
                 + w.dequeue.len()
-                + w.attachments.len(),
+                + w.files.len()
+                + w.release.len(),
         );
-        for (id, bytes) in &w.attachments {
-            ops.push(put(
-                TreeId::Attachments,
-                id.as_bytes().to_vec(),
-                bytes.clone(),
-            ));
+        for (id, record) in &w.files {
+            ops.push(put(TreeId::Files, id.as_bytes().to_vec(), encode(record)));
+        }
+        for id in &w.release {
+            if t.files.contains_key(id.as_bytes())? {
+                ops.push(Op {
+                    tree: TreeId::Files,
+                    key: id.as_bytes().to_vec(),
+                    value: None,
+                });
+            }
         }
         for s in &w.sessions {
             ops.push(put(
@@ -673,13 +708,82 @@ impl Store {
         Ok(None)
     }
 
-    /// The bytes of the attachment stored under `id`, if any.
-    pub fn attachment(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .t()?
-            .attachments
+    /// The record of attachment `id`'s file, if it is still kept.
+    pub fn file_record(&self, id: &str) -> Result<Option<FileRecord>, StoreError> {
+        self.t()?
+            .files
             .get(id.as_bytes())?
-            .map(|v| v.to_vec()))
+            .map(|v| decode(&v))
+            .transpose()
+    }
+
+    /// Where the file of attachment `id` is, if it is still kept.
+    pub fn attachment_path(&self, id: &str) -> Result<Option<PathBuf>, StoreError> {
+        Ok(self.file_record(id)?.map(|r| self.files.path(&r.sha)))
+    }
+
+    /// The bytes of attachment `id`, if it is still kept.
+    pub fn attachment(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(path) = self.attachment_path(id)? else {
+            return Ok(None);
+        };
+        std::fs::read(&path)
+            .map(Some)
+            .map_err(|e| StoreError::Io(format!("cannot read {}: {e}", path.display())))
+    }
+
+    /// Writes `bytes` as a file (once per content) for a write to name; pinned
+    /// against sweeps while the answer lives.
+    pub fn stage_file(&self, bytes: &[u8]) -> Result<Staged, StoreError> {
+        self.files
+            .stage(bytes)
+            .map_err(|e| StoreError::Io(format!("cannot write an attachment's file: {e}")))
+    }
+
+    /// Whether `files` (SHA-256, size) would fit the owner's and the total quota now
+    /// (the write's own check is the one that counts).
+    pub fn files_fit(
+        &self,
+        owner: Option<&str>,
+        files: &[(String, u64)],
+    ) -> Result<(), StoreError> {
+        self.files
+            .fits(&owner.map(str::to_owned), files)
+            .map_err(StoreError::Quota)
+    }
+
+    /// The attachment quota writes are checked against.
+    pub fn set_file_quota(&self, q: Quota) {
+        self.files.set_quota(q);
+    }
+
+    pub fn file_quota(&self) -> Quota {
+        self.files.quota()
+    }
+
+    /// What each owner holds (by key name; `None` the hub secret), and everyone.
+    pub fn file_usage(&self) -> (Vec<(Option<String>, Usage)>, Usage) {
+        self.files.usage()
+    }
+
+    /// Every attachment id with its record.
+    pub fn file_records(&self) -> Result<Vec<(String, FileRecord)>, StoreError> {
+        let t = self.t()?;
+        t.files
+            .iter()
+            .map(|kv| {
+                let (k, v) = kv?;
+                Ok((String::from_utf8_lossy(&k).into_owned(), decode(&v)?))
+            })
+            .collect()
+    }
+
+    /// Makes every release durable, then deletes the files no record names:
+    /// answers the bytes freed on disk.
+    pub async fn sweep_files(&self) -> Result<u64, StoreError> {
+        self.flush().await?;
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(self.files.sweep())
     }
 
     /// How far MongoDB has the session: `(rev, message count)`.
@@ -728,8 +832,8 @@ impl Trees {
             TreeId::Replies => &self.replies,
             TreeId::Summaries => &self.summaries,
             TreeId::Meta => &self.meta,
-            TreeId::Attachments => &self.attachments,
-            TreeId::Messages => return None,
+            TreeId::Files => &self.files,
+            TreeId::Messages | TreeId::Attachments => return None,
         })
     }
 
@@ -737,9 +841,14 @@ impl Trees {
         let legacy;
         let tree = match self.tree(op.tree) {
             Some(tree) => tree,
-            // Only in a record a crash left before the upgrade, which follows.
+            // Only in a record a crash left before an upgrade, which follows:
+            // the messages of a version-1 store, the files of a version-3 one.
             None => {
-                legacy = self.db.open_tree(LEGACY_MESSAGES)?;
+                let name = match op.tree {
+                    TreeId::Attachments => files::LEGACY_TREE,
+                    _ => LEGACY_MESSAGES,
+                };
+                legacy = self.db.open_tree(name)?;
                 &legacy
             }
         };

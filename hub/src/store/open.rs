@@ -1,8 +1,9 @@
 //! Opening the store: sled's configuration, the checks that refuse a damaged
 //! database (sled's panics on some damage included), replaying a journal
 //! record a crash left, upgrading older schema versions (summaries written,
-//! messages regrouped into chunks; a backup first) and the completeness check
-//! of [`super::manifest`].
+//! messages regrouped into chunks, files moved out of sled; a backup first),
+//! the completeness check of [`super::manifest`] and the attachments' files
+//! (every one a record names is there; the others are swept).
 //!
 //! Invariant: a store that opens is at the current schema version with every
 //! journal record applied and holds what its last write recorded; one that
@@ -16,6 +17,12 @@ impl Store {
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
         let (trees, manifest) = open_trees(dir, cache_bytes)?;
         let manifest = manifest.expect("a store opened to serve is at this schema version");
+        let files = files::Files::load(dir, &trees)?;
+        // What a crash left between writing a file and its record, or after a release.
+        let swept = files.sweep();
+        if swept > 0 {
+            tracing::info!(bytes = swept, "removed attachment files no message names");
+        }
         Ok(Store {
             dir: Arc::new(dir.to_owned()),
             cache_bytes,
@@ -30,6 +37,7 @@ impl Store {
             witnessed: Default::default(),
             health: Default::default(),
             dropping: Default::default(),
+            files: Arc::new(files),
         })
     }
 }
@@ -101,9 +109,10 @@ fn open_checked(
         threads: t("threads")?,
         replies: t("replies")?,
         meta: t("meta")?,
-        attachments: t("attachments")?,
+        files: t("files")?,
         synced: t("synced")?,
         journal: t("journal")?,
+        dir: dir.to_owned(),
         db,
     };
     let upgrade_from = trees.schema_version(dir, had_data)?;
@@ -134,8 +143,9 @@ fn open_checked(
             "upgraded the store to schema version {SCHEMA_VERSION}"
         );
     }
-    // An upgrade stopped after writing the version leaves the old messages.
+    // An upgrade stopped after writing the version leaves the old messages and files.
     trees.db.drop_tree(LEGACY_MESSAGES)?;
+    trees.db.drop_tree(files::LEGACY_TREE)?;
     let manifest = trees.check_complete(dir)?;
     Ok((trees, Some(manifest)))
 }
@@ -199,7 +209,7 @@ impl Trees {
                         path: dir.to_owned(),
                         detail: "unreadable schema version".into(),
                     })?;
-                if found == 1 || found == 2 {
+                if (1..SCHEMA_VERSION).contains(&found) {
                     Ok(Some(found))
                 } else if found != SCHEMA_VERSION {
                     Err(StoreError::Schema {
@@ -214,9 +224,10 @@ impl Trees {
         }
     }
 
-    /// Brings a version-1 or -2 store to this version: summaries for every
+    /// Brings a version-1, -2 or -3 store to this version: summaries for every
     /// session (version 1 had none), messages regrouped into chunks (version 2
-    /// kept one per key), then the version, then the old messages dropped. A
+    /// kept one per key), files moved out of sled into `attachments/` (version 3
+    /// kept their bytes in a tree), then the version, then the old trees dropped. A
     /// crash before the version is written leaves the old version and the old
     /// data, and the next open starts over. Returns (sessions, messages) done.
     fn upgrade(&self, from: u32) -> Result<(usize, usize), StoreError> {
@@ -267,13 +278,19 @@ impl Trees {
                 self.history.insert(prefixed(&t, c.first), c.value)?;
             }
         }
+        let moved = files::upgrade_from_v3(&self.dir, self, crate::session::now_ms())?;
+        if moved > 0 {
+            self.recount(TreeId::Files)?;
+            tracing::info!(files = moved, "moved attachments out of sled");
+        }
         self.meta
             .insert("schema_version", &SCHEMA_VERSION.to_be_bytes())?;
         self.db.flush()?;
         if legacy {
             self.db.drop_tree(LEGACY_MESSAGES)?;
-            self.db.flush()?;
         }
+        self.db.drop_tree(files::LEGACY_TREE)?;
+        self.db.flush()?;
         Ok((sessions, messages))
     }
 }

@@ -687,3 +687,191 @@ fn manual_backups_never_rotate_out_the_daily_ones() {
     assert!(store.newest_daily_backup_age().is_some());
     assert!(verify(&daily.path).is_ok());
 }
+
+/// A version-3 store kept each file's bytes in the `attachments` tree by id: at
+/// open they become files beside sled, stored once by content, each counted
+/// for the owner of the session whose message carries it; the tree goes.
+#[test]
+fn a_version_3_store_gets_its_files_out_of_sled_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+    s.owner = Some(crate::names::KeyName::parse("laptop").unwrap());
+    let file = |id: &str, size: u64| crate::session::AttachmentRef {
+        id: id.into(),
+        name: "shot.png".into(),
+        mime_type: "image/png".into(),
+        size,
+        released: false,
+    };
+    let (one, two) = (
+        crate::session::AttachmentRef::new_id(),
+        crate::session::AttachmentRef::new_id(),
+    );
+    let bytes = b"the same bytes twice".to_vec();
+    {
+        let store = reopen(dir.path()).unwrap();
+        let mut m = msg(0);
+        m.attachments = vec![
+            file(&one, bytes.len() as u64),
+            file(&two, bytes.len() as u64),
+        ];
+        let mut w = Write::new();
+        w.session(&s).message(&s.token, 0, m);
+        store.apply(&w).unwrap();
+        store.flush_blocking().unwrap();
+    }
+    {
+        // What a version-3 build wrote beside the message.
+        let db = sled_open(dir.path());
+        let old = db.open_tree(files::LEGACY_TREE).unwrap();
+        old.insert(one.as_bytes(), bytes.as_slice()).unwrap();
+        old.insert(two.as_bytes(), bytes.as_slice()).unwrap();
+        db.open_tree("meta")
+            .unwrap()
+            .insert("schema_version", &3u32.to_be_bytes())
+            .unwrap();
+        db.flush().unwrap();
+    }
+
+    let store = reopen(dir.path()).unwrap();
+    assert_eq!(store.attachment(&one).unwrap().unwrap(), bytes);
+    assert_eq!(store.attachment(&two).unwrap().unwrap(), bytes);
+    let record = store.file_record(&one).unwrap().unwrap();
+    assert_eq!(record.owner.as_deref(), Some("laptop"));
+    assert_eq!(record.token, s.token.to_string());
+    let (owners, total) = store.file_usage();
+    assert_eq!(
+        total,
+        Usage {
+            files: 1,
+            bytes: bytes.len() as u64
+        }
+    );
+    assert_eq!(owners, vec![(Some("laptop".to_owned()), total)]);
+    let on_disk = std::fs::read_dir(dir.path().join(files::FOLDER))
+        .unwrap()
+        .count();
+    assert_eq!(on_disk, 1, "stored once");
+    let t = store.t().unwrap();
+    assert!(
+        !t.db
+            .tree_names()
+            .iter()
+            .any(|n| n.as_ref() == files::LEGACY_TREE.as_bytes())
+    );
+    let version = t.meta.get("schema_version").unwrap().unwrap();
+    assert_eq!(version.as_ref(), &SCHEMA_VERSION.to_be_bytes());
+    drop(t);
+    drop(store);
+    // verify knows the files: one gone missing is damage.
+    std::fs::remove_dir_all(dir.path().join(files::FOLDER)).unwrap();
+    let err = super::verify(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("missing"), "{err}");
+}
+
+/// A write that asks for the quota is refused whole past it, and counts a file
+/// its owner already holds once.
+#[test]
+fn the_quota_is_checked_in_the_write_that_would_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = reopen(dir.path()).unwrap();
+    store.set_file_quota(Quota {
+        per_owner: 100,
+        total: 150,
+    });
+    let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+    let record = |staged: &Staged, owner: Option<&str>| FileRecord {
+        sha: staged.sha.clone(),
+        size: staged.size,
+        owner: owner.map(str::to_owned),
+        token: s.token.to_string(),
+        request: "q".into(),
+        at: 0,
+    };
+    let a = store.stage_file(&[1; 60]).unwrap();
+    let b = store.stage_file(&[2; 60]).unwrap();
+    let mut w = Write::new();
+    w.session(&s)
+        .attachment("at_1", record(&a, None))
+        .attachment("at_2", record(&a, None));
+    w.within_quota();
+    store.apply(&w).unwrap();
+    let mut over = Write::new();
+    over.session(&s)
+        .attachment("at_3", record(&b, None))
+        .within_quota();
+    assert!(matches!(
+        store.apply(&over),
+        Err(StoreError::Quota(QuotaExceeded::Owner { .. }))
+    ));
+    assert!(store.file_record("at_3").unwrap().is_none());
+    let mut other = Write::new();
+    other
+        .attachment("at_4", record(&b, Some("k")))
+        .within_quota();
+    store.apply(&other).unwrap();
+    let mut total = Write::new();
+    let c = store.stage_file(&[3; 60]).unwrap();
+    total
+        .attachment("at_5", record(&c, Some("j")))
+        .within_quota();
+    assert!(matches!(
+        store.apply(&total),
+        Err(StoreError::Quota(QuotaExceeded::Total { .. }))
+    ));
+    assert_eq!(
+        store.file_usage().1,
+        Usage {
+            files: 2,
+            bytes: 120
+        }
+    );
+    // Released and swept: the unnamed file `c` goes, and `a` once nothing names it.
+    drop((a, c));
+    let mut release = Write::new();
+    release.release("at_1").release("at_2");
+    store.apply(&release).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let freed = rt.block_on(store.sweep_files()).unwrap();
+    assert_eq!(freed, 120);
+    assert_eq!(
+        store.file_usage().1,
+        Usage {
+            files: 1,
+            bytes: 60
+        }
+    );
+}
+
+/// A backup carries the files its records name, and verifies; one without them does not.
+#[test]
+fn a_backup_carries_the_attachments_files() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("db");
+    let store = reopen(&db).unwrap();
+    let s = Session::new(Token::generate(), "a", "/w", "h", "hub");
+    let staged = store.stage_file(b"a screenshot").unwrap();
+    let mut w = Write::new();
+    w.session(&s).attachment(
+        "at_1",
+        FileRecord {
+            sha: staged.sha.clone(),
+            size: staged.size,
+            owner: None,
+            token: s.token.to_string(),
+            request: "q".into(),
+            at: 0,
+        },
+    );
+    store.apply(&w).unwrap();
+    store.flush_blocking().unwrap();
+    let backup = store.backup().unwrap();
+    let copied = backup.path.join(files::FOLDER).join(&staged.sha);
+    assert_eq!(std::fs::read(&copied).unwrap(), b"a screenshot");
+    assert!(super::verify(&backup.path).is_ok());
+    std::fs::remove_file(&copied).unwrap();
+    assert!(super::verify(&backup.path).is_err());
+}

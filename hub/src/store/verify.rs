@@ -39,6 +39,7 @@ pub fn verify(dir: &Path) -> Result<Verified, StoreError> {
     let read = open::quiet_panics(|| {
         read_everything(&t, dir)?;
         t.check_trees(&manifest, dir)?;
+        super::files::check_files(dir, &t)?;
         count_messages(&t)
     });
     let messages = read

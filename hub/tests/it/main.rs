@@ -8,6 +8,7 @@ mod notifyfake;
 mod realhub;
 
 mod api;
+mod attachment_quota;
 mod attachments;
 mod choices;
 mod cli;

@@ -207,7 +207,7 @@ async fn other_schema_version_is_refused_with_what_to_do() {
     let home = home_with_data(dir.path()).await;
     set_schema_version(&home, &7u32.to_be_bytes());
     let stderr = serve_must_fail(&home, free_addr());
-    assert_one_clear_line(&stderr, &["schema version 7", "reads version 3", "export"]);
+    assert_one_clear_line(&stderr, &["schema version 7", "reads version 4", "export"]);
 
     // Offline admin commands open the same store and must say the same.
     let out = realhub::run_cli(&home, &["export", "--out", "/dev/null"]);

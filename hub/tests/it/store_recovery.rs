@@ -639,6 +639,10 @@ async fn a_disk_filled_by_attachments_never_hangs_a_request_and_sigterm_ends_the
         }
     }
     assert!(refused.is_some(), "the disk never filled up");
+    // A file that does not fit is refused before the store is written (the
+    // files live beside sled); the store's own writes then take what room is
+    // left until sled fails too.
+    fill_the_rest_with_replies(&hub, &token).await;
     let (status, h) = answers_within(&hub, &token, Duration::from_secs(5)).await;
     assert_eq!(status, 503, "{h}");
     assert_eq!(h["store"]["state"], "failing", "{h}");
@@ -678,6 +682,25 @@ async fn a_disk_filled_by_attachments_never_hangs_a_request_and_sigterm_ends_the
         assert!(shown.contains(t), "a question answered 200 is missing: {t}");
     }
     hub.stop();
+}
+
+/// Replies of 200 KB until the store refuses one with 503 `STORE_FAILING`
+/// (sled's write failed on the full disk).
+async fn fill_the_rest_with_replies(hub: &RealHub, token: &str) {
+    for i in 0..400 {
+        let text = format!("{i} {}", "r".repeat(200_000));
+        let (status, v) = hub
+            .api
+            .post("/api/reply", &json!({"token": token, "text": text}))
+            .await
+            .expect("the hub answers a reply on a full disk");
+        if status == 503 {
+            assert_eq!(v["error"]["code"], "STORE_FAILING", "{v}");
+            return;
+        }
+        assert_eq!(status, 200, "a reply on a nearly full disk: {v}");
+    }
+    panic!("the store never failed on the full disk");
 }
 
 /// Registers a question with one small file, which must answer 200.
@@ -879,7 +902,8 @@ async fn a_removed_witness_is_damage() {
 /// A tree lost whole (sled's files edited, a tree dropped) is damage even
 /// when every session is there: a start refuses a counted tree that is
 /// empty, and `verify` counts the records of every tree, so one record
-/// missing is found too. (The question's files are the tree here.)
+/// missing is found too. (The records of the questions' files are the tree
+/// here; their bytes, in the folder beside sled, are checked at every start.)
 #[tokio::test]
 async fn a_lost_tree_is_damage_even_with_every_session_there() {
     let dir = tempfile::tempdir().unwrap();
@@ -903,7 +927,7 @@ async fn a_lost_tree_is_damage_even_with_every_session_there() {
     // One record gone: a start does not read every record, `verify` does.
     {
         let db = sled::open(home.join("db")).unwrap();
-        let tree = db.open_tree("attachments").unwrap();
+        let tree = db.open_tree("files").unwrap();
         let first = tree.iter().keys().next().unwrap().unwrap();
         tree.remove(first).unwrap();
         db.flush().unwrap();
@@ -914,17 +938,14 @@ async fn a_lost_tree_is_damage_even_with_every_session_there() {
         !out.status.success(),
         "verify passed a store missing a file"
     );
-    assert!(
-        err.contains("damaged") && err.contains("attachments"),
-        "{err}"
-    );
+    assert!(err.contains("damaged") && err.contains("files"), "{err}");
 
     // The whole tree gone: a start refuses it too.
     let home = dir.path().join("whole");
     copy_home(&made, &home);
     {
         let db = sled::open(home.join("db")).unwrap();
-        assert!(db.drop_tree("attachments").unwrap());
+        assert!(db.drop_tree("files").unwrap());
         db.flush().unwrap();
     }
     let out = run_cli(&home, &["verify"]);
@@ -933,7 +954,22 @@ async fn a_lost_tree_is_damage_even_with_every_session_there() {
         !out.status.success(),
         "verify passed a store without its files"
     );
-    assert!(err.contains("attachments"), "{err}");
+    assert!(err.contains("files"), "{err}");
     let line = assert_refused(&home, "a dropped tree");
-    assert!(line.contains("attachments"), "{line}");
+    assert!(line.contains("files"), "{line}");
+
+    // The files themselves gone (the folder beside sled): a start and `verify`
+    // both refuse, naming what is missing.
+    let home = dir.path().join("no-files");
+    copy_home(&made, &home);
+    std::fs::remove_dir_all(home.join("db").join("attachments")).unwrap();
+    let out = run_cli(&home, &["verify"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "verify passed a store without its files"
+    );
+    assert!(err.contains("missing"), "{err}");
+    let line = assert_refused(&home, "the files removed");
+    assert!(line.contains("missing"), "{line}");
 }
