@@ -37,6 +37,32 @@ async fn init(hub: &RealHub, bearer: &str, body: Value) -> (String, bool) {
 }
 
 /// Registers a wait on `token` with `message`: the waitId.
+/// A poll of `wait` with `bearer`, held up to 20 s in a task of its own: its
+/// status and answer.
+fn hold_poll(
+    hub: &RealHub,
+    bearer: &str,
+    token: &str,
+    wait: &str,
+) -> tokio::task::JoinHandle<(u16, Value)> {
+    let (addr, bearer, token, wait) = (
+        hub.addr,
+        bearer.to_owned(),
+        token.to_owned(),
+        wait.to_owned(),
+    );
+    tokio::spawn(async move {
+        let res = reqwest::Client::new()
+            .post(format!("http://{addr}/api/wait/poll"))
+            .bearer_auth(bearer)
+            .json(&json!({"token": token, "waitId": wait, "timeoutMs": 20000}))
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.json::<Value>().await.unwrap())
+    })
+}
+
 async fn register(hub: &RealHub, bearer: &str, token: &str, fp: &Value, message: &str) -> String {
     let body = with(
         fp.clone(),
@@ -231,19 +257,7 @@ async fn a_held_poll_keeps_its_reply_when_another_key_registers_with_its_fingerp
     let (_dir, hub, a, b) = start().await;
     let (sa, _) = init(&hub, &a, chat_a()).await;
     let wait_a = register(&hub, &a, &sa, &chat_a(), "A-PRIVATE-MESSAGE").await;
-    let held = {
-        let (hub_addr, a, sa, wait_a) = (hub.addr, a.clone(), sa.clone(), wait_a.clone());
-        tokio::spawn(async move {
-            let res = reqwest::Client::new()
-                .post(format!("http://{hub_addr}/api/wait/poll"))
-                .bearer_auth(a)
-                .json(&json!({"token": sa, "waitId": wait_a, "timeoutMs": 20000}))
-                .send()
-                .await
-                .unwrap();
-            res.json::<Value>().await.unwrap()
-        })
-    };
+    let held = hold_poll(&hub, &a, &sa, &wait_a);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (sb, _) = init(&hub, &b, chat_a()).await;
     let wait_b = register(&hub, &b, &sb, &chat_a(), "B waits too").await;
@@ -265,7 +279,7 @@ async fn a_held_poll_keeps_its_reply_when_another_key_registers_with_its_fingerp
             &json!({"token": sa, "text": "yes deploy to prod"}),
         )
         .await;
-    let got = held.await.unwrap();
+    let (_, got) = held.await.unwrap();
     assert_eq!(got["status"], "replied", "{got}");
     assert_eq!(got["reply"]["text"], "yes deploy to prod");
     let (_, v) = post(
@@ -522,19 +536,7 @@ async fn the_old_owners_held_poll_ends_handed_over() {
     let (_dir, hub, a, _b) = start().await;
     let (sa, _) = init(&hub, &a, chat_a()).await;
     let wait_a = register(&hub, &a, &sa, &chat_a(), "over to you").await;
-    let held = {
-        let (addr, a, sa, wait_a) = (hub.addr, a.clone(), sa.clone(), wait_a.clone());
-        tokio::spawn(async move {
-            let res = reqwest::Client::new()
-                .post(format!("http://{addr}/api/wait/poll"))
-                .bearer_auth(a)
-                .json(&json!({"token": sa, "waitId": wait_a, "timeoutMs": 20000}))
-                .send()
-                .await
-                .unwrap();
-            (res.status().as_u16(), res.json::<Value>().await.unwrap())
-        })
-    };
+    let held = hold_poll(&hub, &a, &sa, &wait_a);
     tokio::time::sleep(Duration::from_millis(300)).await;
     hub.api
         .ok(

@@ -95,17 +95,23 @@ async fn texts(api: &realhub::Api, token: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_full_disk_heals_by_itself_once_there_is_room() {
-    let Some(fs) = Tmpfs::mount("12m") else {
-        return;
-    };
-    let home = fs.path().join("home");
-    let mut hub = RealHub::start(&home, free_addr()).await;
+/// A real hub whose home is on a tmpfs of `size` (`None` where none can be
+/// mounted: not root), and one session of it.
+async fn session_on_tmpfs(size: &str) -> Option<(Tmpfs, RealHub, String)> {
+    let fs = Tmpfs::mount(size)?;
+    let hub = RealHub::start(&fs.path().join("home"), free_addr()).await;
     let token = hub.api.ok("/api/init", &who(0)).await["token"]
         .as_str()
         .unwrap()
         .to_owned();
+    Some((fs, hub, token))
+}
+
+#[tokio::test]
+async fn a_full_disk_heals_by_itself_once_there_is_room() {
+    let Some((fs, mut hub, token)) = session_on_tmpfs("12m").await else {
+        return;
+    };
     let mut answered = Vec::new();
     for i in 0..5 {
         let text = format!("before {i}");
@@ -593,15 +599,9 @@ async fn answers_within(hub: &RealHub, token: &str, limit: Duration) -> (u16, Va
 /// and nothing answered 200 is lost.
 #[tokio::test]
 async fn a_disk_filled_by_attachments_never_hangs_a_request_and_sigterm_ends_the_hub() {
-    let Some(fs) = Tmpfs::mount("40m") else {
+    let Some((fs, mut hub, token)) = session_on_tmpfs("40m").await else {
         return;
     };
-    let home = fs.path().join("home");
-    let mut hub = RealHub::start(&home, free_addr()).await;
-    let token = hub.api.ok("/api/init", &who(0)).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     // Leave about 6 MiB: a few questions with files fit, then the disk is full.
     let filler = fill(fs.path());
     {
