@@ -101,7 +101,7 @@ pub async fn run(
     listener: tokio::net::TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError> {
+) -> Result<RunEnd, RunError> {
     let home = Home::new(config.home.clone());
     let home_err = |source| RunError::Home {
         path: home.root.clone(),
@@ -189,10 +189,27 @@ pub async fn run(
     }
     let _ = std::fs::remove_file(home.addr_file());
     tracing::info!("holdline-hub stopped");
-    flushed.map_err(|e| match e {
+    if hub.needs_new_process() {
+        // The last flush failed with the store: everything answered as
+        // written was flushed before it was answered.
+        return Ok(RunEnd::StartAgain);
+    }
+    flushed.map(|()| RunEnd::Stopped).map_err(|e| match e {
         hub::HubError::Store(s) => RunError::Store(s),
         other => RunError::Flush(other),
     })
+}
+
+/// How [`run`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Its shutdown future completed (SIGTERM, SIGINT, a test's stop).
+    Stopped,
+    /// The store failed and, once the disk had room again, sled would not
+    /// let go of the failed database: the caller starts the hub again in a
+    /// new process image (`holdline-hub serve` execs itself), which opens the
+    /// store with everything answered as written.
+    StartAgain,
 }
 
 /// Prints where the panel is. The key goes to a terminal only, never into a

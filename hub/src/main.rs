@@ -138,8 +138,30 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow::anyhow!(bind_error(config.listen, &e)))?;
-    holdline_hub::run(listener, config, shutdown_signal()).await?;
-    Ok(())
+    match holdline_hub::run(listener, config, shutdown_signal()).await? {
+        holdline_hub::RunEnd::Stopped => Ok(()),
+        holdline_hub::RunEnd::StartAgain => Err(start_again()),
+    }
+}
+
+/// Replaces this process with a new `holdline-hub` of the same arguments and
+/// environment (the same PID, so a service manager sees no exit): every file
+/// sled held is closed on exec, so the new image opens the store. Returns
+/// only when the exec failed.
+fn start_again() -> anyhow::Error {
+    use std::os::unix::process::CommandExt as _;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return anyhow::anyhow!("cannot start the hub again ({e}): start it by hand"),
+    };
+    tracing::warn!("starting holdline-hub again in place");
+    let e = std::process::Command::new(&exe)
+        .args(std::env::args_os().skip(1))
+        .exec();
+    anyhow::anyhow!(
+        "cannot start the hub again from {} ({e}): start it by hand",
+        exe.display()
+    )
 }
 
 /// What to do when the listen address cannot be bound, by cause.

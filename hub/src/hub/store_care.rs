@@ -1,5 +1,7 @@
 //! Looking after the store while the hub runs: reopening it after a failed
-//! write once the disk takes writes again, and a backup a day.
+//! write once the disk takes writes again (or, when sled never lets go of
+//! the failed database, stopping so the process starts again in place), and
+//! a backup a day.
 //!
 //! Invariant: after a reopen the session table is read again from the store,
 //! so memory holds what is on disk (a write answered as failed may have been
@@ -16,6 +18,9 @@ use crate::table::SessionTable;
 
 /// How often a failing store tries to reopen.
 const HEAL_EVERY: Duration = Duration::from_secs(2);
+/// Reopens in a row that find room on the disk but sled still holding the
+/// failed database (about 20 s) before the hub stops to start again in place.
+const HELD_LIMIT: u32 = 5;
 /// How often the age of the newest backup is looked at.
 const BACKUP_CHECK_EVERY: Duration = Duration::from_secs(600);
 /// How old the newest backup may grow before another is taken.
@@ -46,6 +51,21 @@ impl Hub {
         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || hub.heal_store()).await {
             tracing::debug!(error = %e, "the store cannot be reopened yet");
         }
+        if self.needs_new_process() {
+            tracing::error!(
+                "the disk has room again but the failed store never let go of its files; \
+                 stopping to start again in place (what was answered as written is on disk)"
+            );
+            self.inner.shutdown.cancel();
+        }
+    }
+
+    /// Whether only a new process can open the store again: the disk has
+    /// room, but sled 0.34 keeps the failed database (and its file lock) for
+    /// the life of the process when its drop waits on a log write the full
+    /// disk cut short. `run` then ends with [`crate::RunEnd::StartAgain`].
+    pub fn needs_new_process(&self) -> bool {
+        self.store().held_after_room() >= HELD_LIMIT
     }
 
     async fn backup_if_due(&self) {

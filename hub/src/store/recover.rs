@@ -42,6 +42,9 @@ pub enum StoreState {
 #[derive(Debug, Default)]
 pub(super) struct Health {
     failing: std::sync::Mutex<Option<(String, i64)>>,
+    /// Reopens in a row that found room on the disk but sled still holding
+    /// the failed database (see [`Store::held_after_room`]).
+    held_with_room: std::sync::atomic::AtomicU32,
 }
 
 /// How much room the disk must take before sled is opened again: a log
@@ -153,6 +156,13 @@ impl Store {
         Ok(())
     }
 
+    /// How many reopens in a row found room on the disk, then gave up
+    /// waiting for sled to let go of the failed database: past a few, only a
+    /// new process opens the store again.
+    pub fn held_after_room(&self) -> u32 {
+        self.health.held_with_room.load(Ordering::Relaxed)
+    }
+
     /// Ends the failing state after a [`Store::reopen`]: writes are taken again.
     pub fn healed(&self) {
         *self
@@ -179,13 +189,15 @@ impl Store {
         }
         if thread.is_finished() {
             let _ = thread.join();
+            self.health.held_with_room.store(0, Ordering::Relaxed);
             return Ok(());
         }
         *dropping = Some(thread);
+        self.health.held_with_room.fetch_add(1, Ordering::Relaxed);
         // sled 0.34 can wait forever for a log write the full disk cut short;
         // then only a new process opens the store again.
         Err(self.write_failed(
-            "the failed store has not let go of its files; restart the hub if this lasts (what was answered as written is on disk)",
+            "the failed store has not let go of its files; the hub starts itself again in place if this lasts (what was answered as written is on disk)",
         ))
     }
 
