@@ -404,3 +404,101 @@ async fn two_agent_keys_never_share_a_hook_session() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_reply_whose_block_could_not_be_written_stays_for_the_next_stop() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let mut hook = spawn_hook(
+        &env,
+        "claude-code",
+        &stop_payload("sess-pipe", "/w", Some("Done?")),
+    )
+    .await?;
+    // The client stopped reading: the block cannot reach it.
+    drop(hook.stdout.take());
+    let token = waiting_tokens(&hub, "claude-code:sess-pipe", 1)
+        .await?
+        .remove(0);
+    hub.reply(&token, "Keep going", json!([])).await?;
+    let out = finished(hook).await?;
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("could not write the answer"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+
+    let out = finished(
+        spawn_hook(
+            &env,
+            "claude-code",
+            &stop_payload("sess-pipe", "/w", Some("Done?")),
+        )
+        .await?,
+    )
+    .await?;
+    assert!(block_reason(&out).contains("Keep going"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopped_or_timed_out_hook_cancels_its_wait_and_lets_the_turn_end() -> anyhow::Result<()>
+{
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let hook = spawn_hook(
+        &env,
+        "claude-code",
+        &stop_payload("sess-term", "/w", Some("Done.")),
+    )
+    .await?;
+    let token = waiting_tokens(&hub, "claude-code:sess-term", 1)
+        .await?
+        .remove(0);
+    let pid = hook.id().context("pid")?.to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()?;
+    assert!(killed.success());
+    let out = finished(hook).await?;
+    lets_it_end(&out);
+    assert!(stderr(&out).contains("SIGTERM"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    hub.wait_status(&token, "holding").await?;
+
+    // `--timeout-sec` below the hook's shortest wait: it waits that long, then gives up.
+    let mut hook = tokio::process::Command::new(bridge_bin());
+    hook.args(["hook", "--client", "codex", "--timeout-sec", "1"])
+        .env("HOLDLINE_HUB", hub.url())
+        .env("HOLDLINE_HOME", &hub.home)
+        .env("HOLDLINE_SECRET", &hub.secret)
+        .env("HOLDLINE_HOST_ID", "test-host")
+        .env("HOLDLINE_NO_AUTOSTART", "1")
+        .env_remove("HOLDLINE_KEY")
+        .env_remove("HOLDLINE_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = hook.spawn()?;
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(
+            json!({"session_id": "c-late", "cwd": "/w", "hook_event_name": "Stop",
+                          "turn_id": "t", "last_assistant_message": "Over to you."})
+            .to_string()
+            .as_bytes(),
+        )
+        .await?;
+    drop(input);
+    let token = waiting_tokens(&hub, "codex:c-late", 1).await?.remove(0);
+    let out = finished(child).await?;
+    lets_it_end(&out);
+    assert!(stderr(&out).contains("no reply within"), "{}", stderr(&out));
+    assert_ne!(hub.session(&token).await?["status"], "waiting");
+    Ok(())
+}
