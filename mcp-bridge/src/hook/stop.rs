@@ -30,6 +30,30 @@ const GONE_RETRIES: u32 = 5;
 /// How long the hook gives the hub to confirm a cancel when it stops waiting.
 const CANCEL_LIMIT: Duration = Duration::from_secs(3);
 
+/// A `Stop` hook's answer that continues the turn, in the shape Claude Code and Codex
+/// both read: the `reason` becomes the model's next instruction.
+#[derive(Debug, serde::Serialize)]
+struct StopAnswer {
+    decision: Decision,
+    reason: String,
+}
+
+/// A stop hook's decision; only `block` is ever written (no answer lets the turn end).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Decision {
+    Block,
+}
+
+impl StopAnswer {
+    fn block(reason: String) -> StopAnswer {
+        StopAnswer {
+            decision: Decision::Block,
+            reason,
+        }
+    }
+}
+
 /// How the wait ended.
 enum Ending {
     Replied {
@@ -195,7 +219,8 @@ impl StopWait<'_> {
     async fn answer(&self, wait_id: &str, reply: &Reply) -> Result<(), HookError> {
         let let_finish = reply.choices.iter().any(|c| c.index == 0);
         if !let_finish {
-            let block = serde_json::json!({"decision": "block", "reason": reason(reply)});
+            let block = serde_json::to_string(&StopAnswer::block(reason(reply)))
+                .expect("a stop answer serializes");
             let mut out = std::io::stdout().lock();
             writeln!(out, "{block}")
                 .and_then(|()| out.flush())
@@ -247,5 +272,10 @@ mod tests {
         let r = reason(&reply);
         assert!(r.contains("\n\nAdd tests\n\n"), "{r}");
         assert!(r.contains("Continue with this now"), "{r}");
+        let answer = serde_json::to_value(StopAnswer::block(r.clone())).unwrap();
+        assert_eq!(
+            answer,
+            serde_json::json!({"decision": "block", "reason": r})
+        );
     }
 }
