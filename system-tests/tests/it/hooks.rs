@@ -502,3 +502,45 @@ async fn a_stopped_or_timed_out_hook_cancels_its_wait_and_lets_the_turn_end() ->
     assert_ne!(hub.session(&token).await?["status"], "waiting");
     Ok(())
 }
+
+#[tokio::test]
+async fn the_tool_and_the_hook_of_one_chat_reach_one_session() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "Fix the parser", "threadId": "claude-code:sess-both"}),
+    )
+    .await?;
+    let token = structured(&r)["token"]
+        .as_str()
+        .context("token")?
+        .to_owned();
+
+    let env = HookEnv::secret(&hub);
+    let payload = stop_payload("sess-both", "/home/dev/project one", Some("Parser fixed."));
+    let hook = spawn_hook(&env, "claude-code", &payload).await?;
+    let waiting = waiting_tokens(&hub, "claude-code:sess-both", 1).await?;
+    assert_eq!(waiting, [token.clone()]);
+    hub.reply(&token, "Good, now the lexer", json!([])).await?;
+    assert!(block_reason(&finished(hook).await?).contains("Good, now the lexer"));
+
+    // The tool goes on with the same session, and the hook's reply is not returned again.
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Lexer done.", "cursorTitle": "Fix the parser"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "Ship it", json!([])).await?;
+    let r = finish(handle).await?;
+    assert!(
+        text(&r).contains("Ship it") && !text(&r).contains("lexer"),
+        "{}",
+        text(&r)
+    );
+    Ok(())
+}
