@@ -523,7 +523,7 @@ async fn the_tool_and_the_hook_of_one_chat_reach_one_session() -> anyhow::Result
     let payload = stop_payload("sess-both", "/home/dev/project one", Some("Parser fixed."));
     let hook = spawn_hook(&env, "claude-code", &payload).await?;
     let waiting = waiting_tokens(&hub, "claude-code:sess-both", 1).await?;
-    assert_eq!(waiting, [token.clone()]);
+    assert_eq!(waiting, std::slice::from_ref(&token));
     hub.reply(&token, "Good, now the lexer", json!([])).await?;
     assert!(block_reason(&finished(hook).await?).contains("Good, now the lexer"));
 
