@@ -9,8 +9,10 @@
 //! - `line_cap`: a client line over the limit is answered with an error, not dropped.
 //! - `stdio`: stdin and stdout as non-blocking streams.
 //! - `install`: writes or prints each IDE's MCP entry and rule file.
+//! - `hook`: `holdline-mcp hook`, the bridge answering a client's lifecycle hook (`Stop`).
 
 pub mod config;
+pub mod hook;
 pub mod hub_client;
 pub mod install;
 mod line_cap;
@@ -88,7 +90,7 @@ pub async fn serve_stdio(config: config::Config) -> anyhow::Result<()> {
 /// stdio servers with SIGINT (Claude Code), SIGTERM (opencode, Copilot CLI, Codex) or
 /// SIGHUP (a closed terminal); a terminal's Ctrl-C sends SIGINT to the whole group.
 #[cfg(unix)]
-fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static str>> {
+pub(crate) fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static str>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
@@ -103,7 +105,7 @@ fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static 
 }
 
 #[cfg(not(unix))]
-fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static str>> {
+pub(crate) fn stop_signals() -> std::io::Result<impl std::future::Future<Output = &'static str>> {
     Ok(async {
         let _ = tokio::signal::ctrl_c().await;
         "Ctrl-C"

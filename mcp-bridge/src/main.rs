@@ -21,25 +21,32 @@ enum Command {
     Install(holdline_mcp::install::InstallArgs),
     /// Remove holdline's MCP entry and rule from an IDE (or from all of them).
     Uninstall(holdline_mcp::install::UninstallArgs),
+    /// Answer a client's lifecycle hook (Stop) from its JSON on stdin: the person's reply
+    /// continues the agent's turn.
+    Hook(holdline_mcp::hook::HookArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // Logs go to stderr: stdout is the MCP protocol. Clients keep that stderr (Claude
     // Code's debug log labels every line of it `[ERROR]`), so by default only real
-    // problems are written; `HOLDLINE_LOG=info` shows the bridge's life too.
+    // problems are written; `HOLDLINE_LOG=info` shows the bridge's life too. A hook says
+    // what went wrong in one line of its own, so it logs nothing unless asked.
+    let quiet = matches!(cli.command, Some(Command::Hook(_)));
+    let default_filter = match quiet {
+        true => "off",
+        false => "holdline_mcp=warn,holdline_tools=warn,rmcp=warn",
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HOLDLINE_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new(
-                    "holdline_mcp=warn,holdline_tools=warn,rmcp=warn",
-                )
-            }),
+            tracing_subscriber::EnvFilter::try_from_env("HOLDLINE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .init();
     let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Hook(args) => return holdline_mcp::hook::run(&args),
         Command::Install(args) => holdline_mcp::install::run(&args).map_err(Into::into),
         Command::Uninstall(args) => holdline_mcp::install::uninstall(&args).map_err(Into::into),
         // One thread: the bridge only forwards, and a reply crosses no thread hand-off.

@@ -12,7 +12,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 /// `holdline-hub key …` against the hub's home.
-fn key_command(hub_home: &Path, args: &[&str]) -> String {
+pub(crate) fn key_command(hub_home: &Path, args: &[&str]) -> String {
     let out = Command::new(hub_bin())
         .arg("--home")
         .arg(hub_home)

@@ -1,0 +1,121 @@
+//! `holdline-mcp hook --client NAME`: the bridge binary as a client's lifecycle hook, the
+//! agent's second entry beside the MCP tools. It reads the hook's JSON on stdin and answers
+//! in the client's shape on stdout; today the `Stop` event of Claude Code and Codex (both
+//! answer `{"decision":"block","reason":…}`): the agent's last message becomes the
+//! person's question, and their reply continues the turn.
+//!
+//! Invariants: the hook always exits 0 and lets the client go on (no decision) unless the
+//! person's reply was written; whatever fails is one line on stderr, never a hang (stdin,
+//! every hub call and the wait are bounded); a reply is acked only after its answer was
+//! written, so a reply whose hook was killed stays at the hub for the next hook or wait.
+
+pub mod input;
+mod stop;
+
+use std::{process::ExitCode, time::Duration};
+
+use holdline_contract::{HubError, clients};
+
+use crate::config::Config;
+use input::{HookInput, InputError};
+
+/// How long before the client's hook timeout the hook gives up waiting and lets the turn
+/// end: room to cancel its wait at the hub and exit before the client kills it.
+const TIMEOUT_MARGIN: Duration = Duration::from_secs(30);
+/// The shortest wait a hook holds, whatever timeout it is given.
+const MIN_WAIT: Duration = Duration::from_secs(5);
+
+/// `holdline-mcp hook`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    /// The client whose hook runs this command: its payload and answer shapes.
+    #[arg(long, value_enum)]
+    pub client: HookClient,
+    /// The hook's timeout as the client's settings give it, in seconds (default: the
+    /// client's own default); the hook stops waiting 30 s before it.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout_sec: Option<u64>,
+}
+
+/// The clients whose hooks this command answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookClient {
+    ClaudeCode,
+    Codex,
+}
+
+impl HookClient {
+    /// The client's name as `--client` and the installer spell it.
+    pub fn name(self) -> &'static str {
+        let name = match self {
+            HookClient::ClaudeCode => "claude-code",
+            HookClient::Codex => "codex",
+        };
+        clients::client_name(name).expect("a client the installer knows")
+    }
+
+    /// The client as the person reads it in a session's title.
+    fn display(self) -> &'static str {
+        match self {
+            HookClient::ClaudeCode => "Claude Code",
+            HookClient::Codex => "Codex",
+        }
+    }
+
+    /// A command hook's timeout when its entry gives none: Claude Code's 600 s
+    /// (docs/clients-compatibility.md, "Lifecycle hooks"); Codex's is not readable from
+    /// its binary, so the same, and the installer writes an explicit one.
+    fn default_timeout(self) -> Duration {
+        match self {
+            HookClient::ClaudeCode | HookClient::Codex => Duration::from_secs(600),
+        }
+    }
+}
+
+/// Why the hook lets the client go on without a decision: said in one line on stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("{0}; the client goes on")]
+    Input(#[from] InputError),
+    #[error("the {0:?} event is not one this hook answers (only Stop); the client goes on")]
+    UnknownEvent(String),
+    #[error("could not start: {0}; the turn ends")]
+    Runtime(std::io::Error),
+    #[error("{0}; the turn ends")]
+    Hub(#[from] HubError),
+    #[error(
+        "no reply within {} s; the turn ends, and a later reply waits for the next stop or wait",
+        .0.as_secs()
+    )]
+    NoReplyInTime(Duration),
+    #[error("stopped by {0} while waiting; a later reply waits for the next stop or wait")]
+    Stopped(&'static str),
+    #[error("could not write the answer ({0}); the reply stays at the hub for the next stop")]
+    Write(std::io::Error),
+}
+
+/// Answers one hook: always exit 0; a failure is one line on stderr.
+pub fn run(args: &HookArgs) -> ExitCode {
+    if let Err(why) = answer(args) {
+        eprintln!("holdline-mcp hook: {why}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn answer(args: &HookArgs) -> Result<(), HookError> {
+    let input = HookInput::from_stdin()?;
+    if input.hook_event_name != "Stop" {
+        return Err(HookError::UnknownEvent(input.hook_event_name));
+    }
+    let config = Config::from_env();
+    let timeout = args
+        .timeout_sec
+        .map_or(args.client.default_timeout(), Duration::from_secs);
+    let wait_for = timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT);
+    // One thread: the hook holds one wait, as the bridge does.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(HookError::Runtime)?;
+    runtime.block_on(stop::answer_stop(args.client, &config, &input, wait_for))
+}

@@ -1,0 +1,546 @@
+//! `holdline-mcp hook` — the bridge binary answering a client's lifecycle hook — against a
+//! real hub: a `Stop` becomes the person's question, their reply continues the turn once
+//! (`{"decision":"block"}`), "Let it finish" or an archive lets the turn end, a reply
+//! whose hook was killed reaches the next hook, a bad payload or a missing hub lets the
+//! client go on with one line on stderr, and two agent keys never share a session.
+
+use std::{
+    path::Path,
+    process::{Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::{io::AsyncWriteExt, process::Child};
+
+use crate::agent_key::key_command;
+use crate::harness::*;
+
+/// Longest any hook run here may take: a guard against a hang, not a measurement.
+const HANG: Duration = Duration::from_secs(30);
+
+/// How a hook process reaches the hub.
+struct HookEnv<'a> {
+    hub_url: String,
+    credential: (&'a str, String),
+    home: &'a Path,
+}
+
+impl<'a> HookEnv<'a> {
+    fn secret(hub: &'a TestHub) -> Self {
+        HookEnv {
+            hub_url: hub.url(),
+            credential: ("HOLDLINE_SECRET", hub.secret.clone()),
+            home: &hub.home,
+        }
+    }
+
+    fn key(hub: &'a TestHub, home: &'a Path, key: &str) -> Self {
+        HookEnv {
+            hub_url: hub.url(),
+            credential: ("HOLDLINE_KEY", key.to_owned()),
+            home,
+        }
+    }
+}
+
+/// Starts `holdline-mcp hook --client CLIENT` with `stdin` written and closed.
+async fn spawn_hook(env: &HookEnv<'_>, client: &str, stdin: &str) -> anyhow::Result<Child> {
+    let mut child = tokio::process::Command::new(bridge_bin())
+        .args(["hook", "--client", client])
+        .env("HOLDLINE_HUB", &env.hub_url)
+        .env("HOLDLINE_HOME", env.home)
+        .env("HOME", env.home)
+        .env("HOLDLINE_HOST_ID", "test-host")
+        .env_remove("HOLDLINE_SECRET")
+        .env_remove("HOLDLINE_KEY")
+        .env_remove("HOLDLINE_LOG")
+        .env(env.credential.0, &env.credential.1)
+        .env("HOLDLINE_NO_AUTOSTART", "1")
+        .env("HOLDLINE_POLL_MS", "400")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("spawn holdline-mcp hook")?;
+    let mut input = child.stdin.take().expect("piped stdin");
+    input.write_all(stdin.as_bytes()).await?;
+    drop(input);
+    Ok(child)
+}
+
+/// The hook's exit, stdout and stderr, failing on a hang.
+async fn finished(child: Child) -> anyhow::Result<Output> {
+    let out = tokio::time::timeout(HANG, child.wait_with_output())
+        .await
+        .context("the hook hung")??;
+    Ok(out)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A `Stop` payload as Claude Code sends it.
+fn stop_payload(session_id: &str, cwd: &str, last: Option<&str>) -> String {
+    let mut p = json!({
+        "session_id": session_id,
+        "transcript_path": null,
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+    });
+    if let Some(last) = last {
+        p["last_assistant_message"] = json!(last);
+    }
+    p.to_string()
+}
+
+/// The sessions bound to `thread` whose status is `status`, as the person sees them.
+async fn sessions_of(hub: &TestHub, thread: &str, status: &str) -> anyhow::Result<Vec<Value>> {
+    let list: Value = hub
+        .http
+        .get(format!("{}/api/sessions?limit=200", hub.url()))
+        .bearer_auth(&hub.secret)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    Ok(list["sessions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s["threadId"] == thread && s["status"] == status)
+        .collect())
+}
+
+/// Waits until `count` sessions of `thread` wait for the person; their tokens.
+async fn waiting_tokens(hub: &TestHub, thread: &str, count: usize) -> anyhow::Result<Vec<String>> {
+    let started = Instant::now();
+    loop {
+        let waiting = sessions_of(hub, thread, "waiting").await?;
+        if waiting.len() == count {
+            return Ok(waiting
+                .iter()
+                .map(|s| s["token"].as_str().unwrap_or_default().to_owned())
+                .collect());
+        }
+        if started.elapsed() > HANG {
+            bail!("{} sessions of {thread} wait, not {count}", waiting.len());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The newest agent message of the session.
+async fn last_question(hub: &TestHub, token: &str) -> anyhow::Result<Value> {
+    let s = hub.session(token).await?;
+    let messages = s["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .into_iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .context("no agent message")
+}
+
+async fn pick(hub: &TestHub, token: &str, choice: u32) -> anyhow::Result<()> {
+    hub.http
+        .post(format!("{}/api/reply", hub.url()))
+        .bearer_auth(&hub.secret)
+        .json(&json!({"token": token, "choices": [choice]}))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(())
+}
+
+/// The `reason` of a block the hook printed, failing when it printed anything else.
+fn block_reason(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        stderr(out)
+    );
+    let answer: Value = serde_json::from_str(stdout(out).trim())
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(out)));
+    assert_eq!(answer["decision"], "block", "{answer}");
+    answer["reason"].as_str().expect("a reason").to_owned()
+}
+
+/// The hook let the turn end: exit 0, no decision.
+fn lets_it_end(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        stderr(out)
+    );
+    let printed = stdout(out);
+    assert!(
+        printed.trim().is_empty() || printed.trim() == "{}",
+        "a decision was printed: {printed:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_asks_the_person_and_their_reply_continues_the_turn_once() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let thread = "claude-code:sess-one";
+
+    let hook = spawn_hook(
+        &env,
+        "claude-code",
+        &stop_payload(
+            "sess-one",
+            "/home/dev/app",
+            Some("I refactored the parser."),
+        ),
+    )
+    .await?;
+    let token = waiting_tokens(&hub, thread, 1).await?.remove(0);
+    let question = last_question(&hub, &token).await?;
+    assert_eq!(question["content"], "I refactored the parser.");
+    assert_eq!(question["options"][0]["label"], "Let it finish");
+    assert_eq!(hub.session(&token).await?["workspace"], "/home/dev/app");
+
+    hub.reply(&token, "Now add tests for it", json!([])).await?;
+    let out = finished(hook).await?;
+    let reason = block_reason(&out);
+    assert!(reason.contains("Now add tests for it"), "{reason}");
+    assert!(reason.to_lowercase().contains("continue"), "{reason}");
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+
+    // Once: the next stop of the same chat reaches the same session and waits for a new
+    // answer; "Let it finish" then lets the turn end.
+    let hook = spawn_hook(
+        &env,
+        "claude-code",
+        &stop_payload("sess-one", "/home/dev/app", Some("Tests added.")),
+    )
+    .await?;
+    let again = waiting_tokens(&hub, thread, 1).await?.remove(0);
+    assert_eq!(again, token, "the same chat reaches the same session");
+    assert_eq!(
+        last_question(&hub, &token).await?["content"],
+        "Tests added."
+    );
+    pick(&hub, &token, 0).await?;
+    lets_it_end(&finished(hook).await?);
+    let s = hub.session(&token).await?;
+    assert_eq!(s["queuedReplies"], 0, "the pick was consumed: {s}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_question_comes_from_the_transcript_and_an_archive_lets_the_turn_end()
+-> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let transcript = home.path().join("transcript.jsonl");
+    let lines = [
+        json!({"type": "user", "message": {"role": "user", "content": "Fix the bug"}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking at it."}]}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "name": "Edit"}, {"type": "text", "text": "Fixed: the loop was off by one."}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "content": "ok"}]}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&transcript, text)?;
+    let mut payload: Value = serde_json::from_str(&stop_payload("sess-two", "/w", None))?;
+    payload["transcript_path"] = json!(transcript);
+    payload["stop_hook_active"] = json!(true);
+
+    let hook = spawn_hook(&env, "claude-code", &payload.to_string()).await?;
+    let token = waiting_tokens(&hub, "claude-code:sess-two", 1)
+        .await?
+        .remove(0);
+    assert_eq!(
+        last_question(&hub, &token).await?["content"],
+        "Fixed: the loop was off by one."
+    );
+    hub.http
+        .post(format!("{}/api/sessions/{token}/archive", hub.url()))
+        .bearer_auth(&hub.secret)
+        .send()
+        .await?
+        .error_for_status()?;
+    lets_it_end(&finished(hook).await?);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_reply_to_a_killed_hook_reaches_the_next_hook_at_once() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let codex_stop = |turn: &str, last: &str| {
+        json!({
+            "session_id": "019a-codex", "turn_id": turn, "transcript_path": null,
+            "cwd": "/home/dev/svc", "model": "gpt", "permission_mode": "default",
+            "hook_event_name": "Stop", "stop_hook_active": false,
+            "last_assistant_message": last,
+        })
+        .to_string()
+    };
+    let mut hook = spawn_hook(&env, "codex", &codex_stop("t1", "Deployed to staging.")).await?;
+    let token = waiting_tokens(&hub, "codex:019a-codex", 1).await?.remove(0);
+    // The client's timeout: no goodbye.
+    hook.start_kill()?;
+    let killed = hook.wait_with_output().await?;
+    assert!(killed.stdout.is_empty());
+    hub.reply(&token, "Roll it out to production", json!([]))
+        .await?;
+
+    let hook = spawn_hook(&env, "codex", &codex_stop("t2", "Anything else?")).await?;
+    let out = finished(hook).await?;
+    let reason = block_reason(&out);
+    assert!(reason.contains("Roll it out to production"), "{reason}");
+    // Consumed once: the hub holds it no more.
+    let s = hub.session(&token).await?;
+    assert_eq!(s["queuedReplies"], 0, "{s}");
+    assert_ne!(s["status"], "replied", "{s}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bad_payload_or_a_missing_hub_lets_the_client_go_on_with_one_line() -> anyhow::Result<()>
+{
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let unknown_event = json!({"session_id": "s", "cwd": "/w", "hook_event_name": "Teleport"});
+    let no_session = json!({"cwd": "/w", "hook_event_name": "Stop"});
+    for payload in [
+        "not json at all".to_owned(),
+        String::new(),
+        unknown_event.to_string(),
+        no_session.to_string(),
+    ] {
+        let out = finished(spawn_hook(&env, "claude-code", &payload).await?).await?;
+        lets_it_end(&out);
+        let said = stderr(&out);
+        assert_eq!(said.lines().count(), 1, "{payload:?}: {said:?}");
+        assert!(said.starts_with("holdline-mcp hook:"), "{said}");
+    }
+    // No hub listening: the turn ends as if the hook were not there.
+    let gone = HookEnv {
+        hub_url: format!("http://127.0.0.1:{}", free_port()),
+        ..HookEnv::secret(&hub)
+    };
+    let out = finished(
+        spawn_hook(
+            &gone,
+            "claude-code",
+            &stop_payload("s", "/w", Some("Done.")),
+        )
+        .await?,
+    )
+    .await?;
+    lets_it_end(&out);
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(
+        sessions_of(&hub, "claude-code:s", "waiting")
+            .await?
+            .is_empty()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn two_agent_keys_never_share_a_hook_session() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let key_of = |name: &str| {
+        let printed = key_command(home.path(), &["create", "--name", name]);
+        printed.lines().next().unwrap_or_default().to_owned()
+    };
+    let (key_a, key_b) = (key_of("alpha"), key_of("beta"));
+    let (home_a, home_b) = (TempDir::new()?, TempDir::new()?);
+    let env_a = HookEnv::key(&hub, home_a.path(), &key_a);
+    let env_b = HookEnv::key(&hub, home_b.path(), &key_b);
+    // The same client session id, the same folder, the same host: only the key differs.
+    let payload = stop_payload("shared-id", "/w", Some("Which way?"));
+    let hook_a = spawn_hook(&env_a, "claude-code", &payload).await?;
+    let tokens = waiting_tokens(&hub, "claude-code:shared-id", 1).await?;
+    let mut hook_b = spawn_hook(&env_b, "claude-code", &payload).await?;
+    let both = waiting_tokens(&hub, "claude-code:shared-id", 2).await?;
+    let token_a = tokens[0].clone();
+    let token_b = both
+        .iter()
+        .find(|t| **t != token_a)
+        .expect("B's own")
+        .clone();
+    assert_eq!(hub.session(&token_a).await?["owner"]["key"], "alpha");
+    assert_eq!(hub.session(&token_b).await?["owner"]["key"], "beta");
+
+    hub.reply(&token_a, "for alpha only", json!([])).await?;
+    let reason = block_reason(&finished(hook_a).await?);
+    assert!(reason.contains("for alpha only"), "{reason}");
+    // B still waits on its own session and never saw A's reply.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(hook_b.try_wait()?.is_none(), "B's hook ended on A's reply");
+    assert_eq!(hub.session(&token_b).await?["status"], "waiting");
+    hub.reply(&token_b, "for beta", json!([])).await?;
+    let reason = block_reason(&finished(hook_b).await?);
+    assert!(
+        reason.contains("for beta") && !reason.contains("alpha"),
+        "{reason}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_reply_whose_block_could_not_be_written_stays_for_the_next_stop() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let mut hook = spawn_hook(
+        &env,
+        "claude-code",
+        &stop_payload("sess-pipe", "/w", Some("Done?")),
+    )
+    .await?;
+    // The client stopped reading: the block cannot reach it.
+    drop(hook.stdout.take());
+    let token = waiting_tokens(&hub, "claude-code:sess-pipe", 1)
+        .await?
+        .remove(0);
+    hub.reply(&token, "Keep going", json!([])).await?;
+    let out = finished(hook).await?;
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("could not write the answer"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+
+    let out = finished(
+        spawn_hook(
+            &env,
+            "claude-code",
+            &stop_payload("sess-pipe", "/w", Some("Done?")),
+        )
+        .await?,
+    )
+    .await?;
+    assert!(block_reason(&out).contains("Keep going"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopped_or_timed_out_hook_cancels_its_wait_and_lets_the_turn_end() -> anyhow::Result<()>
+{
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let hook = spawn_hook(
+        &env,
+        "claude-code",
+        &stop_payload("sess-term", "/w", Some("Done.")),
+    )
+    .await?;
+    let token = waiting_tokens(&hub, "claude-code:sess-term", 1)
+        .await?
+        .remove(0);
+    let pid = hook.id().context("pid")?.to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()?;
+    assert!(killed.success());
+    let out = finished(hook).await?;
+    lets_it_end(&out);
+    assert!(stderr(&out).contains("SIGTERM"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    hub.wait_status(&token, "holding").await?;
+
+    // `--timeout-sec` below the hook's shortest wait: it waits that long, then gives up.
+    let mut hook = tokio::process::Command::new(bridge_bin());
+    hook.args(["hook", "--client", "codex", "--timeout-sec", "1"])
+        .env("HOLDLINE_HUB", hub.url())
+        .env("HOLDLINE_HOME", &hub.home)
+        .env("HOLDLINE_SECRET", &hub.secret)
+        .env("HOLDLINE_HOST_ID", "test-host")
+        .env("HOLDLINE_NO_AUTOSTART", "1")
+        .env_remove("HOLDLINE_KEY")
+        .env_remove("HOLDLINE_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = hook.spawn()?;
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(
+            json!({"session_id": "c-late", "cwd": "/w", "hook_event_name": "Stop",
+                          "turn_id": "t", "last_assistant_message": "Over to you."})
+            .to_string()
+            .as_bytes(),
+        )
+        .await?;
+    drop(input);
+    let token = waiting_tokens(&hub, "codex:c-late", 1).await?.remove(0);
+    let out = finished(child).await?;
+    lets_it_end(&out);
+    assert!(stderr(&out).contains("no reply within"), "{}", stderr(&out));
+    assert_ne!(hub.session(&token).await?["status"], "waiting");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_tool_and_the_hook_of_one_chat_reach_one_session() -> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let client = start_bridge(BridgeOptions::for_hub(&hub)).await?;
+    let r = call(
+        &client,
+        "init_conversation",
+        json!({"cursorTitle": "Fix the parser", "threadId": "claude-code:sess-both"}),
+    )
+    .await?;
+    let token = structured(&r)["token"]
+        .as_str()
+        .context("token")?
+        .to_owned();
+
+    let env = HookEnv::secret(&hub);
+    let payload = stop_payload("sess-both", "/home/dev/project one", Some("Parser fixed."));
+    let hook = spawn_hook(&env, "claude-code", &payload).await?;
+    let waiting = waiting_tokens(&hub, "claude-code:sess-both", 1).await?;
+    assert_eq!(waiting, std::slice::from_ref(&token));
+    hub.reply(&token, "Good, now the lexer", json!([])).await?;
+    assert!(block_reason(&finished(hook).await?).contains("Good, now the lexer"));
+
+    // The tool goes on with the same session, and the hook's reply is not returned again.
+    let handle = start_call(
+        &client,
+        "wait_for_user_input",
+        json!({"token": token, "message": "Lexer done.", "cursorTitle": "Fix the parser"}),
+    )
+    .await?;
+    hub.wait_status(&token, "waiting").await?;
+    hub.reply(&token, "Ship it", json!([])).await?;
+    let r = finish(handle).await?;
+    assert!(
+        text(&r).contains("Ship it") && !text(&r).contains("lexer"),
+        "{}",
+        text(&r)
+    );
+    Ok(())
+}
