@@ -296,6 +296,9 @@ const STRINGS = {
     attachmentDownloadTail: ' — download',
     attachmentRemoved: 'removed',
     attachmentRemovedWhy: 'The hub no longer keeps this file (released after its question was answered, or freed)',
+    attachmentPreviewOf: 'Preview of {name}',
+    attachmentPreviewCut: 'First {shown} of {size} shown; download the file for the rest.',
+    attachmentPreviewFailed: 'No preview: the hub did not send the file. Download it instead.',
   },
   zh: {
     appName: 'holdline',
@@ -591,6 +594,9 @@ const STRINGS = {
     attachmentDownloadTail: '——下载',
     attachmentRemoved: '已移除',
     attachmentRemovedWhy: '服务端已不再保留此文件（问题答复后按保留规则释放，或被手动清理）',
+    attachmentPreviewOf: '{name} 预览',
+    attachmentPreviewCut: '仅显示前 {shown}（共 {size}），其余请下载文件查看。',
+    attachmentPreviewFailed: '无法预览：服务端未返回该文件，请直接下载。',
   },
 };
 

@@ -38,7 +38,6 @@ test('phone header: machine · folder and the title in full, no generic chips be
   const where = page.getByTestId('header-where');
   const left = await page.getByTestId('messages').evaluate((el) => Math.round(el.getBoundingClientRect().height));
   console.log(`phone 390×844: ${left} px left to read`);
-  if (process.env.DEBUG_LAYOUT) { console.log(await page.evaluate(() => ['.conv-head', '.conv-meta', '#conv-title', '.quick', '.reply-row', '#composer', '#newer-question', '#reply-status', '.composer > *'].map((q) => [...document.querySelectorAll(q)].map((el) => `${q}${el.id ? '#' + el.id : ''}.${el.className}=${Math.round(el.getBoundingClientRect().height)}`).join(' ')).join('\n'))); await page.screenshot({ path: '/tmp/p2/phone.png' }); }
   assert.equal(await where.textContent(), 'studio-mac · analytics-dashboard');
   assert.ok(await shownWhole(where), 'machine · folder shows in full');
   assert.ok(await shownWhole(page.getByTestId('header-where-folder')), 'the folder is not cut');
@@ -54,5 +53,36 @@ test('phone header: machine · folder and the title in full, no generic chips be
   await page.getByTestId('templates-edit').click();
   await page.getByTestId('templates-dialog').waitFor();
   await page.keyboard.press('Escape');
+  assert.deepEqual(await axeViolations(page), []);
+});
+
+test('text attachments preview inline as text (cut at 64 KiB, said), download kept; markup in a log stays text', async () => {
+  const agent = await newAgent(hub, 'Flaky login test', { workspace: '/home/dev/webapp', hostName: 'laptop' });
+  const log = 'step 1 ok\nstep 2 ok\n<script>window.pwned = 1</script>\n<img src=x onerror="window.pwned = 2">\nstep 5 FAILED\n';
+  const big = Array.from({ length: 3000 }, (_, i) => `line ${String(i).padStart(5, '0')} ${'x'.repeat(40)}`).join('\n');
+  const b64 = (text) => Buffer.from(text).toString('base64');
+  await agent.wait('The login test fails at step 5; logs attached. Retry?', {
+    attachments: [{ name: 'test.log', mimeType: 'text/plain', data: b64(log) },
+      { name: 'trace.json', mimeType: 'application/json', data: b64('{"step": 5, "ok": false}') },
+      { name: 'full.log', mimeType: 'text/plain', data: b64(big) },
+      { name: 'core.bin', mimeType: 'application/octet-stream', data: b64('\u0000\u0001binary') }],
+  });
+  const { page } = await browser({ bypassCSP: true });
+  await openPanel(page, hub);
+  await selectSession(page, agent.token);
+  const previews = page.getByTestId('attachment-preview');
+  await previews.first().waitFor();
+  const text = (name) => page.locator(`[data-testid="attachment-preview"][data-name="${name}"]`);
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="attachment-preview"]')].every((p) => p.textContent));
+  assert.equal(await previews.count(), 3, 'the log, the JSON and the big log preview; the binary does not');
+  assert.equal(await text('test.log').textContent(), log);
+  assert.equal(await text('trace.json').textContent(), '{"step": 5, "ok": false}');
+  assert.equal(await page.locator('[data-testid="attachments"] img').count(), 0, 'no element from the log\'s markup');
+  assert.equal(await page.locator('[data-testid="attachments"] script').count(), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined, 'nothing in the log ran');
+  const shown = await text('full.log').textContent();
+  assert.ok(shown.length <= 64 * 1024 && big.startsWith(shown.slice(0, 1000)), `the big log is cut at 64 KiB (${shown.length} chars shown)`);
+  assert.match(await page.getByTestId('attachment-preview-cut').innerText(), /64(\.0)? KB/);
+  assert.equal(await page.getByTestId('attachment-file').count(), 4, 'every file keeps its download link');
   assert.deepEqual(await axeViolations(page), []);
 });
