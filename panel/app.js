@@ -22,6 +22,7 @@ import * as notify from './notify.js';
 import { initPush } from './push.js';
 import { initKeys } from './keys.js';
 import { initChoices, drawChoices, openQuestion } from './choices.js';
+import { initSkipLinks } from './skiplinks.js';
 import { whereTag, onChosenMachine, drawMachineFilter } from './machine.js';
 import { drawWaitingPill } from './pill.js';
 import { drawStrandedNote } from './stranded.js';
@@ -237,6 +238,7 @@ function wireStatic() {
     $('#conv-menu').setAttribute('aria-expanded', String(open));
   });
   $('#waiting-count').addEventListener('click', nextWaiting);
+  initSkipLinks();
   // On a phone the progress line is one line; a tap shows it whole (style.css).
   $('#conv-progress').addEventListener('click', (e) => e.currentTarget.classList.toggle('whole'));
   $('#session-list').addEventListener('pointerenter', () => { state.pointerOnList = true; });

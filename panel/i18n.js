@@ -4,6 +4,10 @@
 const STRINGS = {
   en: {
     appName: 'holdline',
+    skipLinks: 'Skip links',
+    skipList: 'Skip to the sessions',
+    skipConversation: 'Skip to the conversation',
+    skipReply: 'Skip to the reply box',
     loginTitle: 'Sign in to holdline',
     loginHint: 'Open the link that holdline-hub panel-url prints, or paste the secret here.',
     loginKey: 'Secret key',
@@ -302,6 +306,10 @@ const STRINGS = {
   },
   zh: {
     appName: 'holdline',
+    skipLinks: '跳转链接',
+    skipList: '跳到会话列表',
+    skipConversation: '跳到对话',
+    skipReply: '跳到回复框',
     loginTitle: '登录 holdline',
     loginHint: '打开 holdline-hub panel-url 打印的链接，或在此粘贴密钥。',
     loginKey: '密钥',

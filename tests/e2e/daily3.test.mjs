@@ -86,3 +86,63 @@ test('text attachments preview inline as text (cut at 64 KiB, said), download ke
   assert.equal(await page.getByTestId('attachment-file').count(), 4, 'every file keeps its download link');
   assert.deepEqual(await axeViolations(page), []);
 });
+
+/** Presses Tab until focus is on a session card (Enter on the skip link to the list, when it comes); answers the key presses. */
+async function keysToFirstCard(page) {
+  for (let presses = 1; presses <= 40; presses++) {
+    await page.keyboard.press('Tab');
+    const at = await page.evaluate(() => document.activeElement?.dataset?.testid || document.activeElement?.tagName);
+    if (at === 'skip-list' || at === 'skip-list-after') {
+      await page.keyboard.press('Enter');
+      presses += 1;
+    }
+    if (await page.evaluate(() => !!document.activeElement?.closest('[data-testid="session-item"]'))) return presses;
+  }
+  return Infinity;
+}
+
+test('skip links reach the list, the conversation and the reply; after "Send anyway" focus is in the reply box', async () => {
+  const agent = await newAgent(hub, 'Release train', { workspace: '/home/dev/release', hostName: 'laptop' });
+  await agent.wait('Is the changelog right?');
+  const { page } = await browser({ bypassCSP: true });
+  await openPanel(page, hub);
+  await page.locator('[data-testid="session-item"]').first().waitFor();
+  await page.waitForTimeout(300); // the panel settles (it may open the longest-waiting session)
+  // The panel opened the longest-waiting session and waits in its reply box.
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'reply-input');
+  const presses = await keysToFirstCard(page);
+  console.log(`desktop: ${presses} key presses from load to the first card`);
+  assert.ok(presses <= 3, `${presses} key presses from load to the first card (13 Tabs before issue 43)`);
+
+  await selectSession(page, agent.token);
+  assert.equal(await page.evaluate(() => document.querySelector('#app a, #app button, #app input').dataset.testid), 'skip-list',
+    'the skip links come first in the page');
+  await page.getByTestId('skip-list').focus();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'skip-conversation');
+  assert.ok(await page.getByTestId('skip-conversation').isVisible(), 'a skip link shows when focused');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'messages');
+  await page.getByTestId('skip-list').focus();
+  for (let i = 0; i < 2; i++) await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'skip-reply');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'reply-input');
+  assert.deepEqual(await axeViolations(page), []);
+
+  // The agent asks anew while the reply is on its way: "Send anyway" from the keyboard.
+  let first = true;
+  await page.route('**/api/reply', async (route) => {
+    if (first) { first = false; await agent.wait('Deploy to prod now?'); }
+    await route.continue();
+  });
+  await page.getByTestId('reply-input').fill('yes go ahead');
+  await page.getByTestId('reply-input').press('Enter');
+  await page.getByTestId('send-anyway').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'send-anyway');
+  await page.keyboard.press('Enter');
+  assert.equal((await agent.reply(10_000)).text, 'yes go ahead');
+  await page.getByTestId('stale-question').waitFor({ state: 'hidden' });
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'reply-input',
+    'focus waits in the reply box, not on a quick reply');
+});
