@@ -146,3 +146,47 @@ test('skip links reach the list, the conversation and the reply; after "Send any
   assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'reply-input',
     'focus waits in the reply box, not on a quick reply');
 });
+
+const CHANGES = {
+  files: [
+    { path: 'src/app.rs', status: 'modified', added: 2, removed: 1 },
+    { path: 'docs/new.md', status: 'renamed', added: 0, removed: 0, oldPath: 'docs/old.md' },
+    { path: 'notes.txt', status: 'untracked', added: 1, removed: 0 },
+    { path: 'gone.txt', status: 'deleted', added: 0, removed: 4 },
+    { path: 'src/lib.rs', status: 'added', added: 9, removed: 0 },
+  ],
+  diff: 'diff --git a/src/app.rs b/src/app.rs\n--- a/src/app.rs\n+++ b/src/app.rs\n@@ -1 +1,2 @@\n-old();\n+new();\n+more();\n',
+};
+
+/** An agent that asks three questions in one turn: two on the same changes, the third after one more edit. */
+async function threeQuestions(title) {
+  const agent = await newAgent(hub, title, { workspace: '/home/dev/app', hostName: 'laptop' });
+  const more = { ...CHANGES, files: [...CHANGES.files, { path: 'README.md', status: 'modified', added: 1, removed: 1 }] };
+  for (const [question, changes] of [['First: keep the rename?', CHANGES], ['Second: and the deleted file?', CHANGES], ['Third: README too?', more]]) {
+    await agent.wait(question, { changes });
+    if (question.startsWith('Third')) break;
+    await hub.api('POST', '/api/reply', { token: agent.token, text: 'yes' });
+    await agent.reply();
+  }
+  return agent;
+}
+
+for (const [layout, options] of [['desktop', {}], ['phone', PHONE]]) {
+  test(`changes in words, shown once per change set, the newest open (${layout}, dark)`, async () => {
+    const agent = await threeQuestions(`Changes ${layout}`);
+    const { page } = await browser({ ...options, colorScheme: 'dark', bypassCSP: true });
+    await openPanel(page, hub);
+    await selectSession(page, agent.token);
+    const question = (text) => page.getByTestId('message').filter({ hasText: text });
+    await question('Third: README too?').getByTestId('workspace-changes').waitFor();
+    const first = question('First: keep the rename?').getByTestId('workspace-changes');
+    assert.deepEqual(await first.locator('.ws-status').allTextContents(), ['modified', 'renamed', 'new', 'deleted', 'added'],
+      'each status said in a word ("new" for untracked, never "U")');
+    assert.equal(await question('Second: and the deleted file?').getByTestId('workspace-changes').count(), 0, 'the same changes are not shown again');
+    assert.match(await question('Second: and the deleted file?').getByTestId('changes-unchanged').textContent(), /unchanged since the last question/);
+    const newest = question('Third: README too?').getByTestId('workspace-changes');
+    assert.equal(await newest.evaluate((d) => d.open), true, 'the newest change set is open');
+    assert.equal(await first.evaluate((d) => d.open), layout === 'desktop', 'an older one is open only on a desktop');
+    assert.deepEqual(await axeViolations(page), []);
+  });
+}
