@@ -21,7 +21,8 @@ import * as composer from './composer.js';
 import * as notify from './notify.js';
 import { initPush } from './push.js';
 import { initKeys } from './keys.js';
-import { initChoices, drawChoices } from './choices.js';
+import { initChoices, drawChoices, openQuestion } from './choices.js';
+import { initSkipLinks } from './skiplinks.js';
 import { whereTag, onChosenMachine, drawMachineFilter } from './machine.js';
 import { drawWaitingPill } from './pill.js';
 import { drawStrandedNote } from './stranded.js';
@@ -237,6 +238,9 @@ function wireStatic() {
     $('#conv-menu').setAttribute('aria-expanded', String(open));
   });
   $('#waiting-count').addEventListener('click', nextWaiting);
+  initSkipLinks();
+  // On a phone the progress line is one line; a tap shows it whole (style.css).
+  $('#conv-progress').addEventListener('click', (e) => e.currentTarget.classList.toggle('whole'));
   $('#session-list').addEventListener('pointerenter', () => { state.pointerOnList = true; });
   $('#session-list').addEventListener('pointerleave', () => { state.pointerOnList = false; });
   document.addEventListener('keydown', (e) => {
@@ -773,6 +777,8 @@ function drawDetail() {
   $('#load-older').hidden = d.nextBefore === null || d.nextBefore === undefined;
   renderMessages($('#message-list'), d, d.messages);
   drawChoices($('#message-list'), d, d.messages);
+  // A question with its own options needs no generic quick replies (the session's own stay).
+  $('#composer').classList.toggle('question-options', !!openQuestion(d, d.messages));
   composer.showSession(d.token, CLOSED.has(d.status), !!d.mirror);
 }
 

@@ -1,11 +1,13 @@
 // attachments.js — draws the files an agent showed beside its question: safe raster images
 // inline (a button each, opening the image viewer), every other file a download link with
 // its name and size. Bytes come from the hub's person route (`url`, same-origin cookie);
-// nothing is ever rendered from a file's content but an image the hub serves as one.
+// text-like files previewed under their link as text (textpreview.js); nothing is ever
+// rendered as markup from a file's content.
 // A file whose bytes the hub released (`removed`) is named, marked removed, never fetched.
 
 import { h } from './ui.js';
 import { t, bytes } from './i18n.js';
+import { isTextLike, textPreview } from './textpreview.js';
 
 /** The image types the hub serves inline; anything else is only offered to download. */
 const INLINE = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
@@ -39,7 +41,8 @@ export function attachmentList(attachments, openImage) {
         href: a.url, download: a.name, testid: 'attachment-file',
         title: t('attachmentDownload', { name: a.name, size: bytes(Number(a.size) || 0) }),
       }, h('span', { class: 'attachment-name' }, a.name), ' ', h('span', { class: 'muted' }, bytes(Number(a.size) || 0)),
-      h('span', { class: 'sr-only' }, t('attachmentDownloadTail')))))) : null,
+      h('span', { class: 'sr-only' }, t('attachmentDownloadTail'))),
+      isTextLike(a) ? textPreview(a) : null))) : null,
     removed.length ? h('ul', { class: 'attachment-files' }, removed.map((a) => h('li', {
       testid: 'attachment-removed', title: t('attachmentRemovedWhy'),
     }, h('s', { class: 'attachment-name' }, a.name), ' ', h('span', { class: 'muted' }, t('attachmentRemoved'))))) : null,

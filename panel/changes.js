@@ -1,7 +1,9 @@
 // changes.js — the workspace's uncommitted git changes an agent's question carried
-// ("Changed files (N)"): each file with its status, path (renamed: old → new), +added −removed
-// or "binary", and its part of the unified diff coloured line by line; open on a desktop,
-// collapsed on a phone; "cut" said when the bridge sent less than there was.
+// ("Changed files (N)"): each file with its status in a word (added, modified, deleted,
+// renamed, copied, new), path (renamed: old → new), +added −removed or "binary", and its part
+// of the unified diff coloured line by line; open on a desktop and, on a phone, when it is the
+// newest; a question carrying the same changes as the agent's previous one says so instead of
+// repeating them; "cut" said when the bridge sent less than there was.
 // Invariant: the diff is shown as text only (never as HTML), each line in the file whose
 // `diff --git` header names it; a file the diff does not hold says why instead.
 
@@ -11,29 +13,52 @@ import { t } from './i18n.js';
 /** The panel's phone layout (as style.css). */
 const PHONE = '(max-width: 720px)';
 
-/** The letter of each status, as `git status --short` shows it. */
-const LETTER = { added: 'A', modified: 'M', deleted: 'D', renamed: 'R', copied: 'C', untracked: 'U' };
+/** The statuses the bridge names (anything else shows as "changed"). */
+const STATUSES = new Set(['added', 'modified', 'deleted', 'renamed', 'copied', 'untracked']);
 
-/** The block showing `changes` under an agent's question (null when it carried none). */
-export function workspaceChanges(changes) {
-  const files = Array.isArray(changes?.files) ? changes.files.filter((f) => f && typeof f.path === 'string') : [];
+/** The files of `changes` a block can show (each with a path). */
+function filesOf(changes) {
+  return Array.isArray(changes?.files) ? changes.files.filter((f) => f && typeof f.path === 'string') : [];
+}
+
+/**
+ * What tells one change set from another: each file's status, paths and counts, the
+ * diff's length and the cut (null when `changes` shows nothing).
+ */
+export function changeSetKey(changes) {
+  const files = filesOf(changes);
   if (!files.length && !changes?.truncated) return null;
+  return JSON.stringify([files.map((f) => [f.path, f.oldPath, f.status, f.added, f.removed, f.binary]),
+    String(changes.diff || '').length, !!changes.truncated]);
+}
+
+/**
+ * The block showing `changes` under an agent's question (null when it carried none).
+ * `sameAsBefore`: the agent's previous question carried the very same changes (a line says
+ * so instead); `newest`: it is the conversation's newest message (open on a phone too).
+ */
+export function workspaceChanges(changes, { sameAsBefore = false, newest = false } = {}) {
+  const files = filesOf(changes);
+  if (!files.length && !changes?.truncated) return null;
+  if (sameAsBefore) {
+    return h('p', { class: 'ws-changes-same muted small', testid: 'changes-unchanged' },
+      t('wsChangesUnchanged', { n: files.length }));
+  }
   const parts = splitDiff(String(changes.diff || ''));
   const box = h('details', { class: 'ws-changes', testid: 'workspace-changes' },
     h('summary', { class: 'ws-changes-title' }, t('wsChangedFiles', { n: files.length })),
     changes.truncated ? h('p', { class: 'muted small', testid: 'changes-truncated' }, t('wsChangesTruncated')) : null,
     h('ul', { class: 'ws-files' }, files.map((f) => h('li', {}, fileView(f, partOf(parts, f))))));
-  box.open = !matchMedia(PHONE).matches;
+  box.open = newest || !matchMedia(PHONE).matches;
   return box;
 }
 
 /** One file: its line, and (when the diff holds it) its diff behind it. */
 function fileView(f, diff) {
-  const status = LETTER[f.status] ? f.status : 'other';
+  const status = STATUSES.has(f.status) ? f.status : 'other';
   const line = [
-    h('span', { class: `ws-status ws-${status}`, title: t(`wsStatus.${status}`) },
-      h('span', { 'aria-hidden': 'true' }, LETTER[status] || '?'),
-      h('span', { class: 'ws-sr' }, t(`wsStatus.${status}`))),
+    // A word, not git's letter: "U" (untracked) read as "updated"; the title says it in full.
+    h('span', { class: `ws-status ws-${status}`, title: t(`wsStatus.${status}`) }, t(`wsWord.${status}`)),
     h('code', { class: 'ws-path', testid: 'changed-path' }, f.oldPath ? `${f.oldPath} → ${f.path}` : f.path),
     counts(f),
   ];

@@ -420,6 +420,8 @@ function showStale(tok, current, picked = false) {
       if (token !== tok || closed) return;
       const images = attachments.get(tok) || [];
       hideStale();
+      // The button goes with the choice: the focus waits in the reply box, the next place to act.
+      input().focus();
       anyway.disabled = true;
       await sendFor(tok, input().value, images, null);
     },

@@ -12,7 +12,7 @@ import { pickedNote } from './choices.js';
 import { enhanceCodeBlocks } from './codeblock.js';
 import { foldLongMessage, changedFilesList, resetFolds } from './longmessage.js';
 import { markMergedIn } from './mergedin.js';
-import { workspaceChanges } from './changes.js';
+import { workspaceChanges, changeSetKey } from './changes.js';
 import { attachmentList } from './attachments.js';
 
 /** One rendered message element per `seq`, for the session on screen. */
@@ -38,7 +38,8 @@ function openImage(src, alt = '') {
   dialog.showModal();
 }
 
-function buildMessage(m) {
+/** `changes`: how its workspace changes show (`{sameAsBefore, newest}`, changes.js). */
+function buildMessage(m, changes) {
   const role = ['user', 'assistant', 'system'].includes(m.role) ? m.role : 'system';
   const content = h('div', { class: 'content md', testid: 'message-content' });
   const note = h('div', { class: 'truncated', hidden: true });
@@ -90,7 +91,7 @@ function buildMessage(m) {
     class: `msg ${role}${m.auto ? ' auto' : ''}`,
     testid: 'message',
     dataset: { role, seq: String(m.seq ?? '') },
-  }, meta, pickedNote(m.choices), role === 'assistant' ? (workspaceChanges(m.changes) ?? changedFilesList(m.content)) : null, content, note, gallery,
+  }, meta, pickedNote(m.choices), role === 'assistant' ? (workspaceChanges(m.changes, changes) ?? changedFilesList(m.content)) : null, content, note, gallery,
   attachmentList(m.attachments, openImage));
 }
 
@@ -128,12 +129,17 @@ export function renderMessages(list, session, messages) {
   }
   const els = [];
   const seen = new Set();
-  for (const m of messages) {
+  // The change set the agent's previous question carried: the same again is said, not shown twice.
+  let lastChanges = null;
+  for (const [i, m] of messages.entries()) {
     const key = m.seq ?? `${m.at}-${m.role}`;
     seen.add(key);
+    const changeKey = m.role === 'assistant' ? changeSetKey(m.changes) : null;
+    const sameAsBefore = changeKey !== null && changeKey === lastChanges;
+    if (changeKey !== null) lastChanges = changeKey;
     let el = cache.get(key);
     if (!el) {
-      el = buildMessage(m);
+      el = buildMessage(m, { sameAsBefore, newest: i === messages.length - 1 });
       cache.set(key, el);
     }
     els.push(el);

@@ -72,7 +72,7 @@ test('where: cards and the header name the machine and folder; the filter by mac
   assert.match(title, /Workspace: \/srv\/ci\/holdline/);
 });
 
-test('where: on a phone the conversation shows "N waiting ›" (the count the title shows) and opens the next; the header wraps', async () => {
+test('where: on a phone the conversation shows "N waiting ›" (the count the title shows) and opens the next; the next step unfolds with a tap', async () => {
   const step = 'rewrite the migration so it runs in one transaction and then re-run the whole integration suite';
   const a = await newAgent(hub, 'Phone A', { workspace: '/home/dev/alpha' });
   await a.wait('Alpha: done?', { completionPct: 92, nextStep: step });
@@ -91,10 +91,14 @@ test('where: on a phone the conversation shows "N waiting ›" (the count the ti
   const box = await pill.boundingBox();
   assert.ok(box.height >= 44 && box.x + box.width <= 390, `a 44 px target on screen: ${JSON.stringify(box)}`);
 
-  // The next step is there in full, over as many lines as it needs.
+  // The next step keeps to one line (issue 43: the text gets the room); a tap shows it in full,
+  // over as many lines as it needs.
   const progress = page.getByTestId('conv-progress');
   assert.match(await progress.textContent(), /92%/);
   assert.ok((await progress.textContent()).includes(step));
+  const lineHeight = await progress.evaluate((el) => el.getBoundingClientRect().height);
+  await progress.tap();
+  assert.ok(await progress.evaluate((el, h) => el.getBoundingClientRect().height > h, lineHeight), 'the tap unfolds it');
   const fits = await progress.evaluate((el) => {
     const r = el.getBoundingClientRect();
     const cut = [el, el.parentElement].some((e) => e.scrollWidth > e.clientWidth + 1 || getComputedStyle(e).textOverflow === 'ellipsis');
