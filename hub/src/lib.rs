@@ -174,9 +174,17 @@ pub async fn run(
     server::serve(listener, api, stop.clone()).await;
     stop.cancel();
     mcp.stopped().await;
+    let end = close(&hub).await;
+    let _ = std::fs::remove_file(home.addr_file());
+    tracing::info!("holdline-hub stopped");
+    end
+}
+
+/// The last steps of [`run`]: the last flush, then the store closed within
+/// [`CLOSE_LIMIT`] (sled's drop may wait forever on a failed disk; what was
+/// flushed is on disk whatever it does), and how the hub ended.
+async fn close(hub: &hub::Hub) -> Result<RunEnd, RunError> {
     let flushed = hub.flush().await;
-    // sled's drop may wait forever on a failed disk: it gets a deadline,
-    // and what was flushed is on disk whatever it does.
     let store = hub.store().clone();
     let closed = tokio::task::spawn_blocking(move || store.close(CLOSE_LIMIT))
         .await
@@ -187,8 +195,6 @@ pub async fn run(
             CLOSE_LIMIT.as_secs()
         );
     }
-    let _ = std::fs::remove_file(home.addr_file());
-    tracing::info!("holdline-hub stopped");
     if hub.needs_new_process() {
         // The last flush failed with the store: everything answered as
         // written was flushed before it was answered.

@@ -94,14 +94,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             free_secret,
             free_all,
         } => {
-            use holdline_hub::api::dto::FreeBody;
-            let free = match (prune, free_key, free_secret, free_all) {
-                (true, ..) => Some(FreeBody::Expired),
-                (_, Some(key), ..) => Some(FreeBody::Key { key }),
-                (_, _, true, _) => Some(FreeBody::Secret),
-                (.., true) => Some(FreeBody::All),
-                _ => None,
-            };
+            let free = what_to_free(prune, free_key, free_secret, free_all);
             Ok(admin::attachments(&config, free).await?)
         }
         Command::Export { out } => Ok(admin::export(&config, out.as_deref()).await?),
@@ -123,6 +116,23 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             print!("{}", config.to_masked_toml());
             Ok(())
         }
+    }
+}
+
+/// What `holdline-hub attachments` frees, by its flags (none: it only shows the space).
+fn what_to_free(
+    prune: bool,
+    free_key: Option<String>,
+    free_secret: bool,
+    free_all: bool,
+) -> Option<holdline_hub::api::dto::FreeBody> {
+    use holdline_hub::api::dto::FreeBody;
+    match (prune, free_key, free_secret, free_all) {
+        (true, ..) => Some(FreeBody::Expired),
+        (_, Some(key), ..) => Some(FreeBody::Key { key }),
+        (_, _, true, _) => Some(FreeBody::Secret),
+        (.., true) => Some(FreeBody::All),
+        _ => None,
     }
 }
 
