@@ -4,6 +4,9 @@
 // with its machine filter, a question with options, the files it changed and a
 // screenshot it attached) and on a phone (the conversation
 // with its "N waiting ›" pill), checking each view for sideways scrolling on the way.
+// Issue 43's set: the phone header with machine · folder (390×844, dark), and at
+// 1440×900 a question the agent superseded, a text attachment previewed as text, and
+// the changed files with their status in words.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -179,4 +182,94 @@ test('changed files screenshot (1280×800): the files the agent changed, one dif
   } finally {
     await b.close();
   }
+});
+
+/** Opens `agent`'s conversation in a fresh browser, brings `testid` (in the message holding `text`) to the top, checks and shoots it. */
+async function shootPart(name, agent, text, testid, options = { viewport: { width: 1440, height: 900 }, colorScheme: 'light' }) {
+  const b = await launchBrowser(options);
+  try {
+    const { page } = b;
+    await openPanel(page, hub);
+    await selectSession(page, agent.token);
+    const part = page.getByTestId('message').filter({ hasText: text }).getByTestId(testid);
+    await part.waitFor();
+    await part.evaluate((el) => el.closest('[data-testid="message"]').scrollIntoView({ block: 'start' }));
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.waitForTimeout(200);
+    assert.equal(await hasHorizontalScroll(page), false, name);
+    await screenshot(page, name);
+    if (b.errors.length) assert.fail(`page errors: ${b.errors.join(' | ')}`);
+  } finally {
+    await b.close();
+  }
+}
+
+test('phone header screenshot (390×844, dark): machine · folder and the title in full', async () => {
+  const agent = await newAgent(hub, 'Migrate the reporting pipeline to the warehouse',
+    { workspace: '/Users/dev/code/analytics-dashboard', hostName: 'studio-mac' });
+  await agent.wait('The nightly export now writes to the warehouse. Which table should the dashboard read?', {
+    completionPct: 70, nextStep: 'switch the dashboard queries to the new warehouse tables',
+    options: [{ label: 'events_v2', description: 'the new partitioned table' }, { label: 'events_legacy' }],
+  });
+  const b = await launchBrowser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2, colorScheme: 'dark' });
+  try {
+    const { page } = b;
+    await openPanel(page, hub);
+    await selectSession(page, agent.token);
+    await page.getByTestId('choices').waitFor();
+    assert.equal(await page.getByTestId('header-where').textContent(), 'studio-mac · analytics-dashboard');
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.waitForTimeout(200);
+    assert.equal(await hasHorizontalScroll(page), false);
+    await screenshot(page, 'phone-header-dark.png');
+    if (b.errors.length) assert.fail(`page errors: ${b.errors.join(' | ')}`);
+  } finally {
+    await b.close();
+  }
+});
+
+test('superseded question screenshot (1440×900): the agent asked again, the old options inert', async () => {
+  const agent = await newAgent(hub, 'Pick the release database', { workspace: '/home/dev/service', hostName: 'buildbox' });
+  await agent.wait('The integration tests pass on both. Which database should the release ship with?', {
+    options: [{ label: 'Postgres', description: 'what production runs' }, { label: 'SQLite', description: 'no server to run' }, { label: 'Keep both' }],
+  });
+  await agent.wait('No answer yet, so I kept both for now. Which port should Postgres listen on?', {
+    options: [{ label: '5432' }, { label: '6543' }],
+  });
+  await shootPart('superseded.png', agent, 'Which database should the release ship with?', 'question-state');
+});
+
+test('text attachment screenshot (1440×900): a log previewed as text beside the question', async () => {
+  const agent = await newAgent(hub, 'Flaky login test', { workspace: '/home/dev/webapp', hostName: 'laptop' });
+  const log = [
+    '12:04:01 login.spec  step 1 open /login ............ ok',
+    '12:04:01 login.spec  step 2 fill user ............. ok',
+    '12:04:02 login.spec  step 3 fill password ......... ok',
+    '12:04:02 login.spec  step 4 submit ................ ok',
+    '12:04:07 login.spec  step 5 wait for /home ........ FAILED (timeout 5000 ms)',
+    '12:04:07   last response: 302 /login?error=csrf',
+  ].join('\n') + '\n';
+  const b64 = (text) => Buffer.from(text).toString('base64');
+  await agent.wait('The login test fails at step 5: the CSRF cookie is missing after the redirect. Log attached. Shall I pin the cookie\'s SameSite to Lax and retry?', {
+    attachments: [{ name: 'login.log', mimeType: 'text/plain', data: b64(log) },
+      { name: 'cookies.json', mimeType: 'application/json', data: b64('{"csrf": null, "session": "set", "sameSite": "Strict"}') }],
+  });
+  await shootPart('attachment-text.png', agent, 'The login test fails at step 5', 'attachments');
+});
+
+test('changes legend screenshot (1440×900): each changed file\'s status in a word', async () => {
+  const agent = await newAgent(hub, 'Split the docs', { workspace: '/home/dev/app', hostName: 'laptop' });
+  await agent.wait('I split the guide and moved the old page. Keep the rename?', {
+    changes: {
+      files: [
+        { path: 'src/app.rs', status: 'modified', added: 2, removed: 1 },
+        { path: 'docs/guide.md', status: 'renamed', added: 0, removed: 0, oldPath: 'docs/old-guide.md' },
+        { path: 'docs/notes.md', status: 'untracked', added: 12, removed: 0 },
+        { path: 'docs/legacy.md', status: 'deleted', added: 0, removed: 40 },
+        { path: 'src/lib.rs', status: 'added', added: 9, removed: 0 },
+      ],
+      diff: 'diff --git a/src/app.rs b/src/app.rs\n--- a/src/app.rs\n+++ b/src/app.rs\n@@ -1 +1,2 @@\n-old();\n+new();\n+more();\n',
+    },
+  });
+  await shootPart('changes-words.png', agent, 'Keep the rename?', 'workspace-changes');
 });
