@@ -8,13 +8,13 @@
 #
 #   scripts/bench-peer.sh [--bin-dir DIR] [--runs N] [--replies N] [--json FILE]
 #
-# DIR defaults to target/release (build it: cargo build --release -p holdline-hub -p holdline-mcp).
+# DIR defaults to target/release-lto (build it: cargo build --profile release-lto -p holdline-hub -p holdline-mcp).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PEER_VERSION="2.8.5"
-BIN_DIR="$ROOT/target/release"
+BIN_DIR="$ROOT/target/release-lto"
 ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
 done
 BIN_DIR="$(cd "$BIN_DIR" && pwd)"
 for b in holdline-hub holdline-mcp; do
-  [ -x "$BIN_DIR/$b" ] || { echo "$BIN_DIR/$b is missing: cargo build --release -p holdline-hub -p holdline-mcp" >&2; exit 1; }
+  [ -x "$BIN_DIR/$b" ] || { echo "$BIN_DIR/$b is missing: cargo build --profile release-lto -p holdline-hub -p holdline-mcp" >&2; exit 1; }
 done
 
 VENV="$ROOT/target/bench-venv"

@@ -9,14 +9,14 @@
 #
 #   scripts/bench.sh            everything (~3 minutes after the build; a new hub binary
 #                               also imports 100,000 stored sessions first, ~30 s, kept in
-#                               target/release/holdline-bench-cache)
+#                               target/release-lto/holdline-bench-cache)
 #   scripts/bench.sh --no-peer  leave out the peer comparison (no Python venv needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peer=1
 [ "${1:-}" = "--no-peer" ] && peer=0
 
-cargo build --release -p holdline-hub -p holdline-mcp -p holdline-bench
+cargo build --profile release-lto -p holdline-hub -p holdline-mcp -p holdline-bench
 mkdir -p target/bench
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 report="target/bench/report-$stamp.md"
@@ -43,13 +43,13 @@ part() { # title, json name, command...
     failed+=("$title")
   fi
 }
-bench=target/release/holdline-bench
+bench=target/release-lto/holdline-bench
 part "Hub: reply latency, large store" hub "$bench" hub --only reply,stored
 part "Hub: 10,000 waiting under 1,000 replies/s" load "$bench" hub --only load
 part "Hub: /mcp beside the stdio bridge, 1,000 remote agents" remote "$bench" hub --only remote
 part "Bridge (rmcp client)" bridge "$bench" bridge
 if [ "$peer" = 1 ]; then
-  part "Side by side with the peer (MCP Python SDK client)" peer scripts/bench-peer.sh --bin-dir target/release
+  part "Side by side with the peer (MCP Python SDK client)" peer scripts/bench-peer.sh --bin-dir target/release-lto
 fi
 echo
 echo "report: $report"

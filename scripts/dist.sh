@@ -95,7 +95,7 @@ ensure_mcpb() {
 
 # Builds both binaries for $TRIPLE; sets BIN_OUT to the folder that holds them.
 build_binaries() {
-  local profile_args=(--release) profile_dir=release
+  local profile_args=(--profile release-lto) profile_dir=release-lto
   if [ -n "$QUICK" ]; then
     # The dev profile without debug info: a fraction of the release build's time, and
     # binaries small enough to copy into three packages.
@@ -103,7 +103,7 @@ build_binaries() {
     profile_dir=debug
     export CARGO_PROFILE_DEV_DEBUG=0
   else
-    export CARGO_PROFILE_RELEASE_STRIP=symbols
+    export CARGO_PROFILE_RELEASE_LTO_STRIP=symbols
   fi
   local build=(cargo build --target "$TRIPLE")
   case "$TRIPLE" in

@@ -5,6 +5,8 @@
 #   scripts/install.sh --bin-dir DIR        use prebuilt holdline-hub and holdline-mcp from DIR
 #   scripts/install.sh --prefix DIR         install the binaries into DIR (default ~/.local/bin)
 #   scripts/install.sh --no-service         only install the binaries, touch no service
+#   scripts/install.sh --with-sync          build the hub with MongoDB sync between hubs (the `sync`
+#                                           feature; the build takes about two minutes more)
 #   scripts/install.sh --print-service KIND print the rendered service file (systemd|launchd) and exit
 #
 # Linux: a systemd user unit (~/.config/systemd/user/holdline-hub.service) when
@@ -18,6 +20,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PREFIX="${HOME}/.local/bin"
 BIN_DIR=""
 SERVICE=1
+# The hub's cargo features: MongoDB sync is left out unless asked for (a multi-hub setup).
+FEATURES=(--no-default-features)
 PRINT_SERVICE=""
 HL_HOME="${HOLDLINE_HOME:-${HOME}/.holdline}"
 LABEL="dev.holdline.hub"
@@ -27,7 +31,7 @@ say() { printf '%s\n' "$*"; }
 warn() { printf 'install: %s\n' "$*" >&2; }
 die() { printf 'install: %s\n' "$*" >&2; exit 1; }
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
     --bin-dir) [ $# -ge 2 ] || die "--bin-dir needs a folder"; BIN_DIR="$2"; shift 2 ;;
     --bin-dir=*) BIN_DIR="${1#*=}"; shift ;;
     --no-service) SERVICE=0; shift ;;
+    --with-sync) FEATURES=(); shift ;;
     --print-service) [ $# -ge 2 ] || die "--print-service needs systemd or launchd"; PRINT_SERVICE="$2"; shift 2 ;;
     --print-service=*) PRINT_SERVICE="${1#*=}"; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -102,7 +107,7 @@ if [ -z "$BIN_DIR" ]; then
   command -v cargo >/dev/null 2>&1 \
     || die "cargo not found: install Rust (https://rustup.rs) or pass --bin-dir DIR with prebuilt binaries"
   say "Building release binaries (the first build takes several minutes)…"
-  (cd "$ROOT" && cargo build --release -p holdline-hub -p holdline-mcp) \
+  (cd "$ROOT" && cargo build --release -p holdline-hub -p holdline-mcp ${FEATURES[@]+"${FEATURES[@]}"}) \
     || die "cargo build failed (see above)"
   BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 fi

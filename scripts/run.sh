@@ -3,7 +3,8 @@
 # and, once the hub answers, prints the panel's login URL (with the key: this is
 # your own terminal; the same line `holdline-hub panel-url` prints). Ctrl-C stops it.
 #
-#   scripts/run.sh                          release build (first build takes a few minutes)
+#   scripts/run.sh                          release build (first build takes a few minutes;
+#                                           without MongoDB sync, as scripts/install.sh)
 #   scripts/run.sh --dev                    debug build (faster to build)
 #   scripts/run.sh --listen 0.0.0.0:13458   any other arguments go to `holdline-hub serve`
 #
@@ -17,13 +18,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PROFILE=release
 if [ "${1:-}" = "--dev" ]; then PROFILE=debug; shift; fi
-case "${1:-}" in -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 command -v cargo >/dev/null 2>&1 || { echo "run: cargo not found: install Rust from https://rustup.rs" >&2; exit 1; }
 
 cd "$ROOT"
 if [ "$PROFILE" = release ]; then
-  cargo build --release -p holdline-hub -p holdline-mcp
+  cargo build --release -p holdline-hub -p holdline-mcp --no-default-features
 else
   cargo build -p holdline-hub -p holdline-mcp
 fi

@@ -3,7 +3,7 @@
 # `holdline-bench bridge --quick` on the debug binaries and checks that they ran
 # and printed every figure (the hub's /mcp beside the stdio bridge included), and that the peer comparison's `floor-server` answers
 # a tool call. Timings are not judged here (debug build, small numbers); real
-# figures come from scripts/bench.sh on release builds.
+# figures come from scripts/bench.sh on release-lto builds.
 # Ends with `bench: N passed, M failed`; exits non-zero on failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."

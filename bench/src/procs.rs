@@ -18,7 +18,7 @@ pub struct Binaries {
 
 impl Binaries {
     /// `--hub-bin`/`--mcp-bin` when given, else beside this executable
-    /// (`target/release` or `target/debug`, wherever cargo put us).
+    /// (`target/release-lto`, `target/release` or `target/debug`, wherever cargo put us).
     pub fn locate(hub: Option<PathBuf>, mcp: Option<PathBuf>) -> anyhow::Result<Binaries> {
         let here = std::env::current_exe()
             .ok()
@@ -35,7 +35,7 @@ impl Binaries {
             };
             if !path.is_file() {
                 bail!(
-                    "{} is missing: build it (`cargo build --release -p holdline-hub -p holdline-mcp`) or pass its path",
+                    "{} is missing: build it (`cargo build --profile release-lto -p holdline-hub -p holdline-mcp`) or pass its path",
                     path.display()
                 );
             }

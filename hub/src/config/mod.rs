@@ -101,6 +101,11 @@ pub enum ConfigError {
          remove it to turn sync off"
     )]
     MongoUri { uri: String, reason: String },
+    #[error(
+        "mongo_uri is set, but this holdline-hub was built without MongoDB sync (the `sync` \
+         cargo feature, on by default): build it with the feature, or remove mongo_uri"
+    )]
+    SyncNotBuilt,
     #[error("{name}={value:?} is not valid: {expected}")]
     Env {
         name: &'static str,

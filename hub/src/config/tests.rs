@@ -41,7 +41,25 @@ fn listen_errors_show_the_expected_form() {
     );
 }
 
+/// Built without the `sync` feature, the hub refuses any `mongo_uri` before it listens and
+/// says how to get sync, without echoing the URI (it may hold a password).
 #[test]
+#[cfg(not(feature = "sync"))]
+fn a_hub_built_without_sync_refuses_a_mongo_uri_and_says_why() {
+    let mut c = Config::for_home(PathBuf::from("/h"), "127.0.0.1:1".parse().unwrap());
+    c.mongo_uri = Some("mongodb://alice:pw@db:27017/".into());
+    let e = c.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("without MongoDB sync") && e.contains("`sync`"),
+        "{e}"
+    );
+    assert!(!e.contains("pw"), "{e}");
+    c.mongo_uri = None;
+    c.validate().unwrap();
+}
+
+#[test]
+#[cfg(feature = "sync")]
 fn bad_mongo_uri_and_out_of_range_values_are_said() {
     let mut c = Config::for_home(PathBuf::from("/h"), "127.0.0.1:1".parse().unwrap());
     c.mongo_uri = Some("foo://alice:pw@bar".into());

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use super::{Config, ConfigError};
+use crate::sync::UriRefused;
 
 impl Config {
     /// Checks what `serve` would find out only later: a `mongo_uri` that is not one
@@ -12,15 +13,13 @@ impl Config {
         let Some(uri) = &self.mongo_uri else {
             return Ok(());
         };
-        mongodb::options::ConnectionString::parse(uri)
-            .map(|_| ())
-            .map_err(|e| ConfigError::MongoUri {
+        crate::sync::check_uri(uri).map_err(|refused| match refused {
+            UriRefused::Malformed(reason) => ConfigError::MongoUri {
                 uri: mask_uri(uri),
-                reason: match *e.kind {
-                    mongodb::error::ErrorKind::InvalidArgument { message, .. } => message,
-                    other => other.to_string(),
-                },
-            })
+                reason,
+            },
+            UriRefused::NotBuilt => ConfigError::SyncNotBuilt,
+        })
     }
 }
 
