@@ -108,7 +108,7 @@ try {
  * `out`; everything is stopped after. A failure is returned as `out.error` (with the run
  * folder and the client's last words), so checks that need only part of the run still judge.
  */
-async function withClient(driver, scenario, fn, transport = 'stdio', brainKnobs = {}) {
+export async function withClient(driver, scenario, fn, transport = 'stdio', brainKnobs = {}) {
   const first = await withClientOnce(driver, scenario, fn, transport, brainKnobs, '');
   if (!first.error || !startedWithoutHoldline(first.brain)) return first;
   // The client asked its model before it had connected to holdline (seen with Copilot CLI
@@ -123,7 +123,9 @@ function startedWithoutHoldline(brain) {
   return first?.action?.kind === 'text' && first.action.text.startsWith('I cannot find the tool init_conversation');
 }
 
-async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attempt) {
+async function withClientOnce(driver, scenario, fn, transport, knobs, attempt) {
+  // `installArgs`: further `holdline-mcp install` flags (e.g. --no-hooks); the rest is the brain's.
+  const { installArgs = [], ...brainKnobs } = knobs;
   // 'remote-header': over /mcp, each wait bounded by the entry's Holdline-Max-Wait-Sec.
   const remote = transport.startsWith('remote');
   const byHeader = transport === 'remote-header';
@@ -153,7 +155,7 @@ async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attem
     const spec = await driver.prepare({
       home, project, dir, installDir,
       hubUrl: hub.base, modelUrl: model.url, mcpBin: MCP_BIN, prompt: PROMPT,
-      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC,
+      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC, installArgs,
       remote: remote ? {
         url: hub.base + MCP_PATH,
         key: process.env.HOLDLINE_CLIENTS_KEY || key.key,

@@ -28,7 +28,7 @@ export const brainHooks = {
 
 export async function prepare(ctx) {
   if (ctx.remote) await holdlineInstallRemote('claude-code', { home: ctx.home, project: ctx.project, ...ctx.remote });
-  else await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
+  else await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ctx.installArgs });
   patchJson(join(ctx.home, '.claude.json'), (c) => {
     // Claude Code's own per-call limit (ms), low but above the bridge's short waits.
     c.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;

@@ -16,7 +16,7 @@ export const expects = { images: true };
 export async function prepare(ctx) {
   const codexHome = join(ctx.home, '.codex');
   if (ctx.remote) await holdlineInstallRemote('codex', { home: ctx.home, project: ctx.project, ...ctx.remote, env: { CODEX_HOME: codexHome } });
-  else await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
+  else await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ctx.installArgs, env: { CODEX_HOME: codexHome } });
   const file = join(codexHome, 'config.toml');
   const provider = [
     'model = "fake-model"',
