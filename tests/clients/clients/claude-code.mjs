@@ -37,6 +37,10 @@ export async function prepare(ctx) {
     c.projects = { [ctx.project]: { hasTrustDialogAccepted: true, allowedTools: [] } };
     return c;
   });
+  // HOLDLINE_CLIENTS_HOOK_CAP=8: Claude Code's own cap on stop blocks in a row instead of
+  // install's 0, to see hooks.test.mjs fail at the 9th reply.
+  const cap = process.env.HOLDLINE_CLIENTS_HOOK_CAP;
+  if (cap && !ctx.remote) patchJson(join(ctx.home, '.claude', 'settings.json'), (s) => ({ ...s, env: { ...s.env, CLAUDE_CODE_STOP_HOOK_BLOCK_CAP: cap } }));
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'claude');
   return {
     cmd: bin,
