@@ -186,7 +186,7 @@ pub fn trust_of(
     let record = doc
         .get("hooks")
         .and_then(|h| h.get("state"))
-        .and_then(|s| s.get(&key(hooks_file, event, pos)))
+        .and_then(|s| s.get(key(hooks_file, event, pos)))
         .and_then(|r| r.get("trusted_hash"))
         .and_then(Item::as_str);
     match record {
@@ -206,8 +206,7 @@ mod tests {
     /// Measured: Codex 0.171.0's app-server `hooks/list` gave this `currentHash` for this hook.
     #[test]
     fn the_hash_is_the_one_codex_computes() {
-        let hook = wanted_hook("/usr/bin/holdline-mcp hook --client codex --timeout-sec 3600");
-        let mut hook = hook;
+        let mut hook = wanted_hook("/usr/bin/holdline-mcp hook --client codex --timeout-sec 3600");
         hook["timeout"] = json!(3600);
         assert_eq!(
             hash(HookEvent::Stop, &hook),
@@ -267,25 +266,25 @@ mod tests {
         remove_all(&mut removed, c).unwrap();
         let edit = TrustEdit::between(file, c, &later, &removed);
         let after = apply(&config, &edit).unwrap().unwrap();
-        let doc: toml::Table = toml::from_str(&after).unwrap();
         assert_eq!(
-            doc["hooks"]["state"]
-                .as_table()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| (k.clone(), v["trusted_hash"].as_str().unwrap().to_owned()))
-                .collect::<Vec<_>>(),
-            vec![
-                (
-                    "/h/.codex/hooks.json:stop:0:0".to_owned(),
-                    "sha256:aa".to_owned()
-                ),
-                (
-                    "/h/.codex/hooks.json:stop:1:0".to_owned(),
-                    "sha256:bb".to_owned()
-                ),
+            records(&after),
+            [
+                ("/h/.codex/hooks.json:stop:0:0", "sha256:aa"),
+                ("/h/.codex/hooks.json:stop:1:0", "sha256:bb")
             ]
+            .map(|(k, h)| (k.to_owned(), h.to_owned()))
         );
+    }
+
+    /// `[hooks.state]`'s records as (key, trusted_hash).
+    fn records(config: &str) -> Vec<(String, String)> {
+        let doc: toml::Table = toml::from_str(config).unwrap();
+        doc["hooks"]["state"]
+            .as_table()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v["trusted_hash"].as_str().unwrap().to_owned()))
+            .collect()
     }
 
     #[test]

@@ -218,7 +218,7 @@ fn check_shape(settings: &Map<String, Value>) -> Result<(), String> {
     Ok(())
 }
 
-fn event_list<'a>(settings: &'a mut Map<String, Value>, event: HookEvent) -> &'a mut Vec<Value> {
+fn event_list(settings: &mut Map<String, Value>, event: HookEvent) -> &mut Vec<Value> {
     let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
     hooks
         .as_object_mut()
