@@ -13,8 +13,12 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { drivers, needs, withClient } from './scenarios.mjs';
-import { waitFor, within } from './harness.mjs';
+import { RUNS, baseEnv, holdlineInstall, installDriver, waitFor, within } from './harness.mjs';
 
 /** The clients whose hooks holdline answers. */
 const HOOK_CLIENTS = ['claude-code', 'codex'];
@@ -77,6 +81,30 @@ function forgetfulRun(driver, installArgs) {
   }, 'stdio', { forget: true, installArgs });
 }
 
+/**
+ * Codex's own view of the hooks in `home`: `codex app-server`'s `hooks/list` for `cwd`
+ * (each hook's key, event, trust status), asked over its JSON-RPC on stdio.
+ */
+async function codexHooks(driver, home, cwd) {
+  const bin = join(await installDriver(driver), 'node_modules', '.bin', 'codex');
+  const child = spawn(bin, ['app-server'], { env: baseEnv(home, { CODEX_HOME: join(home, '.codex') }), stdio: ['pipe', 'pipe', 'ignore'] });
+  const send = (m) => child.stdin.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
+  const listed = new Promise((resolve) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const m = JSON.parse(line);
+      if (m.id === 2) resolve(m.result?.data?.[0] ?? m);
+    });
+  });
+  send({ id: 1, method: 'initialize', params: { clientInfo: { name: 'holdline-test', version: '1' } } });
+  send({ method: 'initialized' });
+  send({ id: 2, method: 'hooks/list', params: { cwds: [cwd] } });
+  try {
+    return await within(listed, STEP_MS);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
 describe('a model that forgets the tool, caught by the client\'s hooks', { concurrency: true }, () => {
   for (const driver of drivers.filter((d) => HOOK_CLIENTS.includes(d.name))) {
     describe(`${driver.name} ${driver.version}`, { concurrency: false }, () => {
@@ -112,6 +140,23 @@ describe('a model that forgets the tool, caught by the client\'s hooks', { concu
         assert.equal(withHooks.exit.code, 0, `the client exited 0 (${JSON.stringify(withHooks.exit)})`);
         assert.equal(withHooks.history.status === 'waiting', false, 'nothing waits after the run');
       });
+
+      if (driver.name === 'codex') {
+        it('H2. install --permissions: Codex itself lists both of holdline\'s hooks as trusted', async (t) => {
+          const dir = join(RUNS, 'codex-hooks-trust');
+          rmSync(dir, { recursive: true, force: true });
+          const home = join(dir, 'home');
+          const project = join(dir, 'project');
+          mkdirSync(project, { recursive: true });
+          await holdlineInstall('codex', { home, hubUrl: 'http://127.0.0.1:9', project, args: ['--permissions'], env: { CODEX_HOME: join(home, '.codex') } });
+          const listed = await codexHooks(driver, home, project);
+          assert.ok(listed?.hooks, `hooks/list answered: ${JSON.stringify(listed)}`);
+          const seen = listed.hooks.map((h) => [h.eventName, h.trustStatus]);
+          t.diagnostic(`hooks/list: ${JSON.stringify(seen)}; warnings ${JSON.stringify(listed.warnings)}`);
+          assert.deepEqual(seen.sort(), [['permissionRequest', 'trusted'], ['stop', 'trusted']]);
+          assert.deepEqual(listed.warnings, []);
+        });
+      }
     });
   }
 });

@@ -289,7 +289,8 @@ fn event_status(
         .as_ref()
         .map(|_| codex_trust::trust_of(config, &target.file, event, pos, &hook))
     {
-        None | Some(Trust::Trusted) => "",
+        None => "",
+        Some(Trust::Trusted) => ", trusted: Codex runs it",
         Some(Trust::Untrusted) => {
             "; NOT trusted: Codex skips it until it is reviewed (/hooks) or install runs again"
         }
@@ -297,5 +298,5 @@ fn event_status(
             "; changed since it was trusted: Codex skips it until it is reviewed (/hooks) or install runs again"
         }
     };
-    format!("{path}: {} hook in place ({timeout}){trust}", event.key())
+    format!("{path}: {} hook in place ({timeout}{trust})", event.key())
 }

@@ -121,10 +121,18 @@ fn codex_gets_a_trusted_stop_hook_and_uninstall_gives_the_files_back() {
     let status =
         String::from_utf8_lossy(&sb.run(&["status", "--client", "codex"]).stdout).into_owned();
     assert!(
-        status.contains("Stop hook in place (timeout 86400 s)"),
+        status.contains("Stop hook in place (timeout 86400 s, trusted: Codex runs it)"),
         "{status}"
     );
-    assert!(!status.contains("NOT trusted"), "{status}");
+    // A record for another definition (the person edited the hook) is reported, and a
+    // second install trusts holdline's hook again.
+    let our_hash = state[&ours]["trusted_hash"].as_str().unwrap();
+    let edited = read(&sb.path(".codex/config.toml")).replace(our_hash, "sha256:00");
+    std::fs::write(sb.path(".codex/config.toml"), &edited).unwrap();
+    let stale =
+        String::from_utf8_lossy(&sb.run(&["status", "--client", "codex"]).stdout).into_owned();
+    assert!(stale.contains("changed since it was trusted"), "{stale}");
+    sb.install("codex", &[]);
     let before = read(&sb.path(".codex/config.toml"));
     sb.install("codex", &[]);
     assert_eq!(
