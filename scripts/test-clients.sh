@@ -6,7 +6,8 @@
 # $HOLDLINE_HUB_BIN / $HOLDLINE_MCP_BIN (the caller runs `cargo build --workspace`).
 # Files: the clients with the stdio bridge (run.test.mjs, abandoned.test.mjs), the
 # installer's remote entry read back (remote-entry.test.mjs), and the same clients
-# against the hub's /mcp with an agent key (remote.test.mjs).
+# against the hub's /mcp with an agent key (remote.test.mjs), and a model that forgets the
+# tool caught by Claude Code's and Codex's Stop hooks (hooks.test.mjs).
 #
 #   scripts/test-clients.sh                               every client
 #   HOLDLINE_CLIENTS=claude-code,gemini scripts/test-clients.sh
@@ -58,7 +59,8 @@ cd tests/clients
 # hub, fake model and clients reach each other on 127.0.0.1 and nothing else at all.
 # remote-entry.test.mjs: the installer's remote entry read back by each client.
 # remote.test.mjs: the same clients against the hub's /mcp over Streamable HTTP (no bridge).
-run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs remote-entry.test.mjs remote.test.mjs)
+# hooks.test.mjs: a forgetful model in the clients whose Stop hook install writes.
+run_tests=(node --test --test-concurrency=1 --test-timeout=900000 --test-reporter=spec run.test.mjs abandoned.test.mjs remote-entry.test.mjs remote.test.mjs hooks.test.mjs)
 if [[ -z "${HOLDLINE_CLIENTS_NO_UNSHARE:-}" ]] && command -v ip >/dev/null &&
   unshare -n sh -c 'ip link set lo up' 2>/dev/null; then
   echo "test-clients: inside a network namespace with only loopback"

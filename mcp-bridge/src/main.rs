@@ -21,6 +21,8 @@ enum Command {
     Install(holdline_mcp::install::InstallArgs),
     /// Remove holdline's MCP entry and rule from an IDE (or from all of them).
     Uninstall(holdline_mcp::install::UninstallArgs),
+    /// Say whether holdline's entry and lifecycle hooks are in place, per client.
+    Status(holdline_mcp::install::StatusArgs),
     /// Answer a client's lifecycle hook (Stop) from its JSON on stdin: the person's reply
     /// continues the agent's turn.
     Hook(holdline_mcp::hook::HookArgs),
@@ -49,6 +51,7 @@ fn main() -> std::process::ExitCode {
         Command::Hook(args) => return holdline_mcp::hook::run(&args),
         Command::Install(args) => holdline_mcp::install::run(&args).map_err(Into::into),
         Command::Uninstall(args) => holdline_mcp::install::uninstall(&args).map_err(Into::into),
+        Command::Status(args) => holdline_mcp::install::status(&args).map_err(Into::into),
         // One thread: the bridge only forwards, and a reply crosses no thread hand-off.
         Command::Serve => tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -77,7 +77,10 @@ export const ATTACH = { 2: ['screenshot.png'] };
  * the check still runs and reports, as a `todo` that does not fail the run. Take an entry
  * out with the fix.
  */
+const HOOK_ASKS_AFTER_WAIT = 'the Stop hook install now writes asks the person again when the agent ends its turn after FINISH, so the client does not exit: the hook must stay out of a turn in which the model called wait_for_user_input (issue 42)';
 const KNOWN = {
+  'claude-code': { 1: HOOK_ASKS_AFTER_WAIT },
+  codex: { 1: HOOK_ASKS_AFTER_WAIT },
   openhands: {
     R3: 'OpenHands 1.16.0 closes its /mcp connection ~3.3 s after SIGINT, and the hub then ends the wait by its grace: left waiting 6.5–7.1 s after Ctrl-C',
   },
@@ -108,7 +111,7 @@ try {
  * `out`; everything is stopped after. A failure is returned as `out.error` (with the run
  * folder and the client's last words), so checks that need only part of the run still judge.
  */
-async function withClient(driver, scenario, fn, transport = 'stdio', brainKnobs = {}) {
+export async function withClient(driver, scenario, fn, transport = 'stdio', brainKnobs = {}) {
   const first = await withClientOnce(driver, scenario, fn, transport, brainKnobs, '');
   if (!first.error || !startedWithoutHoldline(first.brain)) return first;
   // The client asked its model before it had connected to holdline (seen with Copilot CLI
@@ -123,7 +126,9 @@ function startedWithoutHoldline(brain) {
   return first?.action?.kind === 'text' && first.action.text.startsWith('I cannot find the tool init_conversation');
 }
 
-async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attempt) {
+async function withClientOnce(driver, scenario, fn, transport, knobs, attempt) {
+  // `installArgs`: further `holdline-mcp install` flags (e.g. --no-hooks); the rest is the brain's.
+  const { installArgs = [], ...brainKnobs } = knobs;
   // 'remote-header': over /mcp, each wait bounded by the entry's Holdline-Max-Wait-Sec.
   const remote = transport.startsWith('remote');
   const byHeader = transport === 'remote-header';
@@ -153,7 +158,7 @@ async function withClientOnce(driver, scenario, fn, transport, brainKnobs, attem
     const spec = await driver.prepare({
       home, project, dir, installDir,
       hubUrl: hub.base, modelUrl: model.url, mcpBin: MCP_BIN, prompt: PROMPT,
-      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC,
+      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC, installArgs,
       remote: remote ? {
         url: hub.base + MCP_PATH,
         key: process.env.HOLDLINE_CLIENTS_KEY || key.key,

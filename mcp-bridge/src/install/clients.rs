@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::lifecycle::HookTarget;
 use super::rule::{RULE, RuleKind};
 use holdline_contract::routes::MAX_WAIT_HEADER;
 
@@ -151,6 +152,8 @@ pub struct Plan {
     /// The client's settings file whose `permissions.allow` gets holdline's tools, when the
     /// client keeps that list apart from the server entry (Claude Code).
     pub permissions: Option<PathBuf>,
+    /// The client's lifecycle hook files, when holdline answers its hooks.
+    pub hooks: Option<HookTarget>,
 }
 
 /// What a plan is made from.
@@ -476,6 +479,7 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         rule: section(home.join(dir).join(rule_file)),
         trusted_folders: Some(home.join(dir).join("trustedFolders.json")),
         permissions: None,
+        hooks: None,
     };
     let simple = |configs: Vec<ConfigTarget>, rule: RuleTarget| Plan {
         client,
@@ -483,6 +487,7 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         rule,
         trusted_folders: None,
         permissions: None,
+        hooks: None,
     };
     match client {
         Client::Cursor => simple(
@@ -493,9 +498,11 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
             ),
         ),
         // User scope: `~/.claude.json`'s `mcpServers` and `~/.claude/CLAUDE.md` reach every
-        // project; `~/.claude/settings.json` allows holdline's tools in each of them.
+        // project; `~/.claude/settings.json` allows holdline's tools in each of them and
+        // holds its hooks.
         Client::ClaudeCode => Plan {
             permissions: Some(home.join(".claude/settings.json")),
+            hooks: Some(HookTarget::claude_code(home)),
             ..simple(
                 vec![target(home.join(".claude.json"))],
                 section(home.join(".claude/CLAUDE.md")),
@@ -505,10 +512,13 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
             let dir = setup
                 .var("CODEX_HOME")
                 .unwrap_or_else(|| home.join(".codex"));
-            simple(
-                vec![target(dir.join("config.toml"))],
-                section(dir.join("AGENTS.md")),
-            )
+            Plan {
+                hooks: Some(HookTarget::codex(&dir)),
+                ..simple(
+                    vec![target(dir.join("config.toml"))],
+                    section(dir.join("AGENTS.md")),
+                )
+            }
         }
         Client::Vscode => simple(
             vec![target(setup.vscode_like_user_dir("Code").join("mcp.json"))],

@@ -10,16 +10,21 @@
 //! - `entry`: the merge policy, format-free.
 //! - `json_doc`, `codex_toml`, `vibe_toml`, `continue_yaml`: in-place edits of each file format.
 //! - `permissions`: the client's own allow-list (Claude Code's `permissions.allow`).
+//! - `hooks`, `codex_trust`, `lifecycle`: holdline's lifecycle hooks (Claude Code, Codex):
+//!   what is holdline's in a hooks object, Codex's trust records, the files.
 //! - `rule`: the rule text, its own file or its marked section.
 //! - `file`: symlinks followed, mode and owner kept, backups, atomic replace.
 
 mod clients;
 mod codex_toml;
+mod codex_trust;
 mod command;
 mod continue_yaml;
 mod entry;
 mod file;
+mod hooks;
 mod json_doc;
+mod lifecycle;
 mod permissions;
 mod remote;
 mod rule;
@@ -34,6 +39,8 @@ pub use clients::{
     Setup, plan, remote_entry,
 };
 pub use entry::{Change, Overwrite};
+pub use hooks::{HOOK_TIMEOUT_SEC, HookEvent};
+pub use lifecycle::HookTarget;
 pub use remote::MCP_PATH;
 pub use rule::{BEGIN, END, RULE, RuleKind};
 
@@ -113,6 +120,14 @@ pub struct InstallArgs {
     /// HOLDLINE_SHARE_CHANGES=1 into the entry. Local (stdio) entries only.
     #[arg(long)]
     pub share_changes: bool,
+    /// Claude Code, Codex: also answer the client's permission prompts from the hub (a
+    /// `PermissionRequest` hook beside the `Stop` hook install always writes).
+    #[arg(long, conflicts_with = "no_hooks")]
+    pub permissions: bool,
+    /// Claude Code, Codex: no lifecycle hooks (and take out holdline's, if there are any):
+    /// a turn the model ends without calling holdline then reaches nobody.
+    #[arg(long)]
+    pub no_hooks: bool,
 }
 
 /// The variable that turns on sharing the workspace's changes, and its value.
@@ -125,6 +140,25 @@ impl InstallArgs {
         if self.share_changes {
             let (k, v) = SHARE_CHANGES_ENV;
             pairs.push((k.to_owned(), v.to_owned()));
+        }
+        pairs
+    }
+
+    /// The hook events the flags ask for.
+    fn hook_events(&self) -> Vec<HookEvent> {
+        match (self.no_hooks, self.permissions) {
+            (true, _) => Vec::new(),
+            (false, false) => vec![HookEvent::Stop],
+            (false, true) => vec![HookEvent::Stop, HookEvent::PermissionRequest],
+        }
+    }
+
+    /// The variables the hook's command line carries: `--hub` and `--env`.
+    fn hook_env(&self) -> Vec<(String, String)> {
+        let mut pairs = self.env_pairs();
+        if let Some(hub) = &self.hub {
+            pairs.retain(|(k, _)| k != "HOLDLINE_HUB");
+            pairs.insert(0, ("HOLDLINE_HUB".to_owned(), hub.clone()));
         }
         pairs
     }
@@ -153,6 +187,17 @@ pub struct UninstallArgs {
     /// Remove holdline from this config file instead of the client's default one.
     #[arg(long, value_name = "FILE", conflicts_with = "all")]
     pub config: Option<PathBuf>,
+}
+
+/// `holdline-mcp status` arguments.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Only this client (default: the clients whose lifecycle hooks holdline answers).
+    #[arg(long, value_enum)]
+    pub client: Option<Client>,
+    /// Project folder for clients whose files live in the project (default: current folder).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 fn home_dir() -> Result<PathBuf, InstallError> {
@@ -215,7 +260,7 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
     let project = project_dir(args.project.as_deref())?;
     let mut plan = plan_for(
         args.client,
-        command,
+        command.clone(),
         args.hub.clone(),
         remote.clone(),
         project.clone(),
@@ -233,42 +278,10 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         }
     }
     if args.print {
-        // One document on stdout, so it parses; every file it goes into on stderr (Cline's
-        // CLI and extension files take the same entry).
-        print!("{}", snippet(&plan.configs[0]));
-        for target in &plan.configs {
-            eprintln!("# Put the entry above into {}", target.path.display());
-        }
-        eprintln!(
-            "# and this rule into {}:\n\n{}",
-            plan.rule.path.display(),
-            plan.rule.text
-        );
-        if let Some(settings) = &plan.permissions {
-            eprintln!(
-                "# and \"{}\" into permissions.allow of {}",
-                permissions::allow_rule(),
-                settings.display()
-            );
-        }
+        print_plan(args, &plan, &command, remote.is_some());
         return Ok(());
     }
-    let env_pairs = args.env_pairs();
-    let mut flagged_env: Vec<&str> = env_pairs.iter().map(|(k, _)| k.as_str()).collect();
-    if args.hub.is_some() {
-        flagged_env.push("HOLDLINE_HUB");
-    }
-    for target in &plan.configs {
-        let mut overwrite = Overwrite {
-            paths: target.decided.clone(),
-            all: args.reset,
-            other_transport: target.other_transport.clone(),
-        };
-        for key in &flagged_env {
-            overwrite.paths.push(format!("{}.{key}", target.env_key));
-        }
-        install_config(target, &overwrite, target.holds_key)?;
-    }
+    let entry_env = install_configs(args, &plan)?;
     install_rule(&plan.rule)?;
     if let Some(settings) = &plan.permissions {
         permissions::allow(settings)?;
@@ -276,10 +289,74 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
     if let Some(trusted) = &plan.trusted_folders {
         trust_project(args.client, trusted, &project, args.trust)?;
     }
+    if let Some(target) = &plan.hooks {
+        install_hooks(args, target, &command, &entry_env, remote.is_some())?;
+    } else if args.permissions {
+        eprintln!(
+            "note: --permissions: holdline answers the permission prompts of Claude Code and Codex only; nothing was added for this client."
+        );
+    }
     eprintln!(
         "Restart (or reload the MCP servers of) the client; the agent then sees the holdline tools."
     );
     Ok(())
+}
+
+/// The client's lifecycle hooks as the flags ask: the `Stop` hook (and `PermissionRequest`
+/// with `--permissions`), or none with `--no-hooks`. A remote entry gets none: the hook is
+/// this binary, which a remote install does not need on the machine.
+fn install_hooks(
+    args: &InstallArgs,
+    target: &HookTarget,
+    command: &str,
+    entry_env: &[(String, String)],
+    remote: bool,
+) -> Result<(), InstallError> {
+    if args.no_hooks {
+        if !lifecycle::uninstall(target)? {
+            eprintln!(
+                "{}: no hooks of holdline's (--no-hooks)",
+                target.file.display()
+            );
+        }
+        return Ok(());
+    }
+    if remote {
+        eprintln!(
+            "note: no lifecycle hooks with --url: they run holdline-mcp on this machine. A turn \
+             the model ends without calling holdline reaches nobody; install the local entry \
+             for the hooks."
+        );
+        return Ok(());
+    }
+    let line = lifecycle::command_line(target.client, command, entry_env);
+    lifecycle::install(target, &line, &args.hook_events())
+}
+
+/// `install --print`: the entry on stdout, where it goes and the rest on stderr.
+fn print_plan(args: &InstallArgs, plan: &Plan, command: &str, remote: bool) {
+    // One document on stdout, so it parses; every file it goes into on stderr (Cline's
+    // CLI and extension files take the same entry).
+    print!("{}", snippet(&plan.configs[0]));
+    for target in &plan.configs {
+        eprintln!("# Put the entry above into {}", target.path.display());
+    }
+    eprintln!(
+        "# and this rule into {}:\n\n{}",
+        plan.rule.path.display(),
+        plan.rule.text
+    );
+    if let Some(settings) = &plan.permissions {
+        eprintln!(
+            "# and \"{}\" into permissions.allow of {}",
+            permissions::allow_rule(),
+            settings.display()
+        );
+    }
+    if let Some(target) = plan.hooks.as_ref().filter(|_| !remote && !args.no_hooks) {
+        let line = lifecycle::command_line(target.client, command, &args.hook_env());
+        lifecycle::print(target, &line, &args.hook_events());
+    }
 }
 
 /// Runs `holdline-mcp uninstall`.
@@ -315,6 +392,9 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
         if let Some(settings) = &plan.permissions {
             tally(permissions::disallow(settings));
         }
+        if let Some(target) = &plan.hooks {
+            tally(lifecycle::uninstall(target));
+        }
     }
     if failed > 0 {
         return Err(InstallError::Refused(format!(
@@ -325,6 +405,46 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
         eprintln!("holdline was not installed there; nothing changed.");
     }
     Ok(())
+}
+
+/// Runs `holdline-mcp status`: per client, whether holdline's entry and its lifecycle
+/// hooks are in place, and for Codex whether they are trusted (else Codex skips them).
+pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
+    let clients = match args.client {
+        Some(c) => vec![c],
+        None => vec![Client::ClaudeCode, Client::Codex],
+    };
+    let project = project_dir(args.project.as_deref())?;
+    for client in clients {
+        let plan = plan_for(client, String::new(), None, None, project.clone(), None)?;
+        let name = clap::ValueEnum::to_possible_value(&client)
+            .map_or_else(String::new, |v| v.get_name().to_owned());
+        println!("{name}:");
+        for target in &plan.configs {
+            println!("  {}", entry_status(target));
+        }
+        match &plan.hooks {
+            Some(hooks) => lifecycle::status(hooks)
+                .iter()
+                .for_each(|line| println!("  {line}")),
+            None => println!("  no lifecycle hooks (holdline answers Claude Code's and Codex's)"),
+        }
+    }
+    Ok(())
+}
+
+/// Whether `target`'s file holds holdline's entry, in one line.
+fn entry_status(target: &ConfigTarget) -> String {
+    let path = target.path.display();
+    let text = match TextFile::read(&target.path) {
+        Ok(file) => file.text.unwrap_or_default(),
+        Err(e) => return format!("{path}: {e}"),
+    };
+    match current_entry(target, &text) {
+        Ok(Some(_)) => format!("{path}: holdline's entry in place"),
+        Ok(None) => format!("{path}: no holdline entry"),
+        Err(e) => e.to_string().lines().next().unwrap_or_default().to_owned(),
+    }
 }
 
 /// The entry as a person pastes it: valid JSON, TOML or YAML for the client.
@@ -442,6 +562,43 @@ fn report_backup(backup: Option<PathBuf>) {
     }
 }
 
+/// Merges holdline's entry into each of the plan's config files; the environment the
+/// first one holds now (what the person kept there and what the flags set).
+fn install_configs(args: &InstallArgs, plan: &Plan) -> Result<Vec<(String, String)>, InstallError> {
+    let env_pairs = args.env_pairs();
+    let mut flagged_env: Vec<&str> = env_pairs.iter().map(|(k, _)| k.as_str()).collect();
+    if args.hub.is_some() {
+        flagged_env.push("HOLDLINE_HUB");
+    }
+    let mut entry_env = None;
+    for target in &plan.configs {
+        let mut overwrite = Overwrite {
+            paths: target.decided.clone(),
+            all: args.reset,
+            other_transport: target.other_transport.clone(),
+        };
+        for key in &flagged_env {
+            overwrite.paths.push(format!("{}.{key}", target.env_key));
+        }
+        let merged = install_config(target, &overwrite, target.holds_key)?;
+        if entry_env.is_none() {
+            entry_env = Some(env_of(&merged, target.env_key));
+        }
+    }
+    Ok(entry_env.unwrap_or_default())
+}
+
+/// The string variables of an entry's environment.
+fn env_of(entry: &Value, env_key: &str) -> Vec<(String, String)> {
+    entry
+        .get(env_key)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+        .collect()
+}
+
 /// Merges holdline's entry into the file; one that holds a key (`holds_key`) is made
 /// `0600` (created so, or others' bits taken off), and the person is told where their key
 /// now is.
@@ -449,7 +606,7 @@ fn install_config(
     target: &ConfigTarget,
     overwrite: &Overwrite,
     holds_key: bool,
-) -> Result<(), InstallError> {
+) -> Result<Value, InstallError> {
     let file = TextFile::read(&target.path)?;
     let mode_before = file.mode();
     let text = file.text.clone().unwrap_or_default();
@@ -462,7 +619,7 @@ fn install_config(
             file.make_private()?;
             report_made_private(mode_before, file.mode());
         }
-        return Ok(());
+        return Ok(merged);
     }
     let new_text = text_with_entry(target, &text, &merged)?;
     let backup = file.write(&new_text, holds_key)?;
@@ -479,7 +636,7 @@ fn install_config(
         report_made_private(mode_before, file.mode());
         remote::warn_key_in_file(&file);
     }
-    Ok(())
+    Ok(merged)
 }
 
 /// Says so in one line when a file that now holds a key lost its group and other bits.

@@ -1,8 +1,10 @@
 //! `holdline-mcp install` / `uninstall`, run as the real binary against a temporary home
 //! for every client: a fresh file, a file with other servers (0600, behind a symlink),
 //! a re-run after the person edited holdline's entry, and uninstall giving the file back.
-//! The remote entry (`--url`, `--key`) is tested in `install/remote.rs`.
+//! The remote entry (`--url`, `--key`) is tested in `install/remote.rs`, the lifecycle
+//! hooks in `install/hooks.rs`.
 
+mod hooks;
 mod remote;
 
 use std::{

@@ -28,7 +28,7 @@ export const brainHooks = {
 
 export async function prepare(ctx) {
   if (ctx.remote) await holdlineInstallRemote('claude-code', { home: ctx.home, project: ctx.project, ...ctx.remote });
-  else await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv });
+  else await holdlineInstall('claude-code', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ctx.installArgs });
   patchJson(join(ctx.home, '.claude.json'), (c) => {
     // Claude Code's own per-call limit (ms), low but above the bridge's short waits.
     c.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;
@@ -37,6 +37,10 @@ export async function prepare(ctx) {
     c.projects = { [ctx.project]: { hasTrustDialogAccepted: true, allowedTools: [] } };
     return c;
   });
+  // HOLDLINE_CLIENTS_HOOK_CAP=8: Claude Code's own cap on stop blocks in a row instead of
+  // install's 0, to see hooks.test.mjs fail at the 9th reply.
+  const cap = process.env.HOLDLINE_CLIENTS_HOOK_CAP;
+  if (cap && !ctx.remote) patchJson(join(ctx.home, '.claude', 'settings.json'), (s) => ({ ...s, env: { ...s.env, CLAUDE_CODE_STOP_HOOK_BLOCK_CAP: cap } }));
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'claude');
   return {
     cmd: bin,

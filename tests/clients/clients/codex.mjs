@@ -16,7 +16,7 @@ export const expects = { images: true };
 export async function prepare(ctx) {
   const codexHome = join(ctx.home, '.codex');
   if (ctx.remote) await holdlineInstallRemote('codex', { home: ctx.home, project: ctx.project, ...ctx.remote, env: { CODEX_HOME: codexHome } });
-  else await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, env: { CODEX_HOME: codexHome } });
+  else await holdlineInstall('codex', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ctx.installArgs, env: { CODEX_HOME: codexHome } });
   const file = join(codexHome, 'config.toml');
   const provider = [
     'model = "fake-model"',
@@ -31,7 +31,11 @@ export async function prepare(ctx) {
     'stream_max_retries = 0',
     '',
   ].join('\n');
-  writeFileSync(file, provider + readFileSync(file, 'utf8'));
+  let installed = readFileSync(file, 'utf8');
+  // HOLDLINE_CLIENTS_HOOK_UNTRUSTED=1: without the trust record install writes, to see Codex
+  // skip the hook and hooks.test.mjs fail.
+  if (process.env.HOLDLINE_CLIENTS_HOOK_UNTRUSTED) installed = installed.replace(/^\[hooks\.state\.[^\n]*\ntrusted_hash = [^\n]*\n/gm, '');
+  writeFileSync(file, provider + installed);
   // Codex's own per-call limit, low but above the bridge's short waits.
   const overrides = ['-c', `mcp_servers.holdline.tool_timeout_sec=${ctx.clientTimeoutSec}`];
   // The remote entry's further headers (the test's), beside the installer's Authorization.

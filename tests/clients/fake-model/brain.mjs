@@ -75,6 +75,8 @@ export function classifyResult(text, isError, bare) {
  *   offers         { [step]: { question, options, multiSelect? } }: the wait of that step (1 before
  *                  the first reply, +1 after each) asks `question` and offers `options`
  *   attach         { [step]: [path…] }: the wait of that step passes these `attachments`
+ *   forget         the agent never calls a tool: it answers every turn in plain text and
+ *                  ends it (a model that forgot the rule; the clients' stop hooks then ask)
  *   hooks.resolve  (conv, bare) => { name, args } | null: how to reach a tool the client
  *                  defers (Claude Code's ToolSearch, Qwen's tool_search / tool_call)
  *   hooks.wrap     (conv, exposed, args) => { name, args }: how to call a resolved tool
@@ -88,9 +90,11 @@ export function createBrain(knobs = {}) {
     /** Every tool result the model was given, in order, deduplicated by toolCallId. */
     results: [],
     decide(conv, meta = {}) {
-      const action = decide(conv);
+      const action = knobs.forget ? forgetful() : decide(conv);
       const last = lastToolResult(conv);
-      const turn = { at: Date.now(), api: meta.api, side: false, tools: conv.tools.length, messages: conv.messages.length, lastResult: last, action };
+      // The newest user message: what the model takes as its next instruction.
+      const lastUser = conv.messages.findLast((m) => m.role === 'user')?.text ?? null;
+      const turn = { at: Date.now(), api: meta.api, side: false, tools: conv.tools.length, messages: conv.messages.length, lastResult: last, lastUser, action };
       brain.turns.push(turn);
       if (last && !brain.results.some((r) => r.key === last.key)) brain.results.push(last);
       if (knobs.dir) appendFileSync(join(knobs.dir, 'brain.jsonl'), JSON.stringify(turn) + '\n');
@@ -108,6 +112,12 @@ export function createBrain(knobs = {}) {
       return brain.turns.filter((t) => t.action.kind === 'tool' && t.action.bare === 'wait_for_user_input');
     },
   };
+
+  /** The forgetful agent's answer: plain text that ends its turn, numbered by its turns. */
+  function forgetful() {
+    const n = brain.turns.filter((t) => !t.side).length + 1;
+    return { kind: 'text', text: `Turn ${n} done: I checked the fake repository and stop here.` };
+  }
 
   function call(conv, bare, args) {
     const exposed = exposedName(conv.tools, bare);

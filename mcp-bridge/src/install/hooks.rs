@@ -1,0 +1,517 @@
+//! holdline's lifecycle hooks in a client's own hook settings (Claude Code's
+//! `~/.claude/settings.json`, Codex's `$CODEX_HOME/hooks.json`, both
+//! `{"hooks": {"Stop": [{"hooks": [{"type": "command", …}]}]}}`): one command hook per event
+//! that runs `holdline-mcp hook --client X --timeout-sec T`, so a turn the model ends
+//! without calling holdline still reaches the person.
+//!
+//! Invariant: after install exactly one hook of holdline's (recognised by its command, not
+//! by its place) is in each event asked for and none in the others; uninstall removes
+//! exactly holdline's hooks and the lists they leave empty; the person's own hooks, every
+//! other key and their order stay. A hook already in place is updated where it stands, so
+//! the position Codex keys its trust by does not move on a second install.
+
+use serde_json::{Map, Value, json};
+
+use crate::hook::HookClient;
+
+/// The hook timeout install writes: a day. The hook ends its wait 30 s before it and lets
+/// the turn end; a later reply waits at the hub for the next stop or wait. Claude Code
+/// turns `timeout` into a JavaScript timer in ms, which fires at once beyond 2^31 - 1 ms
+/// (about 24.8 days), so a timeout must stay under that; a day keeps an away person's
+/// reply reaching the same turn overnight.
+pub const HOOK_TIMEOUT_SEC: u64 = 86_400;
+
+/// Claude Code's cap on consecutive stop blocks, and the value install gives it: `0`
+/// turns the cap off. Each block is a reply the person wrote; at the cap Claude Code ends
+/// the turn instead, and a reply already acked would be lost.
+pub const BLOCK_CAP_ENV: (&str, &str) = ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "0");
+
+/// The hook events holdline answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// The agent is about to end its turn: the person decides whether it goes on.
+    Stop,
+    /// The client would show its permission prompt (`install --permissions`).
+    PermissionRequest,
+}
+
+impl HookEvent {
+    pub const ALL: [HookEvent; 2] = [HookEvent::Stop, HookEvent::PermissionRequest];
+
+    /// The event's key in the settings' `hooks` object.
+    pub fn key(self) -> &'static str {
+        match self {
+            HookEvent::Stop => "Stop",
+            HookEvent::PermissionRequest => "PermissionRequest",
+        }
+    }
+
+    /// The event's label in Codex's trust keys and hashes.
+    pub fn codex_label(self) -> &'static str {
+        match self {
+            HookEvent::Stop => "stop",
+            HookEvent::PermissionRequest => "permission_request",
+        }
+    }
+}
+
+/// Where a hook stands in its event's list: (matcher group, hook inside it).
+pub type Position = (usize, usize);
+
+/// What an edit did to one event's hook of holdline's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Added,
+    Updated,
+    Unchanged,
+    Removed,
+    /// Not there before, not asked for.
+    Absent,
+}
+
+/// The hook command for `client`: the variables first (`NAME=value` words a POSIX shell
+/// sets for the command alone), then `command hook --client NAME --timeout-sec T`.
+pub fn hook_command(client: HookClient, command: &str, env: &[(String, String)]) -> String {
+    let mut words: Vec<String> = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", quote(v)))
+        .collect();
+    words.push(quote(command));
+    words.extend(
+        [
+            "hook",
+            "--client",
+            client.name(),
+            "--timeout-sec",
+            &HOOK_TIMEOUT_SEC.to_string(),
+        ]
+        .map(str::to_owned),
+    );
+    words.join(" ")
+}
+
+fn quote(word: &str) -> String {
+    shlex::try_quote(word).map_or_else(|_| word.to_owned(), |q| q.into_owned())
+}
+
+/// The hook entry holdline writes: Claude Code and Codex read the same shape.
+pub fn wanted_hook(command: &str) -> Value {
+    json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SEC})
+}
+
+/// Whether `hook` is holdline's for `client`: a command hook whose words, after any
+/// `NAME=value` assignments and the program, are `hook --client NAME` (and the timeout).
+pub fn is_ours(client: HookClient, hook: &Value) -> bool {
+    let Some(command) = hook.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    let Some(words) = shlex::split(command) else {
+        return false;
+    };
+    let args: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| is_assignment(w))
+        .skip(1)
+        .collect();
+    match args.as_slice() {
+        ["hook", "--client", name] => *name == client.name(),
+        ["hook", "--client", name, "--timeout-sec", secs] => {
+            *name == client.name() && secs.parse::<u64>().is_ok()
+        }
+        _ => false,
+    }
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// Every command hook of `event` with its position and whether it is holdline's.
+pub fn layout(
+    settings: &Map<String, Value>,
+    client: HookClient,
+    event: HookEvent,
+) -> Vec<(Position, bool)> {
+    let Some(groups) = settings
+        .get("hooks")
+        .and_then(|h| h.get(event.key()))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        let hooks = group.get("hooks").and_then(Value::as_array);
+        for (h, hook) in hooks.into_iter().flatten().enumerate() {
+            out.push(((g, h), is_ours(client, hook)));
+        }
+    }
+    out
+}
+
+/// holdline's hook of `event`, with its position, when there is one.
+pub fn find_ours(
+    settings: &Map<String, Value>,
+    client: HookClient,
+    event: HookEvent,
+) -> Option<(Position, Value)> {
+    let (pos, _) = layout(settings, client, event)
+        .into_iter()
+        .find(|(_, ours)| *ours)?;
+    let hook = settings["hooks"][event.key()][pos.0]["hooks"][pos.1].clone();
+    Some((pos, hook))
+}
+
+/// Makes `settings` hold `hook` as holdline's only hook of each event in `events` and none
+/// of the others. Refuses (nothing changed) when `hooks` or an event's list is not the
+/// shape the client reads.
+pub fn apply(
+    settings: &mut Map<String, Value>,
+    client: HookClient,
+    events: &[HookEvent],
+    hook: &Value,
+) -> Result<Vec<(HookEvent, Outcome)>, String> {
+    check_shape(settings)?;
+    let mut outcomes = Vec::new();
+    for event in HookEvent::ALL {
+        let outcome = if events.contains(&event) {
+            ensure(settings, client, event, hook)
+        } else {
+            remove(settings, client, event)
+        };
+        outcomes.push((event, outcome));
+    }
+    drop_empty_hooks(settings);
+    Ok(outcomes)
+}
+
+/// Takes every hook of holdline's out of `settings`; what each event lost.
+pub fn remove_all(
+    settings: &mut Map<String, Value>,
+    client: HookClient,
+) -> Result<Vec<(HookEvent, Outcome)>, String> {
+    check_shape(settings)?;
+    let outcomes = HookEvent::ALL
+        .map(|event| (event, remove(settings, client, event)))
+        .to_vec();
+    drop_empty_hooks(settings);
+    Ok(outcomes)
+}
+
+fn check_shape(settings: &Map<String, Value>) -> Result<(), String> {
+    let Some(hooks) = settings.get("hooks") else {
+        return Ok(());
+    };
+    let Some(hooks) = hooks.as_object() else {
+        return Err("\"hooks\" is not an object".into());
+    };
+    for event in HookEvent::ALL {
+        if hooks.get(event.key()).is_some_and(|l| !l.is_array()) {
+            return Err(format!("\"hooks.{}\" is not a list", event.key()));
+        }
+    }
+    Ok(())
+}
+
+fn event_list(settings: &mut Map<String, Value>, event: HookEvent) -> &mut Vec<Value> {
+    let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
+    hooks
+        .as_object_mut()
+        .expect("checked: hooks is an object")
+        .entry(event.key())
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .expect("checked: the event's hooks are a list")
+}
+
+fn ensure(
+    settings: &mut Map<String, Value>,
+    client: HookClient,
+    event: HookEvent,
+    hook: &Value,
+) -> Outcome {
+    let Some(((g, h), current)) = find_ours(settings, client, event) else {
+        event_list(settings, event).push(json!({"hooks": [hook]}));
+        return Outcome::Added;
+    };
+    let list = event_list(settings, event);
+    list[g]["hooks"][h] = hook.clone();
+    strip_ours(list, client, Some((g, h)));
+    if current == *hook {
+        Outcome::Unchanged
+    } else {
+        Outcome::Updated
+    }
+}
+
+fn remove(settings: &mut Map<String, Value>, client: HookClient, event: HookEvent) -> Outcome {
+    if find_ours(settings, client, event).is_none() {
+        return Outcome::Absent;
+    }
+    strip_ours(event_list(settings, event), client, None);
+    Outcome::Removed
+}
+
+/// Takes holdline's hooks but the one at `keep` out of `list`; a group left with no hook
+/// goes too, a group that had none stays as the person wrote it.
+fn strip_ours(list: &mut Vec<Value>, client: HookClient, keep: Option<Position>) {
+    let mut g = 0;
+    list.retain_mut(|group| {
+        let this = g;
+        g += 1;
+        let Some(hooks) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            return true;
+        };
+        let before = hooks.len();
+        let mut h = 0;
+        hooks.retain(|hook| {
+            let at = (this, h);
+            h += 1;
+            keep == Some(at) || !is_ours(client, hook)
+        });
+        before == hooks.len() || !hooks.is_empty()
+    });
+}
+
+/// Event lists left empty go, and `hooks` itself when nothing is left in it.
+fn drop_empty_hooks(settings: &mut Map<String, Value>) {
+    let Some(hooks) = settings.get_mut("hooks").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for event in HookEvent::ALL {
+        if hooks
+            .get(event.key())
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
+            hooks.remove(event.key());
+        }
+    }
+    if hooks.is_empty() {
+        settings.remove("hooks");
+    }
+}
+
+/// Sets Claude Code's stop-block cap in the settings' `env` unless the person set it;
+/// whether it was added.
+pub fn set_block_cap(settings: &mut Map<String, Value>) -> Result<bool, String> {
+    let env = settings.entry("env").or_insert_with(|| json!({}));
+    let Some(env) = env.as_object_mut() else {
+        return Err("\"env\" is not an object".into());
+    };
+    let (name, value) = BLOCK_CAP_ENV;
+    if env.contains_key(name) {
+        return Ok(false);
+    }
+    env.insert(name.to_owned(), json!(value));
+    Ok(true)
+}
+
+/// Takes the cap out of `env` when it holds install's value; whether it did.
+pub fn unset_block_cap(settings: &mut Map<String, Value>) -> bool {
+    let (name, value) = BLOCK_CAP_ENV;
+    let Some(env) = settings.get_mut("env").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    if env.get(name).and_then(Value::as_str) != Some(value) {
+        return false;
+    }
+    env.remove(name);
+    if env.is_empty() {
+        settings.remove("env");
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CMD: &str = "/opt/hl/holdline-mcp";
+
+    fn ours(client: HookClient) -> Value {
+        wanted_hook(&hook_command(client, CMD, &[]))
+    }
+
+    fn person() -> Map<String, Value> {
+        let v = json!({
+            "model": "opus",
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}],
+                "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+            },
+            "theme": "dark"
+        });
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_command_is_recognised_by_its_words_not_its_path() {
+        let c = HookClient::ClaudeCode;
+        let env = [("HOLDLINE_HUB".to_owned(), "http://127.0.0.1:1".to_owned())];
+        let with_env = hook_command(c, "/a dir/holdline-mcp", &env);
+        assert_eq!(
+            with_env,
+            "HOLDLINE_HUB=http://127.0.0.1:1 '/a dir/holdline-mcp' hook --client claude-code --timeout-sec 86400"
+        );
+        assert!(is_ours(c, &json!({"command": with_env})));
+        assert!(is_ours(
+            c,
+            &json!({"command": "holdline-mcp hook --client claude-code"})
+        ));
+        assert!(!is_ours(HookClient::Codex, &json!({"command": with_env})));
+        assert!(!is_ours(c, &json!({"command": "notify-send done"})));
+        assert!(!is_ours(
+            c,
+            &json!({"command": "x hook --client claude-code --verbose"})
+        ));
+        assert!(!is_ours(
+            c,
+            &json!({"command": "hook --client claude-code"})
+        ));
+        assert!(!is_ours(c, &json!({"type": "command"})));
+    }
+
+    #[test]
+    fn install_appends_holdline_after_the_persons_hooks_and_keeps_their_order() {
+        let c = HookClient::ClaudeCode;
+        let mut s = person();
+        let got = apply(&mut s, c, &[HookEvent::Stop], &ours(c)).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (HookEvent::Stop, Outcome::Added),
+                (HookEvent::PermissionRequest, Outcome::Absent)
+            ]
+        );
+        assert_eq!(s.keys().collect::<Vec<_>>(), ["model", "hooks", "theme"]);
+        let stop = s["hooks"]["Stop"].as_array().unwrap();
+        assert_eq!(stop.len(), 2);
+        assert_eq!(stop[0]["hooks"][0]["command"], "notify-send done");
+        assert_eq!(stop[1], json!({"hooks": [ours(c)]}));
+        assert_eq!(s["hooks"]["PreToolUse"], person()["hooks"]["PreToolUse"]);
+        assert!(s["hooks"].get("PermissionRequest").is_none());
+    }
+
+    #[test]
+    fn a_second_install_changes_nothing_and_an_update_keeps_the_place() {
+        let c = HookClient::Codex;
+        let mut s = person();
+        apply(&mut s, c, &[HookEvent::Stop], &ours(c)).unwrap();
+        let once = s.clone();
+        let got = apply(&mut s, c, &[HookEvent::Stop], &ours(c)).unwrap();
+        assert_eq!(got[0], (HookEvent::Stop, Outcome::Unchanged));
+        assert_eq!(s, once);
+        // The person added a hook after holdline's; a new command updates holdline's in place.
+        s["hooks"]["Stop"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"hooks": [{"type": "command", "command": "late.sh"}]}));
+        let moved = wanted_hook(&hook_command(c, "/new/holdline-mcp", &[]));
+        let got = apply(&mut s, c, &[HookEvent::Stop], &moved).unwrap();
+        assert_eq!(got[0], (HookEvent::Stop, Outcome::Updated));
+        assert_eq!(find_ours(&s, c, HookEvent::Stop), Some(((1, 0), moved)));
+        assert_eq!(s["hooks"]["Stop"][2]["hooks"][0]["command"], "late.sh");
+    }
+
+    #[test]
+    fn permissions_add_a_hook_and_an_install_without_them_takes_it_out() {
+        let c = HookClient::ClaudeCode;
+        let mut s = person();
+        let both = [HookEvent::Stop, HookEvent::PermissionRequest];
+        let got = apply(&mut s, c, &both, &ours(c)).unwrap();
+        assert_eq!(got[1], (HookEvent::PermissionRequest, Outcome::Added));
+        assert_eq!(
+            s["hooks"]["PermissionRequest"],
+            json!([{"hooks": [ours(c)]}])
+        );
+        let got = apply(&mut s, c, &[HookEvent::Stop], &ours(c)).unwrap();
+        assert_eq!(got[1], (HookEvent::PermissionRequest, Outcome::Removed));
+        assert!(s["hooks"].get("PermissionRequest").is_none());
+    }
+
+    #[test]
+    fn uninstall_removes_only_holdlines_hooks_and_gives_the_settings_back() {
+        let c = HookClient::ClaudeCode;
+        let mut s = person();
+        apply(
+            &mut s,
+            c,
+            &[HookEvent::Stop, HookEvent::PermissionRequest],
+            &ours(c),
+        )
+        .unwrap();
+        // A group the person shares with holdline's hook keeps the person's hook.
+        s["hooks"]["Stop"][1]["hooks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "command", "command": "mine.sh"}));
+        let got = remove_all(&mut s, c).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (HookEvent::Stop, Outcome::Removed),
+                (HookEvent::PermissionRequest, Outcome::Removed)
+            ]
+        );
+        assert_eq!(
+            s["hooks"]["Stop"][1],
+            json!({"hooks": [{"type": "command", "command": "mine.sh"}]})
+        );
+        s["hooks"]["Stop"].as_array_mut().unwrap().pop();
+        assert_eq!(s, person());
+        let mut empty = Map::new();
+        apply(&mut empty, c, &[HookEvent::Stop], &ours(c)).unwrap();
+        remove_all(&mut empty, c).unwrap();
+        assert_eq!(empty, Map::new(), "an emptied hooks object goes");
+        assert_eq!(
+            remove_all(&mut empty, c).unwrap()[0],
+            (HookEvent::Stop, Outcome::Absent)
+        );
+    }
+
+    #[test]
+    fn duplicates_of_holdlines_hook_collapse_into_the_first() {
+        let c = HookClient::ClaudeCode;
+        let mut s = Map::new();
+        s.insert(
+            "hooks".into(),
+            json!({"Stop": [{"hooks": [ours(c)]}, {"hooks": [ours(c)]}]}),
+        );
+        apply(&mut s, c, &[HookEvent::Stop], &ours(c)).unwrap();
+        assert_eq!(s["hooks"]["Stop"], json!([{"hooks": [ours(c)]}]));
+    }
+
+    #[test]
+    fn a_shape_the_client_would_not_read_is_refused_untouched() {
+        let c = HookClient::ClaudeCode;
+        for bad in [json!({"hooks": []}), json!({"hooks": {"Stop": {}}})] {
+            let mut s = bad.as_object().unwrap().clone();
+            assert!(apply(&mut s, c, &[HookEvent::Stop], &ours(c)).is_err());
+            assert_eq!(Value::Object(s), bad);
+        }
+    }
+
+    #[test]
+    fn the_block_cap_is_set_only_where_the_person_did_not_set_it() {
+        let mut s = person();
+        assert!(set_block_cap(&mut s).unwrap());
+        assert_eq!(s["env"]["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"], "0");
+        assert!(!set_block_cap(&mut s).unwrap());
+        assert!(unset_block_cap(&mut s));
+        assert_eq!(s, person());
+        let mut own = person();
+        own.insert(
+            "env".into(),
+            json!({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "20"}),
+        );
+        assert!(!set_block_cap(&mut own).unwrap());
+        assert!(!unset_block_cap(&mut own));
+        assert_eq!(own["env"]["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"], "20");
+    }
+}
