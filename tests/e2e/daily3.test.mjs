@@ -7,7 +7,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startHub, newAgent, openPanel, selectSession, browsersPerTest, axeViolations,
+  startHub, newAgent, openPanel, selectSession, browsersPerTest, axeViolations, hasHorizontalScroll,
 } from './harness.mjs';
 
 let hub;
@@ -54,6 +54,46 @@ test('phone header: machine · folder and the title in full, no generic chips be
   await page.getByTestId('templates-dialog').waitFor();
   await page.keyboard.press('Escape');
   assert.deepEqual(await axeViolations(page), []);
+});
+
+test('phone header with both pills ("N waiting ›" and "newest ›"): the title still shows in full, machine · folder too (dark)', async () => {
+  // One agent waits longer than the one on screen; after it, one asks next (the pill's next in
+  // line) and one last (the newest): "newest ›" shows only when it is not also the next in line.
+  const longest = await newAgent(hub, 'Nightly backup check', { workspace: '/srv/backup', hostName: 'nas' });
+  await longest.wait('The backup finished with 2 warnings. Archive the logs?');
+  const agent = await newAgent(hub, 'Migrate the reporting pipeline to the warehouse',
+    { workspace: '/Users/dev/code/analytics-dashboard', hostName: 'studio-mac' });
+  await agent.wait('The nightly export now writes to the warehouse. Which table should the dashboard read?', {
+    completionPct: 70, nextStep: 'switch the dashboard queries to the new warehouse tables',
+    options: [{ label: 'events_v2' }, { label: 'events_legacy' }],
+  });
+  const next = await newAgent(hub, 'Rotate the staging certificates', { workspace: '/srv/infra', hostName: 'buildbox' });
+  await next.wait('The new certificates are in place. Reload nginx?');
+  const newest = await newAgent(hub, 'Bump the API client', { workspace: '/home/dev/sdk', hostName: 'laptop' });
+  await newest.wait('Release 2.4.0 of the client?');
+  const { page } = await browser({ ...PHONE, colorScheme: 'dark', bypassCSP: true });
+  await openPanel(page, hub);
+  await selectSession(page, agent.token);
+  await page.getByTestId('choices').waitFor();
+  await page.getByTestId('waiting-pill').waitFor();
+  await page.getByTestId('newest-pill').waitFor();
+  await page.waitForTimeout(150); // transitions settle
+  const title = page.getByTestId('conv-title');
+  assert.ok(await title.evaluate((el) => el.scrollWidth <= el.clientWidth + 1 && el.scrollHeight <= el.clientHeight + 1
+    && el.getBoundingClientRect().width > 0), 'the title is not cut beside the two pills');
+  assert.ok(await title.evaluate((el) => el.getBoundingClientRect().width >= 300), 'the title has the width of the screen to wrap in');
+  assert.equal(await page.getByTestId('header-where').textContent(), 'studio-mac · analytics-dashboard');
+  assert.ok(await shownWhole(page.getByTestId('header-where')), 'machine · folder shows in full');
+  for (const pill of ['waiting-pill', 'newest-pill']) {
+    const box = await page.getByTestId(pill).boundingBox();
+    assert.ok(box && box.height >= 44 && box.x >= 0 && box.x + box.width <= 390, `${pill} is a whole 44 px tap target on screen`);
+  }
+  const left = await page.getByTestId('messages').evaluate((el) => Math.round(el.getBoundingClientRect().height));
+  console.log(`phone 390×844 with both pills: ${left} px left to read`);
+  assert.ok(left >= 640, `${left} px left to read with both pills (at least 640 wanted)`);
+  assert.equal(await hasHorizontalScroll(page), false);
+  assert.deepEqual(await axeViolations(page), []);
+  for (const a of [longest, next, newest]) await hub.api('POST', '/api/reply', { token: a.token, text: 'later' });
 });
 
 test('text attachments preview inline as text (cut at 64 KiB, said), download kept; markup in a log stays text', async () => {
