@@ -239,8 +239,9 @@ function wireStatic() {
   });
   $('#waiting-count').addEventListener('click', nextWaiting);
   initSkipLinks();
-  // On a phone the progress line is one line; a tap shows it whole (style.css).
+  // On a phone the title and the progress line are cut to fit; a tap shows each whole (style.css).
   $('#conv-progress').addEventListener('click', (e) => e.currentTarget.classList.toggle('whole'));
+  $('#conv-title').addEventListener('click', (e) => e.currentTarget.classList.toggle('whole'));
   $('#session-list').addEventListener('pointerenter', () => { state.pointerOnList = true; });
   $('#session-list').addEventListener('pointerleave', () => { state.pointerOnList = false; });
   document.addEventListener('keydown', (e) => {
@@ -700,6 +701,11 @@ async function loadOlder() {
 
 function drawHeader() {
   const d = state.detail;
+  // Another session: its title and progress start cut to fit again (a tap shows them whole).
+  if ($('#conv-title').dataset.token !== d.token) {
+    $('#conv-title').dataset.token = d.token;
+    for (const el of [$('#conv-title'), $('#conv-progress')]) el.classList.remove('whole');
+  }
   $('#conv-title').textContent = title(d);
   $('#conv-title').title = `${t('token')}: ${d.token}\n${t('workspace')}: ${d.workspace || ''}\n${t('host')}: ${d.hostIp || ''}`;
   const badge = $('#conv-status');
