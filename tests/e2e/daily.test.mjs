@@ -279,10 +279,14 @@ test('phone: the conversation gets most of the screen, touch targets are 44 px, 
 
   await selectSession(page, a.token);
   assert.deepEqual(await small(), [], 'conversation view');
+  // With both "N waiting ›" and "newest ›" the title takes a row of its own below them (issue 43:
+  // beside both it was cut to two words), which costs that row's height.
+  const bothPills = await page.getByTestId('newest-pill').isVisible();
   const pane = await page.getByTestId('messages').boundingBox();
-  assert.ok(pane.height >= 600, `messages get ${Math.round(pane.height)} of 844 px with the reply box open`);
+  console.log(`phone, ${bothPills ? 'both pills' : 'at most one pill'}: messages ${Math.round(pane.height)} px`);
+  assert.ok(pane.height >= (bothPills ? 570 : 600), `messages get ${Math.round(pane.height)} of 844 px with the reply box open`);
   const head = await page.locator('.conv-head').boundingBox();
-  assert.ok(head.y + head.height <= 70, `the chrome above the messages ends at ${Math.round(head.y + head.height)} px`);
+  assert.ok(head.y + head.height <= (bothPills ? 100 : 70), `the chrome above the messages ends at ${Math.round(head.y + head.height)} px`);
 
   // Every quick reply can be seen without sideways scrolling.
   const hidden = await page.evaluate(() => [...document.querySelectorAll('[data-testid="quick-reply"]')].filter((b) => {
