@@ -289,4 +289,11 @@ async fn the_admin_clients_types_read_what_the_hub_answers() {
     assert_eq!((health.sessions, health.waiting), (1, 1));
     assert_eq!(health.store.state, StoreCondition::Ok);
     assert!(health.process.is_some() && health.mongo.is_none());
+    // The panel's reply limit is the hub's, read from whoami (never a copy in the panel).
+    let (_, me) = hub.get("/api/whoami").await;
+    assert_eq!(
+        me["replyLimit"],
+        holdline_contract::routes::REPLY_LIMIT,
+        "{me}"
+    );
 }
