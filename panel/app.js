@@ -167,6 +167,7 @@ function start() {
     if (saved && (linked || !state.current)) select(saved, { quiet: !linked });
   });
   composer.loadTemplates();
+  composer.loadLimits();
   if (!state.stopEvents) {
     state.stopEvents = followEvents({
       onSession: sessionEvent,

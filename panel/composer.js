@@ -19,8 +19,8 @@ import { plainText } from './markdown.js';
 import { sendPicked } from './choices.js';
 import { conversationLanguage, templatesFor } from './quickreplies.js';
 
-/** The hub's body cap for /api/reply. */
-export const REPLY_LIMIT = 10 * 1024 * 1024;
+/** The hub's body cap for /api/reply, as /api/whoami says it (loadLimits); null until then. */
+let replyLimit = null;
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 const DRAFT_PREFIX = 'holdline.draft.';
 
@@ -287,8 +287,8 @@ async function deliver(tok, text, images, inReplyTo, choices = []) {
   if (choices.length) reply.choices = choices;
   if (inReplyTo !== null && inReplyTo !== undefined) reply.inReplyTo = inReplyTo;
   const body = JSON.stringify(reply);
-  if (body.length > REPLY_LIMIT) {
-    showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
+  if (replyLimit !== null && body.length > replyLimit) {
+    showError(t('replyTooLarge', { max: bytes(replyLimit) }));
     return null;
   }
   lastSent.set(tok, { state: 'sending' });
@@ -315,7 +315,7 @@ async function deliver(tok, text, images, inReplyTo, choices = []) {
     if (tok !== token) return null;
     drawStatus(null);
     if (e.code === 'STALE_QUESTION') showStale(tok, e.currentQuestion, choices.length > 0);
-    else if (e.status === 413) showError(t('replyTooLarge', { max: bytes(REPLY_LIMIT) }));
+    else if (e.status === 413) showError(replyLimit === null ? t('replyFailed', { msg: e.message }) : t('replyTooLarge', { max: bytes(replyLimit) }));
     else if (e.status === 409) showError(t('replyClosed'));
     else showError(t('replyFailed', { msg: e.message }));
     return null;
@@ -488,6 +488,16 @@ function drawNewer() {
 }
 
 /** Loads the shared templates (or the defaults when the hub has none). */
+/** Reads the limits the hub holds replies to (the reply body's size) from /api/whoami. */
+export async function loadLimits() {
+  try {
+    const me = await api.whoami();
+    if (Number.isFinite(me?.replyLimit)) replyLimit = me.replyLimit;
+  } catch {
+    // Unknown until a later start: the hub still refuses a body too large (413).
+  }
+}
+
 export async function loadTemplates() {
   try {
     const res = await api.templates();

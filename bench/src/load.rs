@@ -129,26 +129,7 @@ pub async fn run(
     // The setup's connections are closed; what is left is the sessions' cost.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_sessions = crate::procs::rss(pid).unwrap_or(0);
-    let total_replies = (plan.rate as f64 * plan.duration.as_secs_f64()).ceil() as usize + 1;
-    let shared = Arc::new(Shared {
-        slots: waits
-            .iter()
-            .map(|(token, _)| Slot {
-                token: token.clone(),
-                busy: AtomicBool::new(false),
-            })
-            .collect(),
-        tally: Tally::default(),
-        base: Instant::now(),
-        sent_at: (0..total_replies).map(|_| AtomicU64::new(0)).collect(),
-        delivered: (0..total_replies).map(|_| AtomicBool::new(false)).collect(),
-        accepted: (0..total_replies).map(|_| AtomicBool::new(false)).collect(),
-        duplicated: AtomicU64::new(0),
-        latencies: Mutex::new(Vec::with_capacity(total_replies)),
-        hold_ms: plan.poll_hold.as_millis() as u64,
-        first_error: Mutex::new(None),
-        failed: AtomicBool::new(false),
-    });
+    let shared = Arc::new(Shared::new(&waits, plan));
 
     // One keep-alive connection per simulated bridge, as real bridges have.
     let mut pollers = Vec::with_capacity(waits.len());
@@ -165,16 +146,7 @@ pub async fn run(
     let idle = idle_cost(&shared, pid, plan.idle_window).await;
 
     let (sent, achieved_rate) = generate(addr, secret, &shared, plan).await?;
-    // Grace for the last replies to arrive.
-    let grace_until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < grace_until {
-        let accepted = count(&shared.accepted);
-        let delivered = count(&shared.delivered);
-        if delivered >= accepted {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    last_replies_grace(&shared).await;
     let rss_after = crate::procs::rss(pid).unwrap_or(0);
     for p in &pollers {
         p.abort();
@@ -204,6 +176,47 @@ pub async fn run(
         achieved_rate,
         errors: shared.tally.errors.load(Ordering::Relaxed),
     })
+}
+
+/// Grace for the last replies to arrive: until every accepted one is delivered, at most
+/// 5 s.
+async fn last_replies_grace(shared: &Shared) {
+    let grace_until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < grace_until {
+        let accepted = count(&shared.accepted);
+        let delivered = count(&shared.delivered);
+        if delivered >= accepted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl Shared {
+    /// The run's shared state for the sessions of `waits`, with room for every reply the
+    /// plan sends.
+    fn new(waits: &[(String, String)], plan: &LoadPlan) -> Shared {
+        let total_replies = (plan.rate as f64 * plan.duration.as_secs_f64()).ceil() as usize + 1;
+        Shared {
+            slots: waits
+                .iter()
+                .map(|(token, _)| Slot {
+                    token: token.clone(),
+                    busy: AtomicBool::new(false),
+                })
+                .collect(),
+            tally: Tally::default(),
+            base: Instant::now(),
+            sent_at: (0..total_replies).map(|_| AtomicU64::new(0)).collect(),
+            delivered: (0..total_replies).map(|_| AtomicBool::new(false)).collect(),
+            accepted: (0..total_replies).map(|_| AtomicBool::new(false)).collect(),
+            duplicated: AtomicU64::new(0),
+            latencies: Mutex::new(Vec::with_capacity(total_replies)),
+            hold_ms: plan.poll_hold.as_millis() as u64,
+            first_error: Mutex::new(None),
+            failed: AtomicBool::new(false),
+        }
+    }
 }
 
 fn count(flags: &[AtomicBool]) -> u64 {
@@ -267,7 +280,10 @@ pub async fn wait_for_waiting(addr: SocketAddr, secret: &str, n: usize) -> anyho
     let mut conn = Conn::connect(addr, secret).await?;
     let until = Instant::now() + Duration::from_secs(60);
     loop {
-        let h = conn.get("/healthz").await?.ok_json()?;
+        let h = conn
+            .get(holdline_contract::routes::HEALTHZ)
+            .await?
+            .ok_json()?;
         if h["waiting"].as_u64().unwrap_or(0) >= n as u64 {
             return Ok(());
         }
@@ -382,6 +398,54 @@ async fn idle_cost(shared: &Shared, pid: u32, window: Duration) -> IdleCost {
     }
 }
 
+/// One person-side connection: sends each queued (slot, seq) reply and tallies it.
+async fn send_queued_replies(
+    shared: Arc<Shared>,
+    mut queue: mpsc::UnboundedReceiver<(usize, usize)>,
+    mut conn: Conn,
+) {
+    while let Some((slot, seq)) = queue.recv().await {
+        if shared.failed.load(Ordering::Relaxed) {
+            continue;
+        }
+        let body = json!({"token": shared.slots[slot].token,
+                          "text": format!("bench reply {seq}")});
+        let at = shared.base.elapsed().as_nanos() as u64;
+        shared.sent_at[seq].store(at.max(1), Ordering::Relaxed);
+        match conn
+            .post("/api/reply", &body)
+            .await
+            .and_then(|a| a.ok_json())
+        {
+            Ok(_) => shared.accepted[seq].store(true, Ordering::Relaxed),
+            Err(e) => {
+                shared.tally.errors.fetch_add(1, Ordering::Relaxed);
+                shared.note_error(e);
+            }
+        }
+    }
+}
+
+/// A session with no reply in flight, marked busy; `None` (give up on this tick) when
+/// 64 random tries found all busy.
+fn pick_idle_slot(shared: &Shared, rng: &mut u64) -> Option<usize> {
+    let n = shared.slots.len();
+    for _ in 0..64 {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        let i = (*rng % n as u64) as usize;
+        if shared.slots[i]
+            .busy
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// Sends replies at `plan.rate` for `plan.duration`, each to a session whose
 /// poll is waiting; the clock of each starts when its POST is written.
 /// Answers (replies sent, achieved rate).
@@ -397,34 +461,12 @@ async fn generate(
     let mut queues = Vec::with_capacity(SENDERS);
     let mut senders = Vec::with_capacity(SENDERS);
     for _ in 0..SENDERS {
-        let (tx, mut rx) = mpsc::unbounded_channel::<(usize, usize)>();
-        let mut conn = Conn::connect(addr, secret).await?;
+        let (tx, rx) = mpsc::unbounded_channel::<(usize, usize)>();
+        let conn = Conn::connect(addr, secret).await?;
         let shared = shared.clone();
         queues.push(tx);
-        senders.push(tokio::spawn(async move {
-            while let Some((slot, seq)) = rx.recv().await {
-                if shared.failed.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let body = json!({"token": shared.slots[slot].token,
-                                  "text": format!("bench reply {seq}")});
-                let at = shared.base.elapsed().as_nanos() as u64;
-                shared.sent_at[seq].store(at.max(1), Ordering::Relaxed);
-                match conn
-                    .post("/api/reply", &body)
-                    .await
-                    .and_then(|a| a.ok_json())
-                {
-                    Ok(_) => shared.accepted[seq].store(true, Ordering::Relaxed),
-                    Err(e) => {
-                        shared.tally.errors.fetch_add(1, Ordering::Relaxed);
-                        shared.note_error(e);
-                    }
-                }
-            }
-        }));
+        senders.push(tokio::spawn(send_queued_replies(shared, rx, conn)));
     }
-    let n = shared.slots.len();
     let total = shared.sent_at.len() - 1;
     let interval = Duration::from_secs_f64(1.0 / f64::from(plan.rate.max(1)));
     let start = Instant::now();
@@ -445,23 +487,7 @@ async fn generate(
         if due > now {
             tokio::time::sleep(due - now).await;
         }
-        // A session with no reply in flight; give up on this tick when all are busy.
-        let mut picked = None;
-        for _ in 0..64 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let i = (rng % n as u64) as usize;
-            if shared.slots[i]
-                .busy
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                picked = Some(i);
-                break;
-            }
-        }
-        if let Some(i) = picked {
+        if let Some(i) = pick_idle_slot(shared, &mut rng) {
             queues[seq % SENDERS]
                 .send((i, seq))
                 .map_err(|_| anyhow::anyhow!("a reply sender stopped"))?;

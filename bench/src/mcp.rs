@@ -187,7 +187,9 @@ pub async fn one_reply(
     // before the person's 200 (that one also waits for the disk).
     let call = tokio::spawn(async move {
         let result = peer
-            .call_tool(CallToolRequestParams::new("wait_for_user_input").with_arguments(wait_args))
+            .call_tool(
+                CallToolRequestParams::new(holdline_contract::WAIT_TOOL).with_arguments(wait_args),
+            )
             .await;
         (result, Instant::now())
     });

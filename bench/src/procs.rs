@@ -125,7 +125,7 @@ impl HubProcess {
                 bail!("holdline-hub exited at start ({status}); run it by hand to see why");
             }
             if let Ok(mut c) = crate::http::Conn::connect(self.addr, "").await
-                && let Ok(a) = c.get("/healthz").await
+                && let Ok(a) = c.get(holdline_contract::routes::HEALTHZ).await
                 && a.status == 200
             {
                 return Ok(started.elapsed());

@@ -249,7 +249,8 @@ fn start_waits(agents: &[Agent]) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::spawn(async move {
                 let _ = peer
                     .call_tool(
-                        CallToolRequestParams::new("wait_for_user_input").with_arguments(wait),
+                        CallToolRequestParams::new(holdline_contract::WAIT_TOOL)
+                            .with_arguments(wait),
                     )
                     .await;
             })
@@ -429,7 +430,7 @@ async fn waiting_agent(agent: Agent, i: usize, tally: Arc<Tally>) {
         a.insert("message".into(), json!(message));
         agent
             .client
-            .call_tool(CallToolRequestParams::new("wait_for_user_input").with_arguments(a))
+            .call_tool(CallToolRequestParams::new(holdline_contract::WAIT_TOOL).with_arguments(a))
     };
     let first = call(long_wait(), "step 0 done").await;
     let arrived = tally.base.elapsed().as_nanos() as u64;
@@ -576,7 +577,6 @@ pub async fn bench(
     plan: &RemotePlan,
     report: &mut crate::Report,
 ) -> anyhow::Result<()> {
-    use crate::stats::{kib, mib, ms};
     // Two sockets per waiting remote agent in this process and in the hub (which
     // raises its own limit the same way at start).
     let files = crate::procs::raise_open_files_limit();
@@ -592,49 +592,8 @@ pub async fn bench(
         plan.replies, plan.memory_agents, plan.many, plan.rate
     );
     let home = tempfile::tempdir()?;
-    let hub_home = home.path().join("home");
-    home_with_room(&hub_home, plan.many.max(plan.memory_agents))?;
-    let hub = HubProcess::start(&bins.hub, &hub_home).await?;
-    // The measuring clients get a thread of their own, so their clock reads when
-    // the result arrives, not when a busy shared runtime gets round to it.
-    let (mcp_bin, addr, cwd, replies) = (
-        bins.mcp.clone(),
-        HubAddr::from(&hub),
-        home.path().to_owned(),
-        plan.replies,
-    );
-    let (over_stdio, over_mcp) = tokio::task::spawn_blocking(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(reply_latency_side_by_side(&mcp_bin, &addr, &cwd, replies))
-    })
-    .await??;
-    hub.stop()?;
-    let p50_p99 = |s: &Samples| {
-        format!(
-            "{} / {} (min {}, max {})",
-            ms(s.median()),
-            ms(s.pct(99.0)),
-            ms(s.min()),
-            ms(s.max())
-        )
-    };
-    report.reference(
-        format!(
-            "/mcp reply latency: reply POST → tool result at an rmcp client over Streamable HTTP ({} replies) p50 / p99",
-            over_mcp.len()
-        ),
-        p50_p99(&over_mcp),
-    );
-    report.reference(
-        format!(
-            "/mcp beside: the same through the stdio bridge, rounds alternated on the same hub ({} replies) p50 / p99",
-            over_stdio.len()
-        ),
-        p50_p99(&over_stdio),
-    );
-
+    let (over_stdio, over_mcp) = reply_latencies(bins, plan, home.path()).await?;
+    report_reply_latencies(report, &over_stdio, &over_mcp);
     let stdio = Transport::Stdio {
         mcp: bins.mcp.clone(),
         cwd: home.path().to_owned(),
@@ -647,6 +606,89 @@ pub async fn bench(
     )
     .await?;
     let m_stdio = memory_per_agent(&bins.hub, &stdio, plan.memory_agents, plan.settle).await?;
+    report_memory(report, &m_mcp, &m_stdio);
+    let f = many_waiting(&bins.hub, plan.many, plan.rate, plan.settle).await?;
+    let (polling_idle, p) = many_polling(&bins.hub, plan.many, plan.rate, plan.settle).await?;
+    report_many(report, &f, polling_idle, &p);
+    let samples = samples_json;
+    let memory = memory_json;
+    let n = f.memory.agents;
+    report.json.insert(
+        "remote".into(),
+        json!({"reply_mcp": samples(&over_mcp), "reply_stdio": samples(&over_stdio),
+               "memory_mcp": memory(&m_mcp), "memory_stdio": memory(&m_stdio),
+               "many": {"memory": memory(&f.memory), "setup_s": f.setup.as_secs_f64(),
+                        "hub_after": f.hub_after, "latency": samples(&f.latency),
+                        "rate": f.achieved_rate, "sent": f.sent, "delivered": f.delivered,
+                        "lost": f.lost, "duplicated": f.duplicated, "errors": f.errors},
+               "many_polling": {"sessions": n, "hub_idle": polling_idle,
+                                "hub_waiting": p.rss_waiting, "latency": samples(&p.latency),
+                                "rate": p.achieved_rate, "sent": p.sent, "lost": p.lost,
+                                "duplicated": p.duplicated, "errors": p.errors}}),
+    );
+    Ok(())
+}
+
+/// Reply latency over stdio and over `/mcp`, rounds alternated on one hub started in
+/// `dir`: (stdio, `/mcp`).
+async fn reply_latencies(
+    bins: &crate::procs::Binaries,
+    plan: &RemotePlan,
+    dir: &Path,
+) -> anyhow::Result<(Samples, Samples)> {
+    let hub_home = dir.join("home");
+    home_with_room(&hub_home, plan.many.max(plan.memory_agents))?;
+    let hub = HubProcess::start(&bins.hub, &hub_home).await?;
+    // The measuring clients get a thread of their own, so their clock reads when
+    // the result arrives, not when a busy shared runtime gets round to it.
+    let (mcp_bin, addr, cwd, replies) = (
+        bins.mcp.clone(),
+        HubAddr::from(&hub),
+        dir.to_owned(),
+        plan.replies,
+    );
+    let both = tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(reply_latency_side_by_side(&mcp_bin, &addr, &cwd, replies))
+    })
+    .await??;
+    hub.stop()?;
+    Ok(both)
+}
+
+/// `p50 / p99 (min, max)`.
+fn p50_p99(s: &Samples) -> String {
+    use crate::stats::ms;
+    format!(
+        "{} / {} (min {}, max {})",
+        ms(s.median()),
+        ms(s.pct(99.0)),
+        ms(s.min()),
+        ms(s.max())
+    )
+}
+
+fn report_reply_latencies(report: &mut crate::Report, over_stdio: &Samples, over_mcp: &Samples) {
+    report.reference(
+        format!(
+            "/mcp reply latency: reply POST → tool result at an rmcp client over Streamable HTTP ({} replies) p50 / p99",
+            over_mcp.len()
+        ),
+        p50_p99(over_mcp),
+    );
+    report.reference(
+        format!(
+            "/mcp beside: the same through the stdio bridge, rounds alternated on the same hub ({} replies) p50 / p99",
+            over_stdio.len()
+        ),
+        p50_p99(over_stdio),
+    );
+}
+
+fn report_memory(report: &mut crate::Report, m_mcp: &AgentMemory, m_stdio: &AgentMemory) {
+    use crate::stats::{kib, mib};
     report.reference(
         format!(
             "/mcp memory per waiting remote agent ({} waiting): the hub's RSS over its idle RSS, per agent",
@@ -674,9 +716,17 @@ pub async fn bench(
             mib(m_stdio.hub_waiting)
         ),
     );
+}
 
-    let f = many_waiting(&bins.hub, plan.many, plan.rate, plan.settle).await?;
-    let (polling_idle, p) = many_polling(&bins.hub, plan.many, plan.rate, plan.settle).await?;
+/// The rows of many remote agents waiting (`f`) beside as many sessions long-polling
+/// (`p`, over a hub of `polling_idle` bytes idle).
+fn report_many(
+    report: &mut crate::Report,
+    f: &ManyFigures,
+    polling_idle: u64,
+    p: &crate::load::LoadFigures,
+) {
+    use crate::stats::{kib, mib, ms};
     let n = f.memory.agents;
     report.reference(
         format!("/mcp hub RSS, {n} remote agents waiting at once"),
@@ -731,28 +781,16 @@ pub async fn bench(
         "0 / 0",
         f.lost == 0 && f.duplicated == 0 && f.errors == 0 && f.delivered == f.sent,
     );
-    let samples = |s: &Samples| {
-        json!({"n": s.len(), "p50_ms": s.median().as_secs_f64()*1e3,
-               "p99_ms": s.pct(99.0).as_secs_f64()*1e3, "min_ms": s.min().as_secs_f64()*1e3,
-               "max_ms": s.max().as_secs_f64()*1e3})
-    };
-    let memory = |m: &AgentMemory| {
-        json!({"agents": m.agents, "hub_idle": m.hub_idle, "hub_waiting": m.hub_waiting,
-               "hub_each": m.hub_each(), "bridge_each": m.bridge_each, "each": m.each(),
-               "hub_files": m.hub_files})
-    };
-    report.json.insert(
-        "remote".into(),
-        json!({"reply_mcp": samples(&over_mcp), "reply_stdio": samples(&over_stdio),
-               "memory_mcp": memory(&m_mcp), "memory_stdio": memory(&m_stdio),
-               "many": {"memory": memory(&f.memory), "setup_s": f.setup.as_secs_f64(),
-                        "hub_after": f.hub_after, "latency": samples(&f.latency),
-                        "rate": f.achieved_rate, "sent": f.sent, "delivered": f.delivered,
-                        "lost": f.lost, "duplicated": f.duplicated, "errors": f.errors},
-               "many_polling": {"sessions": n, "hub_idle": polling_idle,
-                                "hub_waiting": p.rss_waiting, "latency": samples(&p.latency),
-                                "rate": p.achieved_rate, "sent": p.sent, "lost": p.lost,
-                                "duplicated": p.duplicated, "errors": p.errors}}),
-    );
-    Ok(())
+}
+
+fn samples_json(s: &Samples) -> Value {
+    json!({"n": s.len(), "p50_ms": s.median().as_secs_f64()*1e3,
+           "p99_ms": s.pct(99.0).as_secs_f64()*1e3, "min_ms": s.min().as_secs_f64()*1e3,
+           "max_ms": s.max().as_secs_f64()*1e3})
+}
+
+fn memory_json(m: &AgentMemory) -> Value {
+    json!({"agents": m.agents, "hub_idle": m.hub_idle, "hub_waiting": m.hub_waiting,
+           "hub_each": m.hub_each(), "bridge_each": m.bridge_each, "each": m.each(),
+           "hub_files": m.hub_files})
 }

@@ -178,7 +178,7 @@ pub async fn measure(
             continue;
         }
         let mut c = crate::http::Conn::connect(hub.addr, &hub.secret).await?;
-        let health = c.get("/healthz").await?.ok_json()?;
+        let health = c.get(holdline_contract::routes::HEALTHZ).await?.ok_json()?;
         tokio::time::sleep(settle).await;
         let rss_idle = rss(hub.pid()).unwrap_or(0);
         let c0 = cpu_counters(hub.pid());

@@ -13,6 +13,10 @@ use crate::choices::{Choice, ChoiceOption};
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
+/// The MCP tool an agent waits in for the person's reply: the name clients call, the
+/// hub's `/mcp` layer recognizes (to hold it, or run it as a task) and tests call.
+pub const WAIT_TOOL: &str = "wait_for_user_input";
+
 /// Where a session is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::lock::Unpoisoned as _;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 /// Descriptors kept for the store, the log, the listener and the admin
@@ -167,7 +168,7 @@ impl Admission {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+        self.counts.lock_unpoisoned()
     }
 }
 

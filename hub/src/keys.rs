@@ -14,6 +14,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::lock::Unpoisoned as _;
 pub use crate::names::{BadKeyName, KeyName, MAX_NAME};
 use crate::session::{Millis, now_ms};
 use crate::store::{Store, StoreError};
@@ -146,7 +147,7 @@ impl Keys {
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        self.table.lock_unpoisoned()
     }
 
     /// Makes a key named `name`: answers its text (shown once, kept nowhere).

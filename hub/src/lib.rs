@@ -46,6 +46,7 @@ pub mod home;
 pub mod hub;
 pub mod interchange;
 pub mod keys;
+pub mod lock;
 pub mod log_file;
 pub mod logins;
 pub mod mcp;
@@ -115,11 +116,7 @@ pub async fn run(
     let stop = CancellationToken::new();
     let mongo_uri = config.mongo_uri.clone();
     let hub = hub::Hub::open(config, name.clone(), stop.clone())?;
-    hub.resume_waits();
-    tokio::spawn(hub.clone().watch_waits());
-    tokio::spawn(hub.clone().look_after_store());
-    tokio::spawn(hub.clone().answer_polls_at_shutdown());
-    tokio::spawn(hub.clone().release_files_by_rule());
+    start_background_tasks(&hub);
     let web_push = push::WebPush {
         key: Arc::new(push::VapidKey::load_or_make(&home.vapid_key_file()).map_err(home_err)?),
         subscriptions: Arc::new(push::Subscriptions::open(hub.store())?),
@@ -138,15 +135,7 @@ pub async fn run(
         None => None,
     };
     let keys = keys::Keys::open(hub.store())?;
-    // A key revoked while the hub was stopped (`key revoke` opens the store
-    // then) still had open waits on disk: close them before anyone polls.
-    hub.close_waits_of_keys(|k| !keys.is_live(k))
-        .flushed(&hub)
-        .await
-        .map_err(|e| match e {
-            hub::HubError::Store(s) => RunError::Store(s),
-            other => RunError::Flush(other),
-        })?;
+    close_waits_of_revoked_keys(&hub, &keys).await?;
     let mcp_sessions = Arc::new(mcp::Sessions::for_hub(&hub.config().mcp));
     let state = api::AppState {
         sync,
@@ -178,6 +167,29 @@ pub async fn run(
     let _ = std::fs::remove_file(home.addr_file());
     tracing::info!("holdline-hub stopped");
     end
+}
+
+/// The hub's own tasks: waits resumed and watched, the store looked after, polls
+/// answered at shutdown, files released by the retention rule.
+fn start_background_tasks(hub: &hub::Hub) {
+    hub.resume_waits();
+    tokio::spawn(hub.clone().watch_waits());
+    tokio::spawn(hub.clone().look_after_store());
+    tokio::spawn(hub.clone().answer_polls_at_shutdown());
+    tokio::spawn(hub.clone().release_files_by_rule());
+}
+
+/// A key revoked while the hub was stopped (`key revoke` opens the store then) still
+/// had open waits on disk: they are closed before anyone polls.
+async fn close_waits_of_revoked_keys(hub: &hub::Hub, keys: &keys::Keys) -> Result<(), RunError> {
+    hub.close_waits_of_keys(|k| !keys.is_live(k))
+        .flushed(hub)
+        .await
+        .map(|_| ())
+        .map_err(|e| match e {
+            hub::HubError::Store(s) => RunError::Store(s),
+            other => RunError::Flush(other),
+        })
 }
 
 /// The last steps of [`run`]: the last flush, then the store closed within

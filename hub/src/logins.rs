@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::lock::Unpoisoned as _;
 use crate::session::now_ms;
 use crate::store::{Store, StoreError};
 
@@ -53,7 +54,7 @@ impl Logins {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Login>> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        self.table.lock_unpoisoned()
     }
 
     /// A new login: its id, for the cookie. On disk when this returns.

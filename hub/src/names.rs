@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use crate::lock::Unpoisoned as _;
 use serde::{Deserialize, Serialize};
 
 /// Key names: 1 to this many characters of `[A-Za-z0-9._-]`.
@@ -63,7 +64,7 @@ impl KeyName {
     }
 
     fn intern(s: &str) -> KeyName {
-        let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut names = NAMES.lock_unpoisoned();
         if let Some(known) = names.get(s) {
             return known.clone();
         }

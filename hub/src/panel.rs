@@ -2,6 +2,7 @@
 //! gzipped (once per file, then kept) for browsers that take it.
 //! Static files need no secret; everything they fetch does.
 
+use crate::lock::Unpoisoned as _;
 use axum::Router;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -110,7 +111,7 @@ fn takes_gzip(headers: &HeaderMap) -> bool {
 fn gzipped(path: &str, data: &[u8]) -> Arc<[u8]> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<[u8]>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+    if let Some(hit) = cache.lock_unpoisoned().get(path) {
         return hit.clone();
     }
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -118,8 +119,7 @@ fn gzipped(path: &str, data: &[u8]) -> Arc<[u8]> {
     let _ = enc.write_all(data);
     let packed: Arc<[u8]> = enc.finish().unwrap_or_default().into();
     cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .lock_unpoisoned()
         .insert(path.to_owned(), packed.clone());
     packed
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use crate::lock::Unpoisoned as _;
 use crate::session::Token;
 
 /// A session's bell. Smaller than a watch channel (a held poll per session
@@ -34,13 +35,13 @@ impl Waiters {
     /// The session's bell. Arm `bell.notified()` (`Notified::enable`) before
     /// looking at the session, then wait on it.
     pub fn bell(&self, token: &Token) -> Bell {
-        let mut map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.bells.lock_unpoisoned();
         map.entry(token.clone()).or_default().clone()
     }
 
     /// Notes that an agent is behind the session's wait now.
     pub fn saw(&self, token: &Token) {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock_unpoisoned();
         seen.insert(token.clone(), Instant::now());
     }
 
@@ -63,26 +64,26 @@ impl Waiters {
         if self.polling(token) {
             return false;
         }
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock_unpoisoned();
         let last = *seen.entry(token.clone()).or_insert_with(Instant::now);
         last.elapsed() > grace
     }
 
     /// Forgets sessions that no longer wait (keeps the map as small as the waiting set).
     pub fn retain_seen(&self, mut waiting: impl FnMut(&Token) -> bool) {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock_unpoisoned();
         seen.retain(|t, _| waiting(t));
     }
 
     /// Whether a poll of the session is held right now (it holds the bell).
     fn polling(&self, token: &Token) -> bool {
-        let map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        let map = self.bells.lock_unpoisoned();
         map.get(token).is_some_and(|b| Arc::strong_count(b) > 1)
     }
 
     /// Wakes every poll of the session. Bells nobody holds are dropped.
     pub fn wake(&self, token: &Token) {
-        let mut map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.bells.lock_unpoisoned();
         if let Some(bell) = map.get(token) {
             if Arc::strong_count(bell) == 1 {
                 map.remove(token);
@@ -94,7 +95,7 @@ impl Waiters {
 
     /// Wakes every poll of every session (the hub is stopping).
     pub fn wake_all(&self) {
-        let map = self.bells.lock().unwrap_or_else(|p| p.into_inner());
+        let map = self.bells.lock_unpoisoned();
         for bell in map.values() {
             bell.notify_waiters();
         }

@@ -349,7 +349,7 @@ pub mod http {
 
     use super::*;
 
-    type Answer<T> = Result<Json<T>, ApiError>;
+    use crate::api::error::JsonResult;
     type Peer = ConnectInfo<SocketAddr>;
 
     fn caller(who: guard::Caller, ConnectInfo(peer): Peer) -> AgentCaller {
@@ -361,7 +361,7 @@ pub mod http {
         Extension(who): Extension<guard::Caller>,
         peer: Peer,
         Body(b): Body<InitRequest>,
-    ) -> Answer<InitAnswer> {
+    ) -> JsonResult<InitAnswer> {
         super::init(&app, &caller(who, peer), b).await.map(Json)
     }
 
@@ -370,7 +370,7 @@ pub mod http {
         Extension(who): Extension<guard::Caller>,
         peer: Peer,
         Body(b): Body<SelectRequest>,
-    ) -> Answer<SelectAnswer> {
+    ) -> JsonResult<SelectAnswer> {
         super::select(&app, &caller(who, peer), b).await.map(Json)
     }
 
@@ -379,7 +379,7 @@ pub mod http {
         Extension(who): Extension<guard::Caller>,
         peer: Peer,
         Body(b): Body<RegisterRequest>,
-    ) -> Answer<RegisterAnswer> {
+    ) -> JsonResult<RegisterAnswer> {
         super::register(&app, &caller(who, peer), b).await.map(Json)
     }
 
@@ -388,7 +388,7 @@ pub mod http {
         Extension(who): Extension<guard::Caller>,
         peer: Peer,
         Body(b): Body<AckRequest>,
-    ) -> Answer<Done> {
+    ) -> JsonResult<Done> {
         super::ack(&app, &caller(who, peer), b).await.map(Json)
     }
 
@@ -397,7 +397,7 @@ pub mod http {
         Extension(who): Extension<guard::Caller>,
         peer: Peer,
         Body(b): Body<CancelRequest>,
-    ) -> Answer<Done> {
+    ) -> JsonResult<Done> {
         super::cancel(&app, &caller(who, peer), b).await.map(Json)
     }
 
@@ -406,7 +406,7 @@ pub mod http {
         Extension(who): Extension<guard::Caller>,
         peer: Peer,
         Body(b): Body<MergeRequest>,
-    ) -> Answer<MergeAnswer> {
+    ) -> JsonResult<MergeAnswer> {
         super::merge(&app, &caller(who, peer), b).await.map(Json)
     }
 }

@@ -1,4 +1,7 @@
 //! The JSON shapes of the HTTP API (docs/api.md): request bodies in, answers out.
+//!
+//! Invariant: each shape is written once, here (the agent routes' in the contract crate),
+//! and both sides read it: the handlers and the admin CLI's client (`admin::client`).
 
 use serde::{Deserialize, Serialize};
 
@@ -52,31 +55,33 @@ pub struct ConfigBody {
     pub settings: crate::hub::SessionSettings,
 }
 
-#[derive(Debug, Deserialize)]
+/// `POST /api/reply`: the person's reply, from the panel or `holdline-hub reply`.
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplyBody {
     pub token: String,
     /// May be empty when `choices` picks something.
     #[serde(default)]
     pub text: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
     /// Indexes (from 0) into the options of the agent's newest question.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<u32>,
     /// The `seq` of the agent's message this answers (the question on screen).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_reply_to: Option<u64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplyAnswer {
     pub reply_id: String,
     pub queued: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /api/sessions`'s query.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ListQuery {
     pub status: Option<String>,
     pub q: Option<String>,
@@ -84,7 +89,7 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionList {
     pub sessions: Vec<SessionDto>,
@@ -112,7 +117,8 @@ pub struct FindAnswer {
     pub hits: Vec<FindHit>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /api/sessions/{token}`'s query: the page of messages.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct HistoryQuery {
     pub before: Option<u64>,
     pub limit: Option<usize>,
@@ -129,7 +135,7 @@ pub struct Templates {
 }
 
 /// A session's metadata as the API shows it (the session's fields plus what lists need).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDto {
     /// Token, title, workspace, host and status: what an agent's tools read back.
@@ -165,7 +171,7 @@ pub struct SessionDto {
     /// key's name, else the reported machine name, else the address the hub saw.
     pub machine: String,
     /// The session's own quick replies (left out when it has none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quick_replies: Vec<Template>,
 }
 
@@ -173,7 +179,7 @@ pub struct SessionDto {
 /// `{"key":NAME,"revoked":BOOL}` (an agent key; a revoked key's agent cannot
 /// reach the session until it reconnects with a key of that name or the
 /// person hands the session over).
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum OwnerDto {
     Secret { secret: bool },
@@ -233,7 +239,7 @@ impl SessionDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageDto {
     pub seq: u64,
@@ -241,7 +247,7 @@ pub struct MessageDto {
     pub message: Message,
     /// The files an agent's message carries, each with the person's route to its bytes
     /// (the stored ids stay inside the hub).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<holdline_contract::attachments::Attachment>,
 }
 
@@ -268,10 +274,10 @@ impl MessageDto {
 
 /// The person's route that serves one attachment's bytes.
 pub fn attachment_url(token: &str, id: &str) -> String {
-    format!("/api/sessions/{token}/attachments/{id}")
+    super::paths::attachment(token, id)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDetail {
     #[serde(flatten)]
@@ -288,18 +294,20 @@ pub struct Up {
 }
 
 /// `/healthz` with the secret or a panel login.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     pub ok: bool,
-    pub version: &'static str,
+    pub version: std::borrow::Cow<'static, str>,
     pub sessions: usize,
     pub waiting: usize,
     pub uptime_ms: u64,
-    pub mongo: Option<serde_json::Value>,
+    /// MongoDB sync, `null` while it is off.
+    pub mongo: Option<crate::sync::SyncState>,
     pub store: StoreHealth,
-    /// Notification channels, when any is configured.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Notification channels, when any is configured (for the panel: the admin CLI does
+    /// not read them back).
+    #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
     pub notify: Option<Vec<crate::notify::ChannelState>>,
     /// The hub's process and what started it (`holdline-hub status` and `stop`
     /// read them).
@@ -309,10 +317,10 @@ pub struct Health {
 
 /// Whether the store takes writes: `state` is `ok` or `failing` (since a
 /// write failed, until the hub reopened the store).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreHealth {
-    pub state: &'static str,
+    pub state: StoreCondition,
     /// The failure's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -320,8 +328,16 @@ pub struct StoreHealth {
     pub since: Option<i64>,
 }
 
+/// [`StoreHealth`]'s `state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreCondition {
+    Ok,
+    Failing,
+}
+
 /// What `POST /api/backup` made.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupAnswer {
     pub path: String,
@@ -329,15 +345,19 @@ pub struct BackupAnswer {
     pub replies: u64,
 }
 
+/// `GET /api/whoami`: the person's credential is good; the hub's name and the limits
+/// the panel checks before sending (read from here, never copied into the panel).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WhoAmI {
     pub ok: bool,
     pub version: &'static str,
     pub hub: String,
+    /// The largest `POST /api/reply` body, in bytes.
+    pub reply_limit: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportAnswer {
     pub imported: usize,
@@ -345,14 +365,14 @@ pub struct ImportAnswer {
 }
 
 /// `POST /api/keys`: a new agent key's name.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeyCreateBody {
     pub name: String,
 }
 
 /// A new agent key: its text, shown this once.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyCreated {
     pub name: String,
@@ -360,7 +380,7 @@ pub struct KeyCreated {
 }
 
 /// An agent key as lists show it (never its text or hash).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyDto {
     pub name: String,
@@ -378,13 +398,13 @@ impl From<crate::keys::KeyInfo> for KeyDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct KeyList {
     pub keys: Vec<KeyDto>,
 }
 
 /// `DELETE /api/keys/{name}`: the key is refused from now on; its open waits closed.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyRevoked {
     pub ok: bool,
@@ -470,3 +490,14 @@ pub struct FreeAnswer {
     /// Bytes deleted from disk.
     pub bytes: u64,
 }
+
+/// `POST /api/push/test`: whether the test push reached the browsers.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PushTestAnswer {
+    pub sent: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `GET /api/export`'s header with how many sessions its streamed body holds.
+pub const EXPORT_SESSIONS_HEADER: &str = "x-holdline-sessions";

@@ -13,6 +13,9 @@ use holdline_contract::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail};
 use crate::hub::HubError;
 use crate::session::Token;
 
+/// What a JSON route's handler returns: its answer's body, or the error it answers.
+pub type JsonResult<T> = Result<axum::Json<T>, ApiError>;
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,

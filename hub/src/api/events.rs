@@ -14,7 +14,7 @@ use futures::{Stream, StreamExt};
 use tokio_stream::wrappers::BroadcastStream;
 
 use super::AppState;
-use super::dto::{Health, SessionDto, StoreHealth, Up};
+use super::dto::{Health, SessionDto, StoreCondition, StoreHealth, Up};
 use crate::store::StoreState;
 
 /// `GET /api/events`: a `session` event per change; ends at shutdown.
@@ -75,19 +75,19 @@ pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Response
     let (sessions, waiting) = app.hub.counts();
     let store = match state {
         StoreState::Ok => StoreHealth {
-            state: "ok",
+            state: StoreCondition::Ok,
             last_error: None,
             since: None,
         },
         StoreState::Failing { last_error, since } => StoreHealth {
-            state: "failing",
+            state: StoreCondition::Failing,
             last_error: Some(last_error),
             since: Some(since),
         },
     };
     let health = Health {
         ok,
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
         sessions,
         waiting,
         uptime_ms: app.hub.uptime().as_millis() as u64,

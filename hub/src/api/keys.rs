@@ -12,7 +12,7 @@ use super::error::{ApiError, Body};
 use crate::hub::HubError;
 use crate::keys::KeyError;
 
-type Answer<T> = Result<Json<T>, ApiError>;
+use super::error::JsonResult;
 
 impl From<KeyError> for ApiError {
     fn from(e: KeyError) -> Self {
@@ -31,7 +31,7 @@ impl From<KeyError> for ApiError {
 }
 
 /// `GET /api/keys`: every key, by name.
-pub async fn list(State(app): State<AppState>) -> Answer<KeyList> {
+pub async fn list(State(app): State<AppState>) -> JsonResult<KeyList> {
     let keys = app
         .secret
         .keys()
@@ -46,7 +46,7 @@ pub async fn list(State(app): State<AppState>) -> Answer<KeyList> {
 pub async fn create(
     State(app): State<AppState>,
     Body(b): Body<KeyCreateBody>,
-) -> Answer<KeyCreated> {
+) -> JsonResult<KeyCreated> {
     let (name, key) = app.secret.keys().create(&b.name).await?;
     tracing::info!(key = %name, "agent key created");
     Ok(Json(KeyCreated {
@@ -58,7 +58,10 @@ pub async fn create(
 /// `DELETE /api/keys/{name}`: the key is refused from its next request on, and
 /// its open waits end (`gone`, `key_revoked`); both on disk before the answer. Its `/mcp`
 /// sessions end too.
-pub async fn revoke(State(app): State<AppState>, Path(name): Path<String>) -> Answer<KeyRevoked> {
+pub async fn revoke(
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+) -> JsonResult<KeyRevoked> {
     let name = app.secret.keys().revoke(&name).await?;
     let closed_waits = app
         .hub

@@ -8,6 +8,7 @@ pub mod error;
 mod events;
 pub mod guard;
 mod keys;
+pub mod paths;
 mod person;
 mod push;
 #[cfg(test)]
@@ -114,11 +115,11 @@ fn router(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -
     }
     routes
         .route(
-            "/api/login",
+            paths::LOGIN,
             post(person::login).layer(DefaultBodyLimit::max(LOGIN_LIMIT)),
         )
-        .route("/healthz", get(events::health))
-        .route("/api/{*rest}", axum::routing::any(person::no_such_route))
+        .route(routes::HEALTHZ, get(events::health))
+        .route(paths::ANY_API, axum::routing::any(person::no_such_route))
         .method_not_allowed_fallback(person::wrong_method)
         .merge(crate::panel::routes())
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
@@ -141,7 +142,7 @@ fn agent_router(state: &AppState) -> Router<AppState> {
         .route(routes::ACK, post(agent::http::ack))
         .route(routes::CANCEL, post(agent::http::cancel))
         .route(routes::MERGE, post(agent::http::merge))
-        .route("/api/sessions/{token}", get(person::detail))
+        .route(paths::SESSION, get(person::detail))
         .route_layer(from_fn_with_state(state.clone(), |s, r, n| {
             guard::Audience::Agent.layer(s, r, n)
         }))
@@ -150,46 +151,43 @@ fn agent_router(state: &AppState) -> Router<AppState> {
 /// The person's routes: the secret or a panel login; an agent key is refused.
 fn person_router(state: &AppState) -> Router<AppState> {
     Router::new()
-        .route("/api/session/config", post(person::configure))
+        .route(paths::SESSION_CONFIG, post(person::configure))
         .route(
-            "/api/reply",
+            paths::REPLY,
             post(person::reply).layer(DefaultBodyLimit::max(REPLY_LIMIT)),
         )
-        .route("/api/sessions", get(person::list))
-        .route("/api/sessions/{token}/find", get(person::find))
+        .route(paths::SESSIONS, get(person::list))
+        .route(paths::SESSION_FIND, get(person::find))
+        .route(paths::SESSION_ATTACHMENT, get(person::attachment))
+        .route(paths::SESSION_ARCHIVE, post(person::archive))
+        .route(paths::SESSION_RESTORE, post(person::restore))
+        .route(paths::SESSION_MERGE, post(person::merge))
+        .route(paths::SESSION_OWNER, post(person::hand_over))
         .route(
-            "/api/sessions/{token}/attachments/{id}",
-            get(person::attachment),
-        )
-        .route("/api/sessions/{token}/archive", post(person::archive))
-        .route("/api/sessions/{token}/restore", post(person::restore))
-        .route("/api/sessions/{token}/merge", post(person::merge))
-        .route("/api/sessions/{token}/owner", post(person::hand_over))
-        .route(
-            "/api/templates",
+            paths::TEMPLATES,
             get(person::templates).put(person::set_templates),
         )
-        .route("/api/export", get(person::export))
-        .route("/api/attachments", get(person::attachments))
-        .route("/api/attachments/free", post(person::free_attachments))
-        .route("/api/backup", post(person::backup))
+        .route(paths::EXPORT, get(person::export))
+        .route(paths::ATTACHMENTS, get(person::attachments))
+        .route(paths::ATTACHMENTS_FREE, post(person::free_attachments))
+        .route(paths::BACKUP, post(person::backup))
         .route(
-            "/api/import",
+            paths::IMPORT,
             post(person::import).layer(DefaultBodyLimit::max(IMPORT_LIMIT)),
         )
-        .route("/api/keys", get(keys::list).post(keys::create))
-        .route("/api/keys/{name}", axum::routing::delete(keys::revoke))
-        .route("/api/push/key", get(push::key))
+        .route(paths::KEYS, get(keys::list).post(keys::create))
+        .route(paths::KEY, axum::routing::delete(keys::revoke))
+        .route(paths::PUSH_KEY, get(push::key))
         .route(
-            "/api/push/subscriptions",
+            paths::PUSH_SUBSCRIPTIONS,
             post(push::subscribe).delete(push::unsubscribe),
         )
-        .route("/api/push/test", post(push::test))
-        .route("/api/whoami", get(person::whoami))
-        .route("/api/logout", post(person::logout))
-        .route("/api/logout/everywhere", post(person::logout_everywhere))
-        .route("/api/events", get(events::stream))
-        .route("/metrics", get(events::metrics))
+        .route(paths::PUSH_TEST, post(push::test))
+        .route(paths::WHOAMI, get(person::whoami))
+        .route(paths::LOGOUT, post(person::logout))
+        .route(paths::LOGOUT_EVERYWHERE, post(person::logout_everywhere))
+        .route(paths::EVENTS, get(events::stream))
+        .route(paths::METRICS, get(events::metrics))
         .route_layer(from_fn_with_state(state.clone(), |s, r, n| {
             guard::Audience::Person.layer(s, r, n)
         }))
@@ -202,10 +200,8 @@ impl AppState {
     }
 
     /// The MongoDB sync state for `/healthz`; `None` while sync is off.
-    pub fn sync_state(&self) -> Option<serde_json::Value> {
-        self.sync
-            .as_ref()
-            .and_then(|s| serde_json::to_value(s.state()).ok())
+    pub fn sync_state(&self) -> Option<crate::sync::SyncState> {
+        self.sync.as_ref().map(crate::sync::Sync::state)
     }
 
     /// Before an agent's call: take over a session this hub knows only from

@@ -14,7 +14,7 @@ use super::guard;
 use crate::hub::{HubError, PersonReply};
 use crate::interchange::ExportFile;
 
-type Answer<T> = Result<Json<T>, ApiError>;
+use super::error::JsonResult;
 
 pub async fn login(
     State(app): State<AppState>,
@@ -104,6 +104,7 @@ pub async fn whoami(State(app): State<AppState>) -> Json<WhoAmI> {
         ok: true,
         version: env!("CARGO_PKG_VERSION"),
         hub: app.hub.name().to_owned(),
+        reply_limit: super::REPLY_LIMIT,
     })
 }
 
@@ -119,7 +120,10 @@ pub async fn wrong_method() -> ApiError {
     ApiError::method_not_allowed("this route takes another method; see docs/api.md")
 }
 
-pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Answer<ReplyAnswer> {
+pub async fn reply(
+    State(app): State<AppState>,
+    Body(b): Body<ReplyBody>,
+) -> JsonResult<ReplyAnswer> {
     let t = token(&b.token)?;
     let reply = PersonReply {
         text: b.text,
@@ -137,13 +141,16 @@ pub async fn reply(State(app): State<AppState>, Body(b): Body<ReplyBody>) -> Ans
 pub async fn configure(
     State(app): State<AppState>,
     Body(b): Body<ConfigBody>,
-) -> Answer<SessionDto> {
+) -> JsonResult<SessionDto> {
     let t = token(&b.token)?;
     let info = app.hub.configure(&t, b.settings)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 
-pub async fn list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> Answer<SessionList> {
+pub async fn list(
+    State(app): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> JsonResult<SessionList> {
     let limit = q.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
         return Err(ApiError::bad_request("limit must be 1 to 200"));
@@ -172,7 +179,7 @@ pub async fn detail(
     Extension(who): Extension<guard::Caller>,
     Path(raw): Path<String>,
     Query(q): Query<HistoryQuery>,
-) -> Answer<SessionDetail> {
+) -> JsonResult<SessionDetail> {
     let t = token(&raw)?;
     let limit = q.limit.unwrap_or(50);
     if !(1..=crate::hub::MAX_PAGE).contains(&limit) {
@@ -292,7 +299,7 @@ pub async fn find(
     State(app): State<AppState>,
     Path(raw): Path<String>,
     Query(q): Query<FindQuery>,
-) -> Answer<FindAnswer> {
+) -> JsonResult<FindAnswer> {
     let t = token(&raw)?;
     let needle = q.q.trim().to_lowercase();
     if needle.is_empty() || needle.chars().count() > 200 {
@@ -396,7 +403,10 @@ fn window(text: &str, needle: &str) -> String {
     out
 }
 
-pub async fn archive(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
+pub async fn archive(
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+) -> JsonResult<SessionDto> {
     let t = token(&raw)?;
     let info = app.hub.archive(&t)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
@@ -408,7 +418,7 @@ pub async fn hand_over(
     State(app): State<AppState>,
     Path(raw): Path<String>,
     Body(b): Body<OwnerBody>,
-) -> Answer<SessionDto> {
+) -> JsonResult<SessionDto> {
     let t = token(&raw)?;
     let owner = match b.key {
         None => None,
@@ -427,13 +437,16 @@ pub async fn hand_over(
     Ok(Json(app.session_dto(info)))
 }
 
-pub async fn restore(State(app): State<AppState>, Path(raw): Path<String>) -> Answer<SessionDto> {
+pub async fn restore(
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+) -> JsonResult<SessionDto> {
     let t = token(&raw)?;
     let info = app.hub.restore(&t)?.flushed(&app.hub).await?;
     Ok(Json(app.session_dto(info)))
 }
 
-pub async fn templates(State(app): State<AppState>) -> Answer<Templates> {
+pub async fn templates(State(app): State<AppState>) -> JsonResult<Templates> {
     Ok(Json(Templates {
         templates: app.hub.templates()?,
     }))
@@ -442,7 +455,7 @@ pub async fn templates(State(app): State<AppState>) -> Answer<Templates> {
 pub async fn set_templates(
     State(app): State<AppState>,
     Body(b): Body<Templates>,
-) -> Answer<Templates> {
+) -> JsonResult<Templates> {
     app.hub
         .set_templates(b.templates)?
         .flushed(&app.hub)
@@ -472,7 +485,7 @@ pub async fn export(State(app): State<AppState>) -> Result<Response, ApiError> {
         [
             (header::CONTENT_TYPE, "application/json".to_owned()),
             (
-                header::HeaderName::from_static("x-holdline-sessions"),
+                header::HeaderName::from_static(super::dto::EXPORT_SESSIONS_HEADER),
                 count.to_string(),
             ),
         ],
@@ -497,7 +510,7 @@ impl std::io::Write for Chunks {
 }
 
 /// `POST /api/backup`: a backup of the store into `<home>/backups/` now.
-pub async fn backup(State(app): State<AppState>) -> Answer<BackupAnswer> {
+pub async fn backup(State(app): State<AppState>) -> JsonResult<BackupAnswer> {
     let hub = app.hub.clone();
     let made = tokio::task::spawn_blocking(move || hub.backup())
         .await
@@ -519,7 +532,7 @@ pub async fn backup(State(app): State<AppState>) -> Answer<BackupAnswer> {
 pub async fn import(
     State(app): State<AppState>,
     Body(file): Body<ExportFile>,
-) -> Answer<ImportAnswer> {
+) -> JsonResult<ImportAnswer> {
     let (imported, skipped) = app.hub.import(file)?.flushed(&app.hub).await?;
     Ok(Json(ImportAnswer { imported, skipped }))
 }
@@ -528,7 +541,7 @@ pub async fn merge(
     State(app): State<AppState>,
     Path(raw): Path<String>,
     Body(b): Body<PersonMergeBody>,
-) -> Answer<SessionDto> {
+) -> JsonResult<SessionDto> {
     let from = token(&raw)?;
     let to = token(&b.to_token)?;
     app.hub.merge(&from, &to, None)?.flushed(&app.hub).await?;
@@ -536,7 +549,7 @@ pub async fn merge(
 }
 
 /// `GET /api/attachments`: what the questions' files take, per owner and in all.
-pub async fn attachments(State(app): State<AppState>) -> Answer<AttachmentsAnswer> {
+pub async fn attachments(State(app): State<AppState>) -> JsonResult<AttachmentsAnswer> {
     Ok(Json(AttachmentsAnswer::of(app.hub.file_usage())))
 }
 
@@ -544,7 +557,7 @@ pub async fn attachments(State(app): State<AppState>) -> Answer<AttachmentsAnswe
 pub async fn free_attachments(
     State(app): State<AppState>,
     Body(b): Body<FreeBody>,
-) -> Answer<FreeAnswer> {
+) -> JsonResult<FreeAnswer> {
     let freed = app.hub.free_files(b.into()).await?;
     Ok(Json(FreeAnswer {
         attachments: freed.attachments,

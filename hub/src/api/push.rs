@@ -13,7 +13,8 @@ use crate::hub::HubError;
 use crate::push::Subscription;
 use crate::push::subscriptions::ChangeError;
 
-type Answer<T> = Result<Json<T>, ApiError>;
+use super::dto::PushTestAnswer;
+use super::error::JsonResult;
 
 impl From<ChangeError> for ApiError {
     fn from(e: ChangeError) -> Self {
@@ -44,7 +45,7 @@ pub struct KeyAnswer {
 }
 
 /// `GET /api/push/key[?endpoint=]`.
-pub async fn key(State(app): State<AppState>, Query(q): Query<KeyQuery>) -> Answer<KeyAnswer> {
+pub async fn key(State(app): State<AppState>, Query(q): Query<KeyQuery>) -> JsonResult<KeyAnswer> {
     let subs = &app.push.subscriptions;
     Ok(Json(KeyAnswer {
         public_key: app.push.key.public_key(),
@@ -88,7 +89,7 @@ pub struct Removed {
 pub async fn unsubscribe(
     State(app): State<AppState>,
     Body(b): Body<Unsubscribe>,
-) -> Answer<Removed> {
+) -> JsonResult<Removed> {
     let removed = app
         .push
         .subscriptions
@@ -98,19 +99,12 @@ pub async fn unsubscribe(
     Ok(Json(Removed { removed }))
 }
 
-#[derive(Debug, Serialize)]
-pub struct TestAnswer {
-    sent: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
 /// `POST /api/push/test`: a test push to every subscribed browser, one
 /// attempt (also what `holdline-hub notify test` asks a running hub for).
-pub async fn test(State(app): State<AppState>) -> Answer<TestAnswer> {
+pub async fn test(State(app): State<AppState>) -> JsonResult<PushTestAnswer> {
     let subject = app.hub.config().notify.push_subject();
     let r = crate::notify::test_push(&app.push, subject).await;
-    Ok(Json(TestAnswer {
+    Ok(Json(PushTestAnswer {
         sent: r.is_ok(),
         error: r.err().map(|e| e.to_string()),
     }))

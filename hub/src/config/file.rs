@@ -90,9 +90,7 @@ impl Config {
         let cache_mb = clamp("cache_mb", f.cache_mb, DEFAULT_CACHE_MB, 4, 4096);
         Config {
             home,
-            listen: f
-                .listen
-                .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("default listen address")),
+            listen: f.listen.unwrap_or(DEFAULT_LISTEN),
             allowed_hosts: f.allowed_hosts,
             allowed_origins: f.allowed_origins,
             mongo_uri: f.mongo_uri,

@@ -28,8 +28,9 @@ pub use validate::{ListenError, mask_uri, parse_listen};
 use file::parse_file;
 use notify::NotifyConfig;
 
-/// Default listen address: loopback only (SPEC §8).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:13458";
+/// Default listen address: loopback only (SPEC §8); the contract's, which the bridge
+/// reads too.
+pub use holdline_contract::local_hub::DEFAULT_LISTEN;
 
 /// Quick-reply templates are session data too (a session may have its own).
 pub use crate::session::Template;

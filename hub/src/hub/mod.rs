@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::binding::{self, Caller, WaitBinding, owned_name};
 use crate::config::{Config, Template};
 use crate::interchange;
+use crate::lock::Unpoisoned as _;
 use crate::names::KeyName;
 use crate::session::{
     Choice, ChoiceOption, Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status,
@@ -330,10 +331,7 @@ impl Hub {
     fn lock(&self) -> MutexGuard<'_, SessionTable> {
         // A panic while holding the lock leaves consistent data (we swap
         // whole sessions in), so a poisoned lock is safe to keep using.
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        self.inner.sessions.lock_unpoisoned()
     }
 
     /// Makes every applied change durable.

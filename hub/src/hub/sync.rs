@@ -7,8 +7,7 @@ use super::*;
 impl Hub {
     pub(super) fn mark_unsynced(&self, token: &Token) {
         if let Some(set) = &self.inner.unsynced {
-            set.lock()
-                .unwrap_or_else(|p| p.into_inner())
+            set.lock_unpoisoned()
                 .entry(token.clone())
                 .or_insert_with(Instant::now);
         }
@@ -19,7 +18,7 @@ impl Hub {
         let Some(set) = &self.inner.unsynced else {
             return Vec::new();
         };
-        let mut set = set.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = set.lock_unpoisoned();
         let mut all: Vec<(Token, Instant)> = set.iter().map(|(t, i)| (t.clone(), *i)).collect();
         all.sort_by_key(|(_, i)| *i);
         all.truncate(max);
@@ -32,7 +31,7 @@ impl Hub {
     /// Puts sessions back after a failed push, keeping when they first changed.
     pub fn return_unsynced(&self, tokens: Vec<(Token, Instant)>) {
         if let Some(set) = &self.inner.unsynced {
-            let mut set = set.lock().unwrap_or_else(|p| p.into_inner());
+            let mut set = set.lock_unpoisoned();
             for (t, at) in tokens {
                 let e = set.entry(t).or_insert(at);
                 *e = (*e).min(at);
@@ -45,7 +44,7 @@ impl Hub {
         match &self.inner.unsynced {
             None => (0, Duration::ZERO),
             Some(set) => {
-                let set = set.lock().unwrap_or_else(|p| p.into_inner());
+                let set = set.lock_unpoisoned();
                 let oldest = set.values().min().map(|i| i.elapsed()).unwrap_or_default();
                 (set.len(), oldest)
             }
@@ -118,7 +117,7 @@ impl Hub {
             map.insert(session.clone());
         }
         if let Some(set) = &self.inner.unsynced {
-            set.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+            set.lock_unpoisoned().remove(&token);
         }
         self.changed(session);
         Ok(())

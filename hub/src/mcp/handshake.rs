@@ -16,6 +16,7 @@ use std::{
     time::Duration,
 };
 
+use crate::lock::Unpoisoned as _;
 use futures::{
     StreamExt,
     channel::{mpsc, oneshot},
@@ -61,7 +62,7 @@ impl Handshake {
     /// rmcp's answer to the client's `initialize` (`None`: no answer came).
     pub async fn initialize(&self, message: ClientJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
         let (tx, rx) = oneshot::channel();
-        *self.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        *self.answer.lock_unpoisoned() = Some(tx);
         self.inbound.unbounded_send(message).ok()?;
         tokio::time::timeout(INITIALIZE_LIMIT, rx).await.ok()?.ok()
     }
@@ -84,12 +85,7 @@ impl Transport<RoleServer> for HandshakeTransport {
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let answer = self
-            .handshake
-            .answer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let answer = self.handshake.answer.lock_unpoisoned().take();
         if let Some(answer) = answer {
             let _ = answer.send(item);
             // Answered: the loop reads the end of its input next.

@@ -529,7 +529,7 @@ impl ServerHandler for RemoteAgent {
             Ok(tools) => tools,
             Err(e) => return Either::Right(ready(Err(e)).boxed()),
         };
-        let waits = request.name == "wait_for_user_input";
+        let waits = request.name == holdline_contract::WAIT_TOOL;
         if waits && tasks::client_does_tasks(&ctx) {
             return Either::Right(self.tasks.start(tools, request, ctx).boxed());
         }

@@ -33,6 +33,7 @@ use rmcp::{
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::calls::Calls;
+use crate::lock::Unpoisoned as _;
 
 /// The messages of one call, as the client reads them.
 pub type Outgoing = mpsc::UnboundedReceiver<ServerSseMessage>;
@@ -240,7 +241,7 @@ impl Mux {
 
     fn routes(&self) -> MutexGuard<'_, Routes> {
         // Map operations only: a poisoned lock holds consistent data.
-        self.routes.lock().unwrap_or_else(|p| p.into_inner())
+        self.routes.lock_unpoisoned()
     }
 }
 

@@ -32,6 +32,7 @@ use super::mux::{Client, Mux, Outgoing};
 use crate::api::guard::Caller;
 use crate::config::McpLimits;
 use crate::keys::KeyName;
+use crate::lock::Unpoisoned as _;
 
 /// How long a revoked key's session may go on writing the answers of its calls.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -322,7 +323,7 @@ impl Table {
 
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
     // Map operations only: a poisoned lock holds consistent data.
-    table.lock().unwrap_or_else(|p| p.into_inner())
+    table.lock_unpoisoned()
 }
 
 /// Room reserved for one session of a credential (see [`Sessions::reserve`]).

@@ -38,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::McpLimits;
 use crate::crash_point::CrashPoint;
 use crate::hub::Hub;
+use crate::lock::Unpoisoned as _;
 use crate::session::{Token, now_ms};
 use crate::store::{Store, StoreError};
 
@@ -262,23 +263,30 @@ impl Tasks {
         Ok(())
     }
 
+    /// Marks the task's wait running, with the token that stops it; `None` when it runs
+    /// already.
+    fn start_running(&self, record: &Record) -> Option<CancellationToken> {
+        let mut running = self.lock();
+        if running.contains_key(&record.id) {
+            return None;
+        }
+        let stop = CancellationToken::new();
+        running.insert(
+            record.id.clone(),
+            Running {
+                stop: stop.clone(),
+                last_polled: Instant::now(),
+            },
+        );
+        Some(stop)
+    }
+
     /// Runs the task's wait in the background until a result, a cancel, or its client
     /// stops polling.
     fn run(&self, tools: Tools, record: &Record, ctx: RequestContext<RoleServer>) {
-        let stop = CancellationToken::new();
-        {
-            let mut running = self.lock();
-            if running.contains_key(&record.id) {
-                return;
-            }
-            running.insert(
-                record.id.clone(),
-                Running {
-                    stop: stop.clone(),
-                    last_polled: Instant::now(),
-                },
-            );
-        }
+        let Some(stop) = self.start_running(record) else {
+            return;
+        };
         let token = record
             .arguments
             .get("token")
@@ -295,7 +303,7 @@ impl Tasks {
         // The request that made the task has its answer; progress would name a request
         // the client no longer waits on.
         call_ctx.meta.0.remove("progressToken");
-        let request = CallToolRequestParams::new("wait_for_user_input")
+        let request = CallToolRequestParams::new(holdline_contract::WAIT_TOOL)
             .with_arguments(record.arguments.clone());
         let tasks = self.clone();
         let id = record.id.clone();
@@ -359,8 +367,7 @@ impl Tasks {
             loop {
                 tokio::time::sleep(every).await;
                 let idle = running
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
+                    .lock_unpoisoned()
                     .get(&id)
                     .is_none_or(|r| r.last_polled.elapsed() > limit);
                 if idle {
@@ -558,7 +565,7 @@ impl Tasks {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+        self.running.lock_unpoisoned()
     }
 }
 
@@ -582,7 +589,7 @@ fn too_many_tasks(why: String) -> ErrorData {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
+    mutex.lock_unpoisoned()
 }
 
 /// Whether a wait's result ends the task: the reply, or why there will be none (merged,

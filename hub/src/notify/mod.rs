@@ -25,6 +25,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::config::notify::{self as settings, NotifyConfig};
 use crate::hub::{Hub, SessionInfo};
+use crate::lock::Unpoisoned as _;
 use crate::push::WebPush;
 use crate::session::{Session, Status, Token, now_ms};
 use notice::{Notice, Outcome};
@@ -263,7 +264,7 @@ impl Notifier {
 }
 
 fn lock(m: &Mutex<ChannelState>) -> std::sync::MutexGuard<'_, ChannelState> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock_unpoisoned()
 }
 
 /// One channel's sender: each event in order, retried with backoff.

@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::channels::{refusal, transport};
 use super::notice::{Notice, cut};
 use super::{Event, SendError};
+use crate::lock::Unpoisoned as _;
 use crate::push::{MAX_PLAINTEXT, Subscription, TTL, WebPush};
 
 /// What the service worker is handed.
@@ -107,7 +108,7 @@ impl WebPushChannel {
     }
 
     fn done(&self) -> std::sync::MutexGuard<'_, (String, HashSet<String>)> {
-        self.done.lock().unwrap_or_else(|p| p.into_inner())
+        self.done.lock_unpoisoned()
     }
 
     /// Pushes a waiting question to every browser that has not taken it yet.

@@ -10,6 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use super::{Refused, Subscription, SubscriptionKeys, check};
+use crate::lock::Unpoisoned as _;
 use crate::session::now_ms;
 use crate::store::{Store, StoreError};
 
@@ -51,7 +52,7 @@ impl Subscriptions {
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Kept>> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        self.table.lock_unpoisoned()
     }
 
     /// Every subscription, oldest endpoint first (by name).

@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Manifest, Store, StoreError, Trees, manifest};
+use crate::lock::Unpoisoned as _;
 
 /// How many backups are kept.
 pub const KEPT: usize = 7;
@@ -95,7 +96,7 @@ impl Store {
                 self.dir.display()
             ))
         })?;
-        let manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let manifest = self.writing.lock_unpoisoned();
         let t = self.t()?;
         snapshot(&t, &manifest, &backups_dir(home), kind)
     }

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::journal::{Op, TreeId};
 use super::{StoreError, Trees, decode, encode};
+use crate::lock::Unpoisoned as _;
 
 /// The folder of the files, inside the store's folder.
 pub const FOLDER: &str = "attachments";
@@ -165,7 +166,7 @@ pub struct Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        let mut pins = self.files.pins.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pins = self.files.pins.lock_unpoisoned();
         if let Some(n) = pins.get_mut(&self.sha) {
             *n -= 1;
             if *n == 0 {
@@ -202,15 +203,15 @@ impl Files {
     }
 
     pub(super) fn set_quota(&self, q: Quota) {
-        *self.quota.lock().unwrap_or_else(|p| p.into_inner()) = q;
+        *self.quota.lock_unpoisoned() = q;
     }
 
     pub(super) fn quota(&self) -> Quota {
-        *self.quota.lock().unwrap_or_else(|p| p.into_inner())
+        *self.quota.lock_unpoisoned()
     }
 
     pub(super) fn index(&self) -> std::sync::MutexGuard<'_, Index> {
-        self.index.lock().unwrap_or_else(|p| p.into_inner())
+        self.index.lock_unpoisoned()
     }
 
     pub(super) fn path(&self, sha: &str) -> PathBuf {
@@ -220,12 +221,7 @@ impl Files {
     /// Writes `bytes` as a file (unless it is there already), synced, pinned.
     pub(super) fn stage(self: &Arc<Self>, bytes: &[u8]) -> std::io::Result<Staged> {
         let sha = sha_of(bytes);
-        *self
-            .pins
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(sha.clone())
-            .or_default() += 1;
+        *self.pins.lock_unpoisoned().entry(sha.clone()).or_default() += 1;
         let staged = Staged {
             files: self.clone(),
             sha,
@@ -317,7 +313,7 @@ impl Files {
             let name = entry.file_name().to_string_lossy().into_owned();
             let named = {
                 let index = self.index();
-                let pins = self.pins.lock().unwrap_or_else(|p| p.into_inner());
+                let pins = self.pins.lock_unpoisoned();
                 index.files.contains_key(&name) || pins.contains_key(&name)
             };
             let partial = name.starts_with('.') && name.ends_with(".partial");

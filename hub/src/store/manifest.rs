@@ -23,6 +23,7 @@ use std::path::Path;
 
 use super::journal::{Op, TreeId};
 use super::{StoreError, Trees};
+use crate::lock::Unpoisoned as _;
 
 /// The meta key every write updates.
 const KEY: &[u8] = b"manifest";
@@ -288,7 +289,7 @@ impl Witness {
     /// mid-write, its check fails and it is not checked.
     pub(super) fn note(&self, generation: u64) {
         use std::os::unix::fs::FileExt;
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = self.file.lock_unpoisoned();
         let written = match &*file {
             Some(f) => f.write_all_at(record(generation).as_bytes(), 0),
             None => std::fs::OpenOptions::new()

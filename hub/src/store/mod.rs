@@ -52,6 +52,7 @@ use sled::{IVec, Tree};
 
 use journal::{Op, TreeId};
 
+use crate::lock::Unpoisoned as _;
 use crate::session::{Message, QueuedReply, Session, Status, Summary, Token};
 
 /// How long a flush may take before the write counts as failed.
@@ -297,7 +298,7 @@ impl Store {
     pub fn apply(&self, w: &Write) -> Result<(), StoreError> {
         // Before the write lock: a reopen holds it while sled lets go.
         self.refuse_while_failing()?;
-        let mut manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut manifest = self.writing.lock_unpoisoned();
         self.begun.fetch_add(1, Ordering::AcqRel);
         // Ended, also when it failed half-way: a flush then makes that half durable.
         let _ended = Ended(&self.applied);
@@ -782,7 +783,7 @@ impl Store {
     /// answers the bytes freed on disk.
     pub async fn sweep_files(&self) -> Result<u64, StoreError> {
         self.flush().await?;
-        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.writing.lock_unpoisoned();
         Ok(self.files.sweep())
     }
 

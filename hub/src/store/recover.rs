@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Manifest, Store, StoreError, Trees, open};
+use crate::lock::{Unpoisoned as _, UnpoisonedRw as _};
 use crate::session::now_ms;
 
 /// How the store's writes are going, for `/healthz`.
@@ -57,31 +58,20 @@ const LET_GO_LIMIT: Duration = Duration::from_secs(2);
 impl Store {
     /// The open database, or an error while it is being reopened.
     pub(super) fn t(&self) -> Result<Arc<Trees>, StoreError> {
-        self.open
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or_else(|| {
-                StoreError::Io("the store is being reopened after a failed write".into())
-            })
+        self.open.read_unpoisoned().clone().ok_or_else(|| {
+            StoreError::Io("the store is being reopened after a failed write".into())
+        })
     }
 
     /// The generation of the last write that ended.
     pub(super) fn generation(&self) -> u64 {
-        self.writing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .generation
+        self.writing.lock_unpoisoned().generation
     }
 
     /// Notes a failed write (the store is failing from now on) and answers it as an error.
     pub(crate) fn write_failed(&self, e: impl std::fmt::Display) -> StoreError {
         let text = e.to_string();
-        let mut failing = self
-            .health
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut failing = self.health.failing.lock_unpoisoned();
         if failing.is_none() {
             tracing::error!(error = %text, "a store write failed; writes are refused until the disk takes them again");
         }
@@ -91,12 +81,7 @@ impl Store {
     }
 
     pub fn state(&self) -> StoreState {
-        match &*self
-            .health
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-        {
+        match &*self.health.failing.lock_unpoisoned() {
             None => StoreState::Ok,
             Some((last_error, since)) => StoreState::Failing {
                 last_error: last_error.clone(),
@@ -108,12 +93,7 @@ impl Store {
     /// The error a write answers while the store is failing, without
     /// touching sled (whose writes and flushes may then wait forever).
     pub(super) fn refuse_while_failing(&self) -> Result<(), StoreError> {
-        match &*self
-            .health
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-        {
+        match &*self.health.failing.lock_unpoisoned() {
             None => Ok(()),
             Some((last_error, _)) => Err(StoreError::Io(format!(
                 "{last_error} (the store refuses writes until the disk takes them again)"
@@ -134,7 +114,7 @@ impl Store {
     /// then calls [`Store::healed`].
     pub fn reopen(&self) -> Result<(), StoreError> {
         probe_room(&self.dir).map_err(|e| self.write_failed(e))?;
-        let mut manifest = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut manifest = self.writing.lock_unpoisoned();
         self.let_go_of_failed()?;
         let (trees, checked) = open_retrying(&self.dir, self.cache_bytes)?;
         let checked = checked.expect("a store opened to serve is at this schema version");
@@ -150,7 +130,7 @@ impl Store {
         *manifest = checked;
         self.journal_seq.store(0, Ordering::Relaxed);
         let begun = self.begun.load(Ordering::Acquire);
-        *self.open.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(trees));
+        *self.open.write_unpoisoned() = Some(Arc::new(trees));
         // Whatever began before is on disk now or gone: nothing left to flush.
         self.durable.fetch_max(begun, Ordering::AcqRel);
         Ok(())
@@ -165,21 +145,17 @@ impl Store {
 
     /// Ends the failing state after a [`Store::reopen`]: writes are taken again.
     pub fn healed(&self) {
-        *self
-            .health
-            .failing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = None;
+        *self.health.failing.lock_unpoisoned() = None;
         tracing::info!("the store takes writes again");
     }
 
     /// Takes the failed database out of use and waits, at most
     /// [`LET_GO_LIMIT`], until sled has let go of it (its file lock with it).
     fn let_go_of_failed(&self) -> Result<(), StoreError> {
-        if let Some(old) = self.open.write().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(old) = self.open.write_unpoisoned().take() {
             self.letting_go(old);
         }
-        let mut dropping = self.dropping.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dropping = self.dropping.lock_unpoisoned();
         let Some(thread) = dropping.take() else {
             return Ok(());
         };
@@ -204,7 +180,7 @@ impl Store {
     /// Drops `old` on a thread of its own once nothing else holds it (a
     /// read in progress, a flush the failed disk never answered).
     fn letting_go(&self, old: Arc<Trees>) {
-        let mut dropping = self.dropping.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dropping = self.dropping.lock_unpoisoned();
         let before = dropping.take();
         let spawned = std::thread::Builder::new()
             .name("holdline-store-drop".into())
@@ -235,15 +211,10 @@ impl Store {
     /// store whose disk failed may never let go; the process may exit anyway,
     /// what was flushed is on disk.
     pub fn close(&self, limit: Duration) -> bool {
-        if let Some(open) = self.open.write().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(open) = self.open.write_unpoisoned().take() {
             self.letting_go(open);
         }
-        let Some(thread) = self
-            .dropping
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        else {
+        let Some(thread) = self.dropping.lock_unpoisoned().take() else {
             return true;
         };
         let until = Instant::now() + limit;

@@ -19,7 +19,7 @@
 //!   `data` (binary): a question's files, one document each (at most 5 MiB, under
 //!   MongoDB's 16 MiB document limit), written before the message naming them
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "sync")]
 mod mongo;
@@ -27,13 +27,14 @@ mod mongo;
 pub use mongo::Sync;
 
 /// What `/healthz` shows of sync.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SyncState {
-    pub state: &'static str,
+    /// `connecting`, `ok` or `failing`.
+    pub state: std::borrow::Cow<'static, str>,
     pub pending: usize,
     pub lag_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
 

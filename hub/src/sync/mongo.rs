@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::{SyncError, SyncState};
 use crate::config::mask_uri;
 use crate::hub::{Hub, SyncSnapshot};
+use crate::lock::Unpoisoned as _;
 use crate::session::{AttachmentRef, Message, QueuedReply, Session, Token, now_ms};
 
 /// Attachment id → bytes, as MongoDB has them.
@@ -82,15 +83,10 @@ impl Sync {
     }
 
     pub fn state(&self) -> SyncState {
-        let (state, last_error) = self
-            .inner
-            .status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let (state, last_error) = self.inner.status.lock_unpoisoned().clone();
         let (pending, lag) = self.inner.hub.sync_backlog();
         SyncState {
-            state,
+            state: state.into(),
             pending,
             lag_ms: lag.as_millis() as u64,
             last_error,
@@ -98,7 +94,7 @@ impl Sync {
     }
 
     fn set_status(&self, state: &'static str, error: Option<String>) {
-        let mut s = self.inner.status.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.inner.status.lock_unpoisoned();
         if s.0 != state {
             match &error {
                 Some(e) => {

@@ -151,7 +151,7 @@ fn init_body(title: &str) -> String {
 async fn requests_sent_together_are_answered_in_order_on_one_connection() {
     let hub = TestHub::start().await;
     let mut raw = Raw::connect(&hub).await;
-    let mut both = get(&hub, "/healthz", "1.1", "");
+    let mut both = get(&hub, holdline_contract::routes::HEALTHZ, "1.1", "");
     both.extend(post(&hub, "/api/init", &init_body("pipelined"), ""));
     raw.send(&both).await;
     let first = raw.answer().await;
@@ -161,7 +161,8 @@ async fn requests_sent_together_are_answered_in_order_on_one_connection() {
     assert_eq!(second.status, 200, "{second:?}");
     assert!(second.json()["token"].as_str().unwrap().starts_with("ct_"));
     // Still open for a third.
-    raw.send(&get(&hub, "/healthz", "1.1", "")).await;
+    raw.send(&get(&hub, holdline_contract::routes::HEALTHZ, "1.1", ""))
+        .await;
     assert_eq!(raw.answer().await.status, 200);
 }
 
@@ -183,8 +184,13 @@ async fn a_head_that_arrives_in_pieces_is_answered() {
 async fn connection_close_is_honoured() {
     let hub = TestHub::start().await;
     let mut raw = Raw::connect(&hub).await;
-    raw.send(&get(&hub, "/healthz", "1.1", "Connection: close\r\n"))
-        .await;
+    raw.send(&get(
+        &hub,
+        holdline_contract::routes::HEALTHZ,
+        "1.1",
+        "Connection: close\r\n",
+    ))
+    .await;
     let a = raw.answer().await;
     assert_eq!(a.status, 200);
     assert_eq!(a.header("connection"), Some("close"));
@@ -235,7 +241,8 @@ async fn requests_left_to_hyper_are_answered() {
 
     // HTTP/1.0.
     let mut raw = Raw::connect(&hub).await;
-    raw.send(&get(&hub, "/healthz", "1.0", "")).await;
+    raw.send(&get(&hub, holdline_contract::routes::HEALTHZ, "1.0", ""))
+        .await;
     assert_eq!(raw.answer().await.status, 200);
 
     // A chunked body.
@@ -309,7 +316,8 @@ async fn a_stopping_hub_answers_held_polls_and_closes_idle_connections() {
     let token = hub.init("stopping").await;
     let wait = hub.register(&token, "stopping", "done?", "r1").await;
     let mut idle = Raw::connect(&hub).await;
-    idle.send(&get(&hub, "/healthz", "1.1", "")).await;
+    idle.send(&get(&hub, holdline_contract::routes::HEALTHZ, "1.1", ""))
+        .await;
     assert_eq!(idle.answer().await.status, 200);
     let mut held = held_poll(&hub, &token, &wait, 60_000).await;
     let stopped = tokio::spawn(hub.stop());

@@ -367,7 +367,11 @@ async fn healthz_shows_the_sync_error_only_with_the_secret() {
     let hub = RealHub::start(&home, free_addr()).await;
     let until = Instant::now() + Duration::from_secs(20);
     let authed = loop {
-        let (_, h) = hub.api.get("/healthz").await.unwrap();
+        let (_, h) = hub
+            .api
+            .get(holdline_contract::routes::HEALTHZ)
+            .await
+            .unwrap();
         if h["mongo"]["lastError"].is_string() || Instant::now() > until {
             break h;
         }

@@ -142,7 +142,7 @@ impl TestHub {
     }
 
     pub async fn health(&self) -> Value {
-        self.get("/healthz").await.1
+        self.get(holdline_contract::routes::HEALTHZ).await.1
     }
 
     /// A session on `/w` at host 10.0.0.2, its token.

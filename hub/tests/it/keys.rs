@@ -202,7 +202,14 @@ async fn an_agent_key_works_on_the_agent_routes_and_reads_only_its_sessions() {
     assert_eq!((s, v["token"].as_str()), (200, Some(token.as_str())), "{v}");
 
     // /healthz with a key shows what it shows everyone: that the hub is up.
-    let (s, v) = call(&hub, Method::GET, "/healthz", &key, None).await;
+    let (s, v) = call(
+        &hub,
+        Method::GET,
+        holdline_contract::routes::HEALTHZ,
+        &key,
+        None,
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(
         v.as_object().unwrap().keys().collect::<Vec<_>>(),

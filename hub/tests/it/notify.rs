@@ -255,7 +255,7 @@ async fn a_refusing_channel_is_reported_once_a_failing_one_is_retried_and_health
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(fake.seen("/hook/json").len(), 1, "a 4xx is not retried");
 
-    let (_, health) = hub.get("/healthz").await;
+    let (_, health) = hub.get(holdline_contract::routes::HEALTHZ).await;
     let channels = health["notify"]
         .as_array()
         .expect("notify state with the secret");
@@ -301,7 +301,7 @@ async fn a_channel_nothing_listens_at_shows_what_to_fix_in_healthz() {
     hub.register(&token, "t", "?", "q1").await;
     let until = Instant::now() + WAIT;
     let channel = loop {
-        let (_, health) = hub.get("/healthz").await;
+        let (_, health) = hub.get(holdline_contract::routes::HEALTHZ).await;
         let channel = health["notify"][0].clone();
         if channel.get("lastError").is_some() || Instant::now() > until {
             break channel;

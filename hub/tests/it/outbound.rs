@@ -118,7 +118,11 @@ async fn redirects_are_not_followed_and_no_answer_body_is_read_back() {
         )
         .await;
     let all_failed = until(Duration::from_secs(10), async || {
-        let (_, h) = hub.api.get("/healthz").await.unwrap();
+        let (_, h) = hub
+            .api
+            .get(holdline_contract::routes::HEALTHZ)
+            .await
+            .unwrap();
         h["notify"].as_array().is_some_and(|c| {
             c.iter()
                 .filter(|c| c["name"] != "webpush")
@@ -126,7 +130,11 @@ async fn redirects_are_not_followed_and_no_answer_body_is_read_back() {
         })
     })
     .await;
-    let (_, health) = hub.api.get("/healthz").await.unwrap();
+    let (_, health) = hub
+        .api
+        .get(holdline_contract::routes::HEALTHZ)
+        .await
+        .unwrap();
     assert!(all_failed, "every webhook refused: {health}");
     assert!(redirect_hits.load(Ordering::SeqCst) >= 2);
     assert!(refusing_hits.load(Ordering::SeqCst) >= 2);

@@ -356,7 +356,10 @@ async fn full_disk_fails_requests_clearly_and_stops() {
         "{refused}"
     );
     // Still answering, and saying the store fails (a supervisor sees 503).
-    let (status, h) = api.get("/healthz").await.expect("still answering");
+    let (status, h) = api
+        .get(holdline_contract::routes::HEALTHZ)
+        .await
+        .expect("still answering");
     assert_eq!(status, 503, "{h}");
     assert_eq!(h["ok"], false, "{h}");
     assert_eq!(h["store"]["state"], "failing", "{h}");

@@ -552,7 +552,7 @@ async fn answers_within(hub: &RealHub, token: &str, limit: Duration) -> (u16, Va
     let started = Instant::now();
     // With the secret: without it `/healthz` says only whether the hub is up.
     let health = http
-        .get(format!("{base}/healthz"))
+        .get(format!("{base}{}", holdline_contract::routes::HEALTHZ))
         .bearer_auth(&hub.api.secret)
         .send()
         .await

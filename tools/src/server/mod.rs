@@ -174,7 +174,7 @@ impl Tools {
     fn router_for(transport: Transport) -> ToolRouter<Tools> {
         let mut router = Self::tool_router();
         if transport == Transport::Http
-            && let Some(route) = router.map.get_mut("wait_for_user_input")
+            && let Some(route) = router.map.get_mut(holdline_contract::WAIT_TOOL)
         {
             let mut schema = (*route.attr.input_schema).clone();
             if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
@@ -614,7 +614,9 @@ mod tests {
     fn attachments_are_offered_over_stdio_only() {
         let offered = |transport| {
             let router = Tools::router_for(transport);
-            let wait = router.get("wait_for_user_input").expect("the wait tool");
+            let wait = router
+                .get(holdline_contract::WAIT_TOOL)
+                .expect("the wait tool");
             wait.input_schema["properties"]
                 .as_object()
                 .expect("properties")
@@ -623,7 +625,7 @@ mod tests {
         assert!(offered(Transport::Stdio));
         assert!(!offered(Transport::Http));
         let remote = Tools::router_for(Transport::Http);
-        let wait = remote.get("wait_for_user_input").unwrap();
+        let wait = remote.get(holdline_contract::WAIT_TOOL).unwrap();
         assert!(wait.input_schema["properties"]["options"].is_object());
     }
 

@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use crate::api::AppState;
 use crate::api::error::ApiError;
 use crate::keys::Keys;
+use crate::lock::Unpoisoned as _;
 use crate::logins::{self, Logins};
 use crate::names::KeyName;
 
@@ -106,7 +107,7 @@ pub struct LoginLimiter {
 
 impl LoginLimiter {
     pub fn is_limited(&self, ip: IpAddr) -> bool {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.failures.lock_unpoisoned();
         let now = Instant::now();
         let Some(recent) = map.get_mut(&ip) else {
             return false;
@@ -116,7 +117,7 @@ impl LoginLimiter {
     }
 
     pub fn failed(&self, ip: IpAddr) {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.failures.lock_unpoisoned();
         let now = Instant::now();
         if map.len() >= LIMITER_ADDRESSES && !map.contains_key(&ip) {
             // Bounded memory under a spray of addresses: forget the addresses
@@ -144,10 +145,7 @@ impl LoginLimiter {
 
     /// Addresses remembered now.
     pub fn addresses(&self) -> usize {
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.failures.lock_unpoisoned().len()
     }
 }
 

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::api::AppState;
 use crate::api::error::ApiError;
+use crate::lock::Unpoisoned as _;
 
 /// Refusals (4xx answers) logged per window at most; the rest are counted
 /// and reported in one line, so a flood of bad requests cannot fill the log.
@@ -105,7 +106,7 @@ impl RefusalLog {
     /// Whether to log this refusal; when a new window starts, first logs how
     /// many the last one left out.
     pub fn may_log(&self) -> bool {
-        let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self.window.lock_unpoisoned();
         let now = Instant::now();
         if w.started
             .is_none_or(|s| now.duration_since(s) >= REFUSAL_WINDOW)
