@@ -49,7 +49,7 @@ suite clippy cargo clippy --workspace --all-targets -- -D warnings
 # The source path builds the hub without MongoDB sync (scripts/install.sh): that build is
 # checked and its own config test run.
 suite clippy-no-sync cargo clippy -p holdline-hub --no-default-features --all-targets -- -D warnings
-suite no-sync cargo test -p holdline-hub --no-default-features --lib config::
+suite no-sync cargo test -p holdline-hub --no-default-features --lib sync::
 # The end-to-end suites run the debug binaries this builds.
 cargo build --workspace --all-targets
 mongo_env

@@ -65,7 +65,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     };
     let config = Config::load(home, serve_args.as_ref())?;
     if matches!(cli.command, Command::Serve(_) | Command::Config) {
-        config.validate()?;
+        holdline_hub::sync::check_config(&config)?;
         for w in &config.warnings {
             eprintln!("holdline-hub: warning: {w}");
         }

@@ -1,27 +1,7 @@
-//! Values checked before use: listen addresses, MongoDB URIs, and how a URI
-//! is shown (its credentials masked).
+//! Values checked before use: listen addresses, and how a URI is shown (its credentials
+//! masked). A `mongo_uri` is checked by `sync::check_config`, which knows MongoDB.
 
 use std::net::SocketAddr;
-
-use super::{Config, ConfigError};
-use crate::sync::UriRefused;
-
-impl Config {
-    /// Checks what `serve` would find out only later: a `mongo_uri` that is not one
-    /// (before the hub says it is listening, so a service does not restart in a loop).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let Some(uri) = &self.mongo_uri else {
-            return Ok(());
-        };
-        crate::sync::check_uri(uri).map_err(|refused| match refused {
-            UriRefused::Malformed(reason) => ConfigError::MongoUri {
-                uri: mask_uri(uri),
-                reason,
-            },
-            UriRefused::NotBuilt => ConfigError::SyncNotBuilt,
-        })
-    }
-}
 
 pub(super) const LISTEN_FORM: &str = "expected HOST:PORT with an IP address, e.g. 127.0.0.1:13458 (this machine only) or 0.0.0.0:13458 (the LAN)";
 

@@ -21,6 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::{Config, ConfigError};
+
 #[cfg(feature = "sync")]
 mod mongo;
 #[cfg(feature = "sync")]
@@ -48,22 +50,22 @@ pub enum SyncError {
     NotBuilt,
 }
 
-/// Why a `mongo_uri` cannot be used.
-pub enum UriRefused {
-    /// Not a MongoDB connection string: the driver's reason.
-    Malformed(String),
-    /// This hub was built without the `sync` feature.
-    NotBuilt,
-}
-
-/// Whether `uri` is a MongoDB connection string this hub can sync with.
-pub fn check_uri(uri: &str) -> Result<(), UriRefused> {
+/// Checks what `serve` would find out only later: a `mongo_uri` that is not one, or one a
+/// hub built without sync cannot use (before the hub says it is listening, so a service
+/// does not restart in a loop).
+pub fn check_config(config: &Config) -> Result<(), ConfigError> {
+    let Some(uri) = &config.mongo_uri else {
+        return Ok(());
+    };
     #[cfg(feature = "sync")]
-    return mongo::check_uri(uri).map_err(UriRefused::Malformed);
+    return mongo::check_uri(uri).map_err(|reason| ConfigError::MongoUri {
+        uri: crate::config::mask_uri(uri),
+        reason,
+    });
     #[cfg(not(feature = "sync"))]
     {
         let _ = uri;
-        Err(UriRefused::NotBuilt)
+        Err(ConfigError::SyncNotBuilt)
     }
 }
 
@@ -84,5 +86,55 @@ impl Sync {
 
     pub async fn adopt(&self, _token: &crate::session::Token) -> Result<bool, SyncError> {
         match *self {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::check_config;
+    use crate::config::Config;
+
+    fn config_with(uri: &str) -> Config {
+        let mut c = Config::for_home(PathBuf::from("/h"), "127.0.0.1:1".parse().unwrap());
+        c.mongo_uri = Some(uri.into());
+        c
+    }
+
+    #[test]
+    #[cfg(feature = "sync")]
+    fn a_bad_mongo_uri_is_said_with_its_credentials_masked() {
+        let e = check_config(&config_with("foo://alice:pw@bar"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mongodb://HOST") && e.contains("foo://***@bar"),
+            "{e}"
+        );
+        assert!(!e.contains("pw") && !e.contains("labels"), "{e}");
+        check_config(&config_with("mongodb://db:27017/")).unwrap();
+    }
+
+    /// Built without the `sync` feature, the hub refuses any `mongo_uri` before it listens
+    /// and says how to get sync, without echoing the URI (it may hold a password).
+    #[test]
+    #[cfg(not(feature = "sync"))]
+    fn a_hub_built_without_sync_refuses_a_mongo_uri_and_says_why() {
+        let e = check_config(&config_with("mongodb://alice:pw@db:27017/"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("without MongoDB sync") && e.contains("`sync`"),
+            "{e}"
+        );
+        assert!(!e.contains("pw"), "{e}");
+    }
+
+    #[test]
+    fn no_mongo_uri_is_no_sync_and_no_error() {
+        let mut c = config_with("mongodb://db:27017/");
+        c.mongo_uri = None;
+        check_config(&c).unwrap();
     }
 }
