@@ -340,7 +340,8 @@ async fn two_agent_keys_never_see_or_answer_each_others_permission_questions() -
         .remove(0);
     assert_eq!(hub.session(&token_a).await?["owner"]["key"], "alpha");
 
-    // Key B reaches no person route: it cannot list, read or answer A's question.
+    // Key B reaches no person route: it cannot list, read or answer A's question (a
+    // person's path answers an agent key like one that does not exist, or refuses it).
     for (method, path, body) in [
         ("GET", "/api/sessions".to_owned(), None),
         ("GET", format!("/api/sessions/{token_a}"), None),
@@ -357,11 +358,14 @@ async fn two_agent_keys_never_see_or_answer_each_others_permission_questions() -
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let status = request.send().await?.status();
+        let answer = request.send().await?;
+        let status = answer.status();
+        let body = answer.text().await?;
         assert!(
-            status == 401 || status == 403,
+            [401, 403, 404].contains(&status.as_u16()),
             "{method} {path} with key B: {status}"
         );
+        assert!(!body.contains("npm publish"), "{body}");
     }
     // B's own hook for the same client session id gets its own question.
     let mut hook_b = spawn_hook(&env_b, "claude-code", &payload).await?;
