@@ -287,7 +287,7 @@ async fn a_permission_answer_reaches_only_its_hook_and_an_earlier_reply_waits_fo
 
     // The hook stopped (the terminal answered first, then the turn was interrupted): a
     // reply naming no question afterwards is the agent's, for its next wait.
-    let mut hook = spawn_hook(
+    let hook = spawn_hook(
         &env,
         "claude-code",
         &claude_bash("perm-order", "ls").to_string(),
