@@ -102,9 +102,9 @@ pub enum HookError {
         "the {0:?} event is not one this hook answers (Stop, PermissionRequest); the client goes on"
     )]
     UnknownEvent(String),
-    #[error("could not start: {0}; the turn ends")]
+    #[error("could not start: {0}; the client goes on")]
     Runtime(std::io::Error),
-    #[error("{0}; the turn ends")]
+    #[error("{0}; the client goes on")]
     Hub(#[from] HubError),
     #[error(
         "no reply within {} s; the turn ends, and a later reply waits for the next stop or wait",
@@ -120,7 +120,7 @@ pub enum HookError {
         .0.as_secs()
     )]
     NoDecisionInTime(Duration),
-    #[error("could not write the answer ({0}); the reply stays at the hub for the next stop")]
+    #[error("could not write the answer ({0}); the reply is not consumed (a stop's reply waits for the next stop)")]
     Write(std::io::Error),
 }
 
