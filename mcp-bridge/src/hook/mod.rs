@@ -120,7 +120,9 @@ pub enum HookError {
         .0.as_secs()
     )]
     NoDecisionInTime(Duration),
-    #[error("could not write the answer ({0}); the reply is not consumed (a stop's reply waits for the next stop)")]
+    #[error(
+        "could not write the answer ({0}); the reply is not consumed (a stop's reply waits for the next stop)"
+    )]
     Write(std::io::Error),
 }
 
