@@ -311,10 +311,11 @@ async function deliver(tok, text, images, inReplyTo, choices = []) {
       return null;
     }
     lastSent.delete(tok);
-    if (e.code === 'STALE_QUESTION') { pending.delete(tok); pendingChoices.delete(tok); }
+    if (e.code === 'STALE_QUESTION' || e.code === 'PERMISSION_OVER') { pending.delete(tok); pendingChoices.delete(tok); }
     if (tok !== token) return null;
     drawStatus(null);
     if (e.code === 'STALE_QUESTION') showStale(tok, e.currentQuestion, choices.length > 0);
+    else if (e.code === 'PERMISSION_OVER') showError(t('permissionOver'));
     else if (e.status === 413) showError(replyLimit === null ? t('replyFailed', { msg: e.message }) : t('replyTooLarge', { max: bytes(replyLimit) }));
     else if (e.status === 409) showError(t('replyClosed'));
     else showError(t('replyFailed', { msg: e.message }));

@@ -2,6 +2,7 @@
 // automatic replies, queued/delivered marks, a copy button each, long messages folded to their
 // question, code blocks with copy/wrap, merged-in messages marked with where they came from,
 // the agent's questions it moved on from marked as such (answered, asked again, stopped waiting);
+// a hook's question labelled with where it came from (the agent stopped / asks permission);
 // keeps one element per message (keyed by seq) so live updates do not re-render the whole history.
 
 import { h, icon } from './ui.js';
@@ -36,6 +37,13 @@ function openImage(src, alt = '') {
     dialog.dataset.wired = '1';
   }
   dialog.showModal();
+}
+
+/** Where an agent's question came from, when a client's hook asked it (absent: the agent asked). */
+const ORIGINS = new Set(['stopped', 'permission']);
+function originTag(origin) {
+  if (!ORIGINS.has(origin)) return null;
+  return h('span', { class: `tag origin origin-${origin}`, testid: 'origin-tag', dataset: { origin } }, t(`origin.${origin}`));
 }
 
 /** `changes`: how its workspace changes show (`{sameAsBefore, newest}`, changes.js). */
@@ -77,6 +85,7 @@ function buildMessage(m, changes) {
   const meta = h('div', { class: 'meta' },
     h('span', { class: 'who' }, t(`role.${role}`)),
     m.auto ? h('span', { class: 'tag auto', testid: 'auto-tag' }, t('auto')) : null,
+    role === 'assistant' ? originTag(m.origin) : null,
     m.via ? h('span', { class: 'tag via', testid: 'via-tag' }, t('via', { via: viaName(m.via) })) : null,
     h('span', { class: 'delivery', testid: 'delivery' }),
     h('span', { class: 'tag merged-in', testid: 'merged-in', hidden: true }),

@@ -35,6 +35,9 @@ pub enum ErrorCode {
     SessionClosed,
     /// 409: the reply answers an older question than the agent asks now.
     StaleQuestion,
+    /// 409: the reply answers a permission request whose hook no longer waits (the person
+    /// answered at the terminal, or the hook stopped); nothing was queued.
+    PermissionOver,
     /// 409: an agent key of that name exists.
     KeyExists,
     /// 409: a hand-over would take a chat, plan or thread binding from another open
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::BindingRejected => "BINDING_REJECTED",
             ErrorCode::SessionClosed => "SESSION_CLOSED",
             ErrorCode::StaleQuestion => "STALE_QUESTION",
+            ErrorCode::PermissionOver => "PERMISSION_OVER",
             ErrorCode::KeyExists => "KEY_EXISTS",
             ErrorCode::BindingTaken => "BINDING_TAKEN",
             ErrorCode::KeyNotFound => "KEY_NOT_FOUND",
@@ -249,6 +253,7 @@ mod tests {
             ErrorCode::KeyRefused,
             ErrorCode::SessionNotFound,
             ErrorCode::StaleQuestion,
+            ErrorCode::PermissionOver,
             ErrorCode::TooManySessions,
         ] {
             let text = serde_json::to_string(&code).unwrap();

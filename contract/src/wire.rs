@@ -115,6 +115,39 @@ impl WaitEnd {
     }
 }
 
+/// Where an agent's question came from: the agent asked (`wait_for_user_input`), or a
+/// client's lifecycle hook asked for it — the agent stopped its turn, or it asks the
+/// person's permission for a tool call. The panel and the messengers label a question with
+/// it; a permission question is answered only by the hook that asked it (docs/api.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionOrigin {
+    /// The agent ended its turn and the client's `Stop` hook asks in its place.
+    Stopped,
+    /// The client's `PermissionRequest` hook asks whether a tool call may run.
+    Permission,
+    /// The agent called `wait_for_user_input` (the default: an older bridge sends none).
+    /// An origin a newer bridge adds reads as this one.
+    #[default]
+    #[serde(other)]
+    Asked,
+}
+
+impl QuestionOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionOrigin::Asked => "asked",
+            QuestionOrigin::Stopped => "stopped",
+            QuestionOrigin::Permission => "permission",
+        }
+    }
+
+    /// Whether this is the default, which stays off the wire.
+    pub fn is_asked(&self) -> bool {
+        *self == QuestionOrigin::Asked
+    }
+}
+
 /// An image of a reply: a type MCP clients show, base64 data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -205,6 +238,9 @@ pub struct RegisterRequest {
     /// The workspace's uncommitted changes, when the install shares them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<WorkspaceChanges>,
+    /// Where the question came from; absent: the agent asked. An older hub ignores it.
+    #[serde(default, skip_serializing_if = "QuestionOrigin::is_asked")]
+    pub origin: QuestionOrigin,
 }
 
 /// `POST /api/wait/register` answer.
@@ -381,6 +417,46 @@ mod tests {
             serde_json::to_value(&init).unwrap(),
             serde_json::json!({"cursorTitle": "t", "workspace": "/w", "hostIp": "h"})
         );
+    }
+
+    #[test]
+    fn an_origin_is_absent_when_the_agent_asked_and_a_new_one_reads_as_asked() {
+        for origin in [
+            QuestionOrigin::Asked,
+            QuestionOrigin::Stopped,
+            QuestionOrigin::Permission,
+        ] {
+            let text = serde_json::to_string(&origin).unwrap();
+            assert_eq!(text, format!("\"{}\"", origin.as_str()));
+            assert_eq!(
+                serde_json::from_str::<QuestionOrigin>(&text).unwrap(),
+                origin
+            );
+        }
+        let later: QuestionOrigin = serde_json::from_str("\"scheduled\"").unwrap();
+        assert_eq!(later, QuestionOrigin::Asked);
+        let register = |origin| RegisterRequest {
+            token: "t".into(),
+            message: "m".into(),
+            cursor_title: "c".into(),
+            workspace: "/w".into(),
+            host_ip: "h".into(),
+            request_id: "r".into(),
+            completion_pct: None,
+            next_step: None,
+            options: Vec::new(),
+            multi_select: false,
+            host_name: None,
+            attachments: Vec::new(),
+            changes: None,
+            origin,
+        };
+        let asked = serde_json::to_value(register(QuestionOrigin::Asked)).unwrap();
+        assert!(asked.get("origin").is_none(), "{asked}");
+        let stopped = serde_json::to_value(register(QuestionOrigin::Stopped)).unwrap();
+        assert_eq!(stopped["origin"], "stopped");
+        let older: RegisterRequest = serde_json::from_value(asked).unwrap();
+        assert_eq!(older.origin, QuestionOrigin::Asked);
     }
 
     #[test]

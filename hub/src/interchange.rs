@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::BindingKey;
 use crate::session::{
-    BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, Review, Role, Session,
-    Status, Template, Token, WorkspaceChanges, now_ms, preview_of,
+    BadImage, Choice, ChoiceOption, Image, KeepAlive, Message, Millis, QuestionOrigin, Review,
+    Role, Session, Status, Template, Token, WorkspaceChanges, now_ms, preview_of,
 };
 
 /// A message's files as an export carries them: where each file's bytes are
@@ -209,6 +209,9 @@ pub struct ExportMessage {
     /// The workspace's changes an agent's question carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<WorkspaceChanges>,
+    /// Where an agent's question came from (absent: the agent asked).
+    #[serde(default, skip_serializing_if = "QuestionOrigin::is_asked")]
+    pub origin: QuestionOrigin,
     /// The files an agent's question showed, with their bytes (base64, as the bridge
     /// sends them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -278,6 +281,7 @@ impl ExportSession {
                     multi_select: m.multi_select,
                     choices: m.choices,
                     changes: m.changes,
+                    origin: m.origin,
                     attachments: export_files(&s.token, &m.attachments, &file),
                 })
                 .collect(),
@@ -442,6 +446,7 @@ impl ExportMessage {
             choices: self.choices,
             changes: self.changes,
             attachments,
+            origin: self.origin,
         })
     }
 }

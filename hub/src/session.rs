@@ -100,7 +100,9 @@ impl From<Token> for String {
     }
 }
 
-pub use holdline_contract::{Choice, ChoiceOption, Status, WaitEnd, WorkspaceChanges};
+pub use holdline_contract::{
+    Choice, ChoiceOption, QuestionOrigin, Status, WaitEnd, WorkspaceChanges,
+};
 
 /// Who wrote a message.
 /// What the hub keeps in memory of every session, stored or not: what lists
@@ -302,6 +304,9 @@ pub struct Message {
     /// An agent's question: the files it showed beside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentRef>,
+    /// An agent's question: where it came from (absent: the agent asked).
+    #[serde(default, skip_serializing_if = "QuestionOrigin::is_asked")]
+    pub origin: QuestionOrigin,
 }
 
 impl Message {
@@ -320,6 +325,7 @@ impl Message {
             choices: Vec::new(),
             changes: None,
             attachments: Vec::new(),
+            origin: QuestionOrigin::Asked,
         }
     }
 
@@ -349,6 +355,10 @@ pub struct QueuedReply {
     /// The options of the question the person picked (never on an automatic reply).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<Choice>,
+    /// A reply to a permission question: that question's `requestId`. Only the wait of
+    /// that question takes it, and it is dropped once that wait ends without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_permission: Option<String>,
 }
 
 impl QueuedReply {
@@ -360,6 +370,7 @@ impl QueuedReply {
             auto,
             at: now_ms(),
             choices: Vec::new(),
+            for_permission: None,
         }
     }
 }
@@ -409,6 +420,18 @@ pub struct OpenWait {
     /// that key closes the wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<KeyName>,
+    /// Where its question came from: a permission question's wait takes only the
+    /// replies to it, never an automatic one.
+    #[serde(default, skip_serializing_if = "QuestionOrigin::is_asked")]
+    pub origin: QuestionOrigin,
+}
+
+impl OpenWait {
+    /// The `requestId` whose replies this wait takes: its own for a permission question,
+    /// none (the agent's ordinary replies) for any other.
+    pub fn permission_request(&self) -> Option<&str> {
+        (self.origin == QuestionOrigin::Permission).then_some(self.request_id.as_str())
+    }
 }
 
 /// A recently closed wait, remembered so a late poll learns why it ended.
@@ -771,6 +794,7 @@ mod tests {
             request_id: "q".into(),
             since: 0,
             key: None,
+            origin: Default::default(),
         });
         s.reply_delivered(&QueuedReply::new("go".into(), vec![], true));
         assert_eq!((s.auto_streak, s.status), (1, Status::Running));
@@ -800,6 +824,7 @@ mod tests {
                 request_id: String::new(),
                 since: 0,
                 key: None,
+                origin: Default::default(),
             });
             s.close_wait(WaitEnd::Superseded);
         }

@@ -214,6 +214,7 @@ mod tests {
                         request_id: format!("r{i}"),
                         since: 1_000 + i as i64,
                         key: None,
+                        origin: Default::default(),
                     });
                 }
                 w.session(&s);

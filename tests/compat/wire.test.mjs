@@ -315,3 +315,40 @@ for (const pair of PAIRS) {
     assert.ok(textOf(r).startsWith('SQLite, compat-typed-51d0'), textOf(r));
   });
 }
+
+// The hook's questions carry `origin` ("stopped", "permission"), a field the previous hub does
+// not know: it must take the question as an ordinary one (the field ignored), and the
+// person's reply must still continue the turn. The previous bridge has no `hook` command.
+test('new hook → old hub: a stop question with an origin the hub does not know is asked and answered', { timeout: 60_000 }, async (t) => {
+  const hub = await startHub(t, OLD.hub);
+  const home = tempDir(t, 'holdline-compat-hook-');
+  const hook = spawn(NEW.mcp, ['hook', '--client', 'claude-code'], {
+    env: cleanEnv({
+      HOLDLINE_HUB: hub.base, HOLDLINE_SECRET: hub.secret, HOLDLINE_HOME: home, HOME: home,
+      HOLDLINE_NO_AUTOSTART: '1', HOLDLINE_POLL_MS: String(POLL_MS),
+    }),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  atEnd(t, () => hook.kill('SIGKILL'));
+  let out = '';
+  let err = '';
+  hook.stdout.on('data', (d) => { out += d; });
+  hook.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((resolve) => hook.on('exit', resolve));
+  hook.stdin.end(JSON.stringify({
+    session_id: 'compat-stop', transcript_path: null, cwd: '/home/dev/app', permission_mode: 'default',
+    hook_event_name: 'Stop', stop_hook_active: false, last_assistant_message: 'Refactored; over to you.',
+  }));
+  const token = await waitFor('the hook\'s question to wait', async () => {
+    const res = await fetch(`${hub.base}/api/sessions?limit=200`, { headers: { authorization: `Bearer ${hub.secret}` } });
+    const list = await res.json();
+    return list.sessions.find((s) => s.threadId === 'claude-code:compat-stop' && s.status === 'waiting')?.token;
+  });
+  const s = await hub.session(token);
+  assert.equal(s.messages.at(-1).content, 'Refactored; over to you.');
+  await hub.reply(token, 'compat-hook-go-on-5d1e');
+  assert.equal(await exited, 0, err);
+  const answer = JSON.parse(out.trim());
+  assert.equal(answer.decision, 'block', out);
+  assert.equal(occurrences(answer.reason, 'compat-hook-go-on-5d1e'), 1, answer.reason);
+});

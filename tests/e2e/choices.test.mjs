@@ -256,3 +256,25 @@ test('choices: questions the agent moved on from read as answered or not, their 
   assert.equal((await hub.api('GET', `/api/sessions/${agent.token}`)).queuedReplies, 0, 'nothing picked');
   assert.deepEqual(await axeViolations(page), [], 'the marks and closed options pass axe');
 });
+
+test('choices: a hook\'s permission question is labelled, its Allow is one tap, and a stop is labelled too', async () => {
+  const { agent, page } = await askInPanel('Permission', '**Claude Code asks to run a command**\n\n```sh\nnpm test\n```', {
+    options: [{ label: 'Allow' }, { label: 'Deny' }], origin: 'permission',
+  });
+  const question = page.getByTestId('message').filter({ hasText: 'npm test' });
+  const tag = question.getByTestId('origin-tag');
+  assert.equal(await tag.textContent(), 'the agent asks permission');
+  assert.equal(await tag.getAttribute('data-origin'), 'permission');
+  await question.getByTestId('choice').nth(0).click();
+  const reply = await agent.reply();
+  assert.deepEqual(reply.choices, [{ index: 0, label: 'Allow' }]);
+
+  await agent.wait('I stopped here.', { origin: 'stopped', options: [{ label: 'Let it finish' }] });
+  const stopped = page.getByTestId('message').filter({ hasText: 'I stopped here.' });
+  assert.equal(await stopped.getByTestId('origin-tag').textContent(), 'the agent stopped');
+  // An ordinary question carries no label.
+  await agent.wait('Anything else?');
+  const asked = page.getByTestId('message').filter({ hasText: 'Anything else?' });
+  await asked.waitFor();
+  assert.equal(await asked.getByTestId('origin-tag').count(), 0);
+});

@@ -124,6 +124,7 @@ pub async fn register(
             changes: b.changes,
             attachments: b.attachments,
             agent_key: caller.agent_key().cloned(),
+            origin: b.origin,
         })?
         .flushed(&app.hub)
         .await?;

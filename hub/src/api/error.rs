@@ -85,6 +85,9 @@ impl From<HubError> for ApiError {
             HubError::Closed(_) => {
                 ApiError::new(StatusCode::CONFLICT, ErrorCode::SessionClosed, message)
             }
+            HubError::PermissionOver => {
+                ApiError::new(StatusCode::CONFLICT, ErrorCode::PermissionOver, message)
+            }
             HubError::BindingTaken(_) => {
                 ApiError::new(StatusCode::CONFLICT, ErrorCode::BindingTaken, message)
             }

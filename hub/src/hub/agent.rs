@@ -194,7 +194,11 @@ impl Hub {
                 request_id: req.request_id.clone(),
                 since: now_ms(),
                 key: req.agent_key.clone(),
+                origin: req.origin,
             });
+            // Answers to an earlier permission question reach no other wait.
+            let own = s.wait.as_ref().and_then(OpenWait::permission_request);
+            hub.drop_permission_replies(&s.token, w, |asked| Some(asked) != own)?;
             let queued = hub.reply_ready(s, w)?;
             s.status = Session::waiting_status(queued);
             s.last_active_at = now_ms();
@@ -212,11 +216,54 @@ impl Hub {
         Ok(Unflushed::new(wait_id))
     }
 
+    /// The queued reply the session's open wait takes next: for a permission question
+    /// only an answer to it, for any other only a reply that answers no permission
+    /// question; oldest first.
+    pub(super) fn reply_for(&self, s: &Session) -> Result<Option<QueuedReply>> {
+        let wanted = s.wait.as_ref().and_then(OpenWait::permission_request);
+        if wanted.is_none() {
+            // The common case reads one record: permission answers are rare and short-lived.
+            let first = self.inner.store.first_reply(&s.token)?;
+            if first.as_ref().is_none_or(|r| r.for_permission.is_none()) {
+                return Ok(first);
+            }
+        }
+        Ok(self
+            .inner
+            .store
+            .queued_replies(&s.token)?
+            .into_iter()
+            .find(|r| r.for_permission.as_deref() == wanted))
+    }
+
+    /// Dequeues (in `w`) the answers to permission questions whose request id `stale`
+    /// says: a permission answer reaches only the wait that asked it.
+    pub(super) fn drop_permission_replies(
+        &self,
+        token: &Token,
+        w: &mut Write,
+        stale: impl Fn(&str) -> bool,
+    ) -> Result<()> {
+        for r in self.inner.store.queued_replies(token)? {
+            if r.for_permission.as_deref().is_some_and(&stale) {
+                w.dequeue(token, &r.id);
+            }
+        }
+        Ok(())
+    }
+
     /// Whether a reply waits for the wait just opened: one queued, else an idle
-    /// auto-continue queued now (the agent named a next step; go on with it).
+    /// auto-continue queued now (the agent named a next step; go on with it). A
+    /// permission question takes no automatic reply.
     fn reply_ready(&self, s: &mut Session, w: &mut Write) -> Result<bool> {
-        if self.inner.store.first_reply(&s.token)?.is_some() {
+        if self.reply_for(s)?.is_some() {
             return Ok(true);
+        }
+        if s.wait
+            .as_ref()
+            .is_some_and(|o| o.permission_request().is_some())
+        {
+            return Ok(false);
         }
         let go_on = s.keep_alive.session_auto_continue
             && !s.last_review.is_idle_next
@@ -295,6 +342,7 @@ impl Hub {
             multi_select: req.multi_select,
             changes: req.changes.clone(),
             attachments,
+            origin: req.origin,
             ..Message::new(Role::Assistant, req.message.clone(), now_ms())
         };
         self.append(s, w, message);
@@ -331,6 +379,9 @@ impl Hub {
             }
             let fired = hub.commit(&token, |hub, s, w| {
                 let due = s.has_open_wait(&wait_id)
+                    && s.wait
+                        .as_ref()
+                        .is_some_and(|o| o.permission_request().is_none())
                     && s.keep_alive.timed_reply_enabled
                     && s.may_auto_reply()
                     && hub.inner.store.first_reply(&s.token)?.is_none();
@@ -438,7 +489,7 @@ impl Hub {
         Ok(PollOutcome::Replied(reply))
     }
 
-    fn poll_now(
+    pub(super) fn poll_now(
         &self,
         token: &Token,
         wait_id: &str,
@@ -460,11 +511,7 @@ impl Hub {
             };
         }
         if s.has_open_wait(wait_id) {
-            return Ok(self
-                .inner
-                .store
-                .first_reply(token)?
-                .map(PollOutcome::Replied));
+            return Ok(self.reply_for(s)?.map(PollOutcome::Replied));
         }
         if let Some(reason) = s.closed_reason(wait_id) {
             return Ok(Some(PollOutcome::Gone {
@@ -543,10 +590,15 @@ impl Hub {
                 "that waitId belongs to another session".into(),
             ));
         }
-        self.commit(token, |_, s, _| {
+        self.commit(token, |hub, s, w| {
             own(s, owner)?;
-            if s.has_open_wait(wait_id) {
-                s.close_wait(WaitEnd::Cancelled);
+            if s.has_open_wait(wait_id)
+                && let Some(closed) = s.close_wait(WaitEnd::Cancelled)
+            {
+                // The hook that asked stopped waiting: its answers reach no one else.
+                if let Some(asked) = closed.permission_request() {
+                    hub.drop_permission_replies(&s.token, w, |r| r == asked)?;
+                }
                 s.status = Status::Holding;
             }
             Ok(())

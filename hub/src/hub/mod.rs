@@ -20,8 +20,8 @@ use crate::interchange;
 use crate::lock::Unpoisoned as _;
 use crate::names::KeyName;
 use crate::session::{
-    Choice, ChoiceOption, Image, Message, OpenWait, QueuedReply, Review, Role, Session, Status,
-    Summary, Token, WaitEnd, WorkspaceChanges, now_ms, preview_of,
+    Choice, ChoiceOption, Image, Message, OpenWait, QuestionOrigin, QueuedReply, Review, Role,
+    Session, Status, Summary, Token, WaitEnd, WorkspaceChanges, now_ms, preview_of,
 };
 use crate::store::{BindingKind, Store, StoreError, Write};
 use crate::table::SessionTable;
@@ -64,6 +64,12 @@ pub enum HubError {
         .0.preview
     )]
     StaleQuestion(CurrentQuestion),
+    /// A reply to a permission question whose hook no longer waits: it would otherwise
+    /// reach the agent's next question as words.
+    #[error(
+        "that permission request is over (answered at the terminal, or its hook stopped waiting); nothing was sent"
+    )]
+    PermissionOver,
     /// A question's files would pass the attachment quota; nothing of it was stored.
     #[error("{0}")]
     Quota(crate::store::QuotaExceeded),
@@ -147,6 +153,9 @@ pub struct RegisterRequest {
     pub attachments: Vec<holdline_contract::attachments::AttachmentUpload>,
     /// The agent key the call came with (`None`: the secret); the wait keeps it.
     pub agent_key: Option<KeyName>,
+    /// Where the question came from; a permission question's wait takes only its own
+    /// replies ([`OpenWait::permission_request`]).
+    pub origin: QuestionOrigin,
 }
 
 /// What a poll answers.

@@ -56,8 +56,11 @@ impl Hub {
                 Some(seq) => Some(hub.check_question(s, seq)?),
                 None => None,
             };
+            let names_it = in_reply_to.is_some() || !choices.is_empty();
+            let for_permission = hub.permission_answered(s, names_it)?;
             let mut reply = QueuedReply::new(text, images, false);
             reply.choices = hub.picked(&s.token, answered, &choices)?;
+            reply.for_permission = for_permission;
             hub.append(s, w, Message::of_reply(&reply, via.map(str::to_owned)));
             let id = reply.id.clone();
             w.enqueue(&s.token, reply);
@@ -69,6 +72,25 @@ impl Hub {
         })?;
         self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
         Ok(Unflushed::new(out))
+    }
+
+    /// The permission question a reply answers (its `requestId`) while its hook waits.
+    /// With no wait open, a reply that names (`names_it`: `inReplyTo` or a pick) an
+    /// unanswered permission question is refused ([`HubError::PermissionOver`]): it would
+    /// reach the agent's next question as words. Any other reply is the agent's.
+    fn permission_answered(&self, s: &Session, names_it: bool) -> Result<Option<String>> {
+        if let Some(open) = &s.wait {
+            return Ok(open.permission_request().map(str::to_owned));
+        }
+        if !names_it {
+            return Ok(None);
+        }
+        match self.newest_question(&s.token, 0)? {
+            Some((seq, m)) if m.origin == QuestionOrigin::Permission && seq + 1 == s.msg_count => {
+                Err(HubError::PermissionOver)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The options `indexes` picks in the agent's newest question (`answered`,

@@ -61,6 +61,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
             changes: None,
             attachments: Vec::new(),
             agent_key: None,
+            origin: Default::default(),
         })
         .unwrap()
         .flushed(&hub)
@@ -110,4 +111,95 @@ async fn a_held_poll_keeps_its_future_small() {
     let poll = hub.poll(token, "w".into(), Duration::from_secs(1), None);
     let size = std::mem::size_of_val(&poll);
     assert!(size <= 400, "a held poll's future is {size} bytes");
+}
+
+/// A question of `origin` on `token`, registered as the secret's caller.
+fn ask(hub: &Hub, token: &Token, request_id: &str, origin: QuestionOrigin) -> String {
+    hub.register(RegisterRequest {
+        token: token.clone(),
+        message: format!("question {request_id}"),
+        cursor_title: "chat".into(),
+        workspace: "/ws".into(),
+        host_ip: "10.0.0.2".into(),
+        request_id: request_id.into(),
+        completion_pct: None,
+        next_step: None,
+        options: vec![ChoiceOption {
+            label: "Allow".into(),
+            description: None,
+        }],
+        multi_select: false,
+        host_name: None,
+        changes: None,
+        attachments: Vec::new(),
+        agent_key: None,
+        origin,
+    })
+    .unwrap()
+    .unflushed()
+}
+
+#[tokio::test]
+async fn a_permission_answer_reaches_only_the_wait_that_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, _home) = open_hub(dir.path());
+    let token = hub
+        .init(InitRequest {
+            cursor_title: "chat".into(),
+            workspace: "/ws".into(),
+            host_ip: "10.0.0.2".into(),
+            new_plan: false,
+            plan_label: None,
+            thread_id: None,
+            host_name: None,
+            agent_key: None,
+        })
+        .unwrap()
+        .unflushed()
+        .token;
+    let queued = |hub: &Hub| hub.inner.store.queued_replies(&token).unwrap();
+    // A reply the person wrote for the agent while it worked.
+    hub.reply(&token, "for the agent".into(), vec![])
+        .unwrap()
+        .unflushed();
+
+    // The permission question's wait does not take it.
+    let wait = ask(&hub, &token, "perm-1", QuestionOrigin::Permission);
+    let poll = |w: &str| hub.poll_now(&token, w, None).unwrap();
+    assert_eq!(poll(&wait), None);
+    let answer = PersonReply {
+        choices: vec![0],
+        ..PersonReply::default()
+    };
+    hub.reply_with(&token, answer.clone()).unwrap().unflushed();
+    let Some(PollOutcome::Replied(taken)) = poll(&wait) else {
+        panic!("the permission answer was not given to its wait");
+    };
+    assert_eq!(taken.for_permission.as_deref(), Some("perm-1"));
+
+    // Its hook stops before acking: the answer is dropped, the agent's reply stays.
+    hub.cancel(&token, &wait, None).unwrap().unflushed();
+    let left = queued(&hub);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].text, "for the agent");
+
+    // Answered while a newer question supersedes it: dropped in the same write.
+    let wait = ask(&hub, &token, "perm-2", QuestionOrigin::Permission);
+    hub.reply_with(&token, answer.clone()).unwrap().unflushed();
+    let next = ask(&hub, &token, "stop-1", QuestionOrigin::Stopped);
+    assert!(matches!(poll(&wait), Some(PollOutcome::Gone { .. })));
+    let Some(PollOutcome::Replied(reply)) = poll(&next) else {
+        panic!("the agent's reply did not reach its next wait");
+    };
+    assert_eq!(reply.text, "for the agent");
+    assert_eq!(queued(&hub).len(), 1);
+
+    // A pick for an unanswered permission question with no wait open is refused.
+    hub.ack(&token, &next, &reply.id, None).unwrap().unflushed();
+    let wait = ask(&hub, &token, "perm-3", QuestionOrigin::Permission);
+    hub.cancel(&token, &wait, None).unwrap().unflushed();
+    assert!(matches!(
+        hub.reply_with(&token, answer),
+        Err(HubError::PermissionOver)
+    ));
 }

@@ -465,6 +465,7 @@ impl Watch {
         let since = s.wait.as_ref().map_or(now_ms(), |w| w.since);
         let asked = self.hub.current_question(token).ok().flatten();
         let question = asked.as_ref().map(|(seq, _)| *seq);
+        let origin = asked.as_ref().map(|(_, m)| m.origin).unwrap_or_default();
         let shown = asked.filter(|_| self.include_text).map(|(_, m)| m);
         let files = shown
             .as_ref()
@@ -494,6 +495,7 @@ impl Watch {
             quick_replies: self.hub.templates().unwrap_or_default(),
             test: false,
             files,
+            origin,
         });
         tracing::info!(token = %token, "notifying: a wait has lasted after_sec without a reply");
         self.told.insert(token.clone(), request_id.to_owned());
@@ -519,6 +521,7 @@ fn test_notice(link: &str) -> Arc<Notice> {
         quick_replies: Vec::new(),
         test: true,
         files: Vec::new(),
+        origin: Default::default(),
     })
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use holdline_contract::choices::{self, ChoiceOption};
 
 use crate::config::Template;
-use crate::session::{Token, WaitEnd};
+use crate::session::{QuestionOrigin, Token, WaitEnd};
 
 /// The longest message text a notification carries (characters).
 pub const MAX_TEXT: usize = 1000;
@@ -49,6 +49,18 @@ pub struct Notice {
     /// The files the question shows, with their bytes; empty with `include_text = false`
     /// (they are the agent's content, as its words are).
     pub files: Vec<NoticeFile>,
+    /// Where the question came from: said in a line of its own unless the agent asked
+    /// (not the agent's words, so shown with `include_text = false` too).
+    pub origin: QuestionOrigin,
+}
+
+/// The line that says where a question came from, when a hook asked it.
+pub fn origin_line(origin: QuestionOrigin) -> Option<&'static str> {
+    match origin {
+        QuestionOrigin::Asked => None,
+        QuestionOrigin::Stopped => Some("The agent stopped (its turn ended)."),
+        QuestionOrigin::Permission => Some("The agent asks permission:"),
+    }
 }
 
 /// One file of a question, as the channels send it (Telegram) or name it (the JSON webhook).
@@ -140,6 +152,10 @@ impl Notice {
         let mut out = String::new();
         if self.test {
             out.push_str("If you read this, this channel works.\n");
+        }
+        if let Some(line) = origin_line(self.origin) {
+            out.push_str(line);
+            out.push('\n');
         }
         if let Some(t) = &self.text {
             out.push_str(t);
@@ -350,6 +366,7 @@ mod tests {
             quick_replies: Vec::new(),
             test: false,
             files: Vec::new(),
+            origin: Default::default(),
         };
         let body = n.body();
         assert!(
@@ -359,6 +376,18 @@ mod tests {
         assert!(
             body.contains("…\n2. SQLite\n(pick one or more)\n\nOpen: http://h/"),
             "{body}"
+        );
+        // A hook's question says where it came from, words shown or not.
+        let asked = Notice {
+            origin: QuestionOrigin::Permission,
+            text: None,
+            options: Vec::new(),
+            ..n
+        };
+        assert!(
+            asked.body().starts_with("The agent asks permission:\n"),
+            "{}",
+            asked.body()
         );
     }
 

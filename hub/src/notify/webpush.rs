@@ -205,6 +205,7 @@ mod tests {
             quick_replies: Vec::new(),
             test: false,
             files: Vec::new(),
+            origin: Default::default(),
         }
     }
 

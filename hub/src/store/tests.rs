@@ -394,6 +394,7 @@ fn a_version_1_store_gets_its_summaries_at_open() {
         request_id: "r1".into(),
         since: 42,
         key: None,
+        origin: Default::default(),
     });
     let mut mirror = Session::new(Token::generate(), "b", "/w", "h", "other");
     mirror.mirror = true;

@@ -51,6 +51,16 @@ pub struct HookInput {
     pub turn_id: Option<String>,
     #[serde(default)]
     pub last_assistant_message: Option<String>,
+    /// `PermissionRequest`: the tool the agent wants to use.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// `PermissionRequest`: the tool call's arguments.
+    #[serde(default)]
+    pub tool_input: Option<Value>,
+    /// `PermissionRequest` (Claude Code): the rules the client's own dialog offers for
+    /// "don't ask again".
+    #[serde(default)]
+    pub permission_suggestions: Option<Value>,
 }
 
 impl HookInput {
@@ -113,9 +123,8 @@ fn read_stdin() -> Result<Vec<u8>, InputError> {
     Ok(bytes)
 }
 
-/// The last assistant text in a JSONL transcript (Claude Code's `message` records,
-/// Codex's `payload` response items), read from the file's last [`TRANSCRIPT_TAIL`].
-pub fn last_assistant_text(path: &Path) -> Option<String> {
+/// The whole lines of a JSONL transcript's last [`TRANSCRIPT_TAIL`], oldest first.
+pub fn transcript_tail(path: &Path) -> Option<Vec<String>> {
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     let start = len.saturating_sub(TRANSCRIPT_TAIL);
@@ -128,7 +137,13 @@ pub fn last_assistant_text(path: &Path) -> Option<String> {
         // The first line was cut by the seek.
         lines.next();
     }
-    lines.rev().find_map(|line| {
+    Some(lines.map(str::to_owned).collect())
+}
+
+/// The last assistant text in a JSONL transcript (Claude Code's `message` records,
+/// Codex's `payload` response items), read from the file's last [`TRANSCRIPT_TAIL`].
+pub fn last_assistant_text(path: &Path) -> Option<String> {
+    transcript_tail(path)?.iter().rev().find_map(|line| {
         let record: Value = serde_json::from_str(line).ok()?;
         assistant_text(&record)
     })

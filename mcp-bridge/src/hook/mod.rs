@@ -1,16 +1,20 @@
 //! `holdline-mcp hook --client NAME`: the bridge binary as a client's lifecycle hook, the
 //! agent's second entry beside the MCP tools. It reads the hook's JSON on stdin and answers
-//! in the client's shape on stdout; today the `Stop` event of Claude Code and Codex (both
-//! answer `{"decision":"block","reason":…}`): the agent's last message becomes the
-//! person's question, and their reply continues the turn.
+//! in the client's shape on stdout, for Claude Code and Codex: `Stop` (the agent's last
+//! message becomes the person's question, their reply continues the turn: [`stop`]) and
+//! `PermissionRequest` (the tool call becomes a question with Allow / Deny: [`permission`]).
 //!
 //! Invariants: the hook always exits 0 and lets the client go on (no decision) unless the
 //! person's reply was written; whatever fails is one line on stderr, never a hang (stdin,
 //! every hub call and the wait are bounded); a reply is acked only after its answer was
-//! written, so a reply whose hook was killed stays at the hub for the next hook or wait.
+//! written, so a reply whose hook was killed stays at the hub for the next hook or wait
+//! (a permission answer stays only for its own question's wait: the hub drops it after).
 
 pub mod input;
+mod permission;
 mod stop;
+mod turn;
+mod wait;
 
 use std::{process::ExitCode, time::Duration};
 
@@ -35,6 +39,11 @@ pub struct HookArgs {
     /// client's own default); the hook stops waiting 30 s before it.
     #[arg(long, value_name = "SECONDS")]
     pub timeout_sec: Option<u64>,
+    /// How long a `PermissionRequest` waits for the person at the hub before the client's
+    /// own prompt takes over, in seconds (default: Claude Code, the whole hook time, as
+    /// its dialog shows beside the hook; Codex, 60, as its prompt waits for the hook).
+    #[arg(long, value_name = "SECONDS", env = "HOLDLINE_PERMISSION_WAIT_SEC")]
+    pub permission_wait_sec: Option<u64>,
 }
 
 /// The clients whose hooks this command answers.
@@ -55,7 +64,7 @@ impl HookClient {
     }
 
     /// The client as the person reads it in a session's title.
-    fn display(self) -> &'static str {
+    pub(super) fn display(self) -> &'static str {
         match self {
             HookClient::ClaudeCode => "Claude Code",
             HookClient::Codex => "Codex",
@@ -70,6 +79,18 @@ impl HookClient {
             HookClient::ClaudeCode | HookClient::Codex => Duration::from_secs(600),
         }
     }
+
+    /// How long a permission question waits when `--permission-wait-sec` says nothing.
+    /// Claude Code shows its dialog while the hook runs (the first answer wins), so the
+    /// hook may wait its whole time; Codex shows its prompt only after the hook returned
+    /// without a decision, so a person at the terminal waits this long
+    /// (docs/clients.md, "Lifecycle hooks").
+    fn default_permission_wait(self) -> Option<Duration> {
+        match self {
+            HookClient::ClaudeCode => None,
+            HookClient::Codex => Some(Duration::from_secs(60)),
+        }
+    }
 }
 
 /// Why the hook lets the client go on without a decision: said in one line on stderr.
@@ -77,20 +98,31 @@ impl HookClient {
 pub enum HookError {
     #[error("{0}; the client goes on")]
     Input(#[from] InputError),
-    #[error("the {0:?} event is not one this hook answers (only Stop); the client goes on")]
+    #[error(
+        "the {0:?} event is not one this hook answers (Stop, PermissionRequest); the client goes on"
+    )]
     UnknownEvent(String),
-    #[error("could not start: {0}; the turn ends")]
+    #[error("could not start: {0}; the client goes on")]
     Runtime(std::io::Error),
-    #[error("{0}; the turn ends")]
+    #[error("{0}; the client goes on")]
     Hub(#[from] HubError),
     #[error(
         "no reply within {} s; the turn ends, and a later reply waits for the next stop or wait",
         .0.as_secs()
     )]
     NoReplyInTime(Duration),
-    #[error("stopped by {0} while waiting; a later reply waits for the next stop or wait")]
+    #[error(
+        "stopped by {0} while waiting; the client goes on (a later reply to a stop waits for the next stop or wait)"
+    )]
     Stopped(&'static str),
-    #[error("could not write the answer ({0}); the reply stays at the hub for the next stop")]
+    #[error(
+        "no answer within {} s; the client's own permission prompt decides",
+        .0.as_secs()
+    )]
+    NoDecisionInTime(Duration),
+    #[error(
+        "could not write the answer ({0}); the reply is not consumed (a stop's reply waits for the next stop)"
+    )]
     Write(std::io::Error),
 }
 
@@ -102,20 +134,39 @@ pub fn run(args: &HookArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The events this command answers.
+enum Event {
+    Stop,
+    PermissionRequest,
+}
+
 fn answer(args: &HookArgs) -> Result<(), HookError> {
     let input = HookInput::from_stdin()?;
-    if input.hook_event_name != "Stop" {
-        return Err(HookError::UnknownEvent(input.hook_event_name));
-    }
+    let event = match input.hook_event_name.as_str() {
+        "Stop" => Event::Stop,
+        "PermissionRequest" => Event::PermissionRequest,
+        _ => return Err(HookError::UnknownEvent(input.hook_event_name)),
+    };
     let config = Config::from_env();
     let timeout = args
         .timeout_sec
         .map_or(args.client.default_timeout(), Duration::from_secs);
-    let wait_for = timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT);
+    let hook_time = timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT);
     // One thread: the hook holds one wait, as the bridge does.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(HookError::Runtime)?;
-    runtime.block_on(stop::answer_stop(args.client, &config, &input, wait_for))
+    let client = args.client;
+    match event {
+        Event::Stop => runtime.block_on(stop::answer_stop(client, &config, &input, hook_time)),
+        Event::PermissionRequest => {
+            let asked = args
+                .permission_wait_sec
+                .map(Duration::from_secs)
+                .or(client.default_permission_wait());
+            let wait = asked.map_or(hook_time, |a| a.min(hook_time));
+            runtime.block_on(permission::answer_permission(client, &config, &input, wait))
+        }
+    }
 }

@@ -213,6 +213,7 @@ async fn a_call_ends_within_its_time_limit_across_every_hub() {
         host_name: None,
         attachments: vec![],
         changes: None,
+        origin: Default::default(),
     };
     let answer = client(&[a, b], dir.path())
         .register(request, Some(limit))

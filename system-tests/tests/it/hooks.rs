@@ -22,14 +22,14 @@ use crate::harness::*;
 const HANG: Duration = Duration::from_secs(30);
 
 /// How a hook process reaches the hub.
-struct HookEnv<'a> {
-    hub_url: String,
-    credential: (&'a str, String),
-    home: &'a Path,
+pub(crate) struct HookEnv<'a> {
+    pub hub_url: String,
+    pub credential: (&'a str, String),
+    pub home: &'a Path,
 }
 
 impl<'a> HookEnv<'a> {
-    fn secret(hub: &'a TestHub) -> Self {
+    pub fn secret(hub: &'a TestHub) -> Self {
         HookEnv {
             hub_url: hub.url(),
             credential: ("HOLDLINE_SECRET", hub.secret.clone()),
@@ -37,7 +37,7 @@ impl<'a> HookEnv<'a> {
         }
     }
 
-    fn key(hub: &'a TestHub, home: &'a Path, key: &str) -> Self {
+    pub fn key(hub: &'a TestHub, home: &'a Path, key: &str) -> Self {
         HookEnv {
             hub_url: hub.url(),
             credential: ("HOLDLINE_KEY", key.to_owned()),
@@ -47,9 +47,23 @@ impl<'a> HookEnv<'a> {
 }
 
 /// Starts `holdline-mcp hook --client CLIENT` with `stdin` written and closed.
-async fn spawn_hook(env: &HookEnv<'_>, client: &str, stdin: &str) -> anyhow::Result<Child> {
+pub(crate) async fn spawn_hook(
+    env: &HookEnv<'_>,
+    client: &str,
+    stdin: &str,
+) -> anyhow::Result<Child> {
+    spawn_hook_args(env, &["--client", client], stdin).await
+}
+
+/// Starts `holdline-mcp hook ARGS…` with `stdin` written and closed.
+pub(crate) async fn spawn_hook_args(
+    env: &HookEnv<'_>,
+    args: &[&str],
+    stdin: &str,
+) -> anyhow::Result<Child> {
     let mut child = tokio::process::Command::new(bridge_bin())
-        .args(["hook", "--client", client])
+        .arg("hook")
+        .args(args)
         .env("HOLDLINE_HUB", &env.hub_url)
         .env("HOLDLINE_HOME", env.home)
         .env("HOME", env.home)
@@ -60,6 +74,7 @@ async fn spawn_hook(env: &HookEnv<'_>, client: &str, stdin: &str) -> anyhow::Res
         .env(env.credential.0, &env.credential.1)
         .env("HOLDLINE_NO_AUTOSTART", "1")
         .env("HOLDLINE_POLL_MS", "400")
+        .env_remove("HOLDLINE_PERMISSION_WAIT_SEC")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -73,23 +88,23 @@ async fn spawn_hook(env: &HookEnv<'_>, client: &str, stdin: &str) -> anyhow::Res
 }
 
 /// The hook's exit, stdout and stderr, failing on a hang.
-async fn finished(child: Child) -> anyhow::Result<Output> {
+pub(crate) async fn finished(child: Child) -> anyhow::Result<Output> {
     let out = tokio::time::timeout(HANG, child.wait_with_output())
         .await
         .context("the hook hung")??;
     Ok(out)
 }
 
-fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A `Stop` payload as Claude Code sends it.
-fn stop_payload(session_id: &str, cwd: &str, last: Option<&str>) -> String {
+pub(crate) fn stop_payload(session_id: &str, cwd: &str, last: Option<&str>) -> String {
     let mut p = json!({
         "session_id": session_id,
         "transcript_path": null,
@@ -105,7 +120,11 @@ fn stop_payload(session_id: &str, cwd: &str, last: Option<&str>) -> String {
 }
 
 /// The sessions bound to `thread` whose status is `status`, as the person sees them.
-async fn sessions_of(hub: &TestHub, thread: &str, status: &str) -> anyhow::Result<Vec<Value>> {
+pub(crate) async fn sessions_of(
+    hub: &TestHub,
+    thread: &str,
+    status: &str,
+) -> anyhow::Result<Vec<Value>> {
     let list: Value = hub
         .http
         .get(format!("{}/api/sessions?limit=200", hub.url()))
@@ -125,7 +144,11 @@ async fn sessions_of(hub: &TestHub, thread: &str, status: &str) -> anyhow::Resul
 }
 
 /// Waits until `count` sessions of `thread` wait for the person; their tokens.
-async fn waiting_tokens(hub: &TestHub, thread: &str, count: usize) -> anyhow::Result<Vec<String>> {
+pub(crate) async fn waiting_tokens(
+    hub: &TestHub,
+    thread: &str,
+    count: usize,
+) -> anyhow::Result<Vec<String>> {
     let started = Instant::now();
     loop {
         let waiting = sessions_of(hub, thread, "waiting").await?;
@@ -143,7 +166,7 @@ async fn waiting_tokens(hub: &TestHub, thread: &str, count: usize) -> anyhow::Re
 }
 
 /// The newest agent message of the session.
-async fn last_question(hub: &TestHub, token: &str) -> anyhow::Result<Value> {
+pub(crate) async fn last_question(hub: &TestHub, token: &str) -> anyhow::Result<Value> {
     let s = hub.session(token).await?;
     let messages = s["messages"].as_array().cloned().unwrap_or_default();
     messages
@@ -153,7 +176,7 @@ async fn last_question(hub: &TestHub, token: &str) -> anyhow::Result<Value> {
         .context("no agent message")
 }
 
-async fn pick(hub: &TestHub, token: &str, choice: u32) -> anyhow::Result<()> {
+pub(crate) async fn pick(hub: &TestHub, token: &str, choice: u32) -> anyhow::Result<()> {
     hub.http
         .post(format!("{}/api/reply", hub.url()))
         .bearer_auth(&hub.secret)
@@ -165,7 +188,7 @@ async fn pick(hub: &TestHub, token: &str, choice: u32) -> anyhow::Result<()> {
 }
 
 /// The `reason` of a block the hook printed, failing when it printed anything else.
-fn block_reason(out: &Output) -> String {
+pub(crate) fn block_reason(out: &Output) -> String {
     assert!(
         out.status.success(),
         "exit {:?}: {}",
@@ -179,7 +202,7 @@ fn block_reason(out: &Output) -> String {
 }
 
 /// The hook let the turn end: exit 0, no decision.
-fn lets_it_end(out: &Output) {
+pub(crate) fn lets_it_end(out: &Output) {
     assert!(
         out.status.success(),
         "exit {:?}: {}",
@@ -214,6 +237,7 @@ async fn a_stop_asks_the_person_and_their_reply_continues_the_turn_once() -> any
     let question = last_question(&hub, &token).await?;
     assert_eq!(question["content"], "I refactored the parser.");
     assert_eq!(question["options"][0]["label"], "Let it finish");
+    assert_eq!(question["origin"], "stopped", "{question}");
     assert_eq!(hub.session(&token).await?["workspace"], "/home/dev/app");
 
     hub.reply(&token, "Now add tests for it", json!([])).await?;
@@ -542,5 +566,64 @@ async fn the_tool_and_the_hook_of_one_chat_reach_one_session() -> anyhow::Result
         "{}",
         text(&r)
     );
+    Ok(())
+}
+
+/// Writes a Claude Code transcript of `records` and a `Stop` payload naming it.
+fn stop_with_transcript(dir: &Path, session_id: &str, records: &[Value]) -> anyhow::Result<String> {
+    let path = dir.join(format!("{session_id}.jsonl"));
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text)?;
+    let mut payload: Value = serde_json::from_str(&stop_payload(session_id, "/w", Some("Done.")))?;
+    payload["transcript_path"] = json!(path);
+    Ok(payload.to_string())
+}
+
+#[tokio::test]
+async fn a_stop_after_a_wait_in_the_same_turn_asks_nothing_and_a_forgetful_one_asks()
+-> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let prompt = json!({"type": "user", "message": {"role": "user", "content": "Fix the bug"}});
+    let call = |name: &str| {
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"message": "Fixed?"}}]}})
+    };
+    let result = json!({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "ok"}]}]}});
+    let text = json!({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Glad it works."}]}});
+    let waited = [
+        prompt.clone(),
+        call("Edit"),
+        result.clone(),
+        call("mcp__holdline__wait_for_user_input"),
+        result.clone(),
+        text.clone(),
+    ];
+    let payload = stop_with_transcript(home.path(), "sess-waited", &waited)?;
+    let out = finished(spawn_hook(&env, "claude-code", &payload).await?).await?;
+    lets_it_end(&out);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    let s = sessions_of(&hub, "claude-code:sess-waited", "waiting").await?;
+    assert!(s.is_empty(), "a second question for the same turn: {s:?}");
+
+    // Acted on the answer (a tool after the wait) and stopped without asking: asked.
+    let forgot = [
+        prompt,
+        call("mcp__holdline__wait_for_user_input"),
+        result.clone(),
+        call("Bash"),
+        result,
+        text,
+    ];
+    let payload = stop_with_transcript(home.path(), "sess-forgot", &forgot)?;
+    let hook = spawn_hook(&env, "claude-code", &payload).await?;
+    let token = waiting_tokens(&hub, "claude-code:sess-forgot", 1)
+        .await?
+        .remove(0);
+    hub.reply(&token, "Also update the docs", json!([])).await?;
+    assert!(block_reason(&finished(hook).await?).contains("Also update the docs"));
     Ok(())
 }

@@ -12,6 +12,7 @@ mod bridge;
 mod changes;
 mod client_behaviour;
 mod find_hub;
+mod hook_permission;
 mod hooks;
 mod hub_mcp;
 mod hub_mcp_sessions;

@@ -14,8 +14,8 @@
 use std::time::{Duration, Instant};
 
 use holdline_contract::{
-    HubError, PollAnswer, RegisterRequest, Reply, WaitEnd, changes::WorkspaceChanges, choices,
-    routes,
+    HubError, PollAnswer, QuestionOrigin, RegisterRequest, Reply, WaitEnd,
+    changes::WorkspaceChanges, choices, routes,
 };
 use rmcp::{
     model::{CallToolResult, ProgressNotificationParam, ProgressToken, RequestId},
@@ -488,6 +488,7 @@ impl Tools {
             host_name: self.host_name.clone(),
             attachments: Vec::new(),
             changes,
+            origin: QuestionOrigin::Asked,
         };
         if let Err(e) = choices::check_options(&request.options, request.multi_select) {
             tracing::debug!(%token, error = %e, "options refused");

@@ -426,6 +426,7 @@ impl TelegramChannel {
                 tracing::warn!(token = %token, error = %e, "a reply from Telegram was refused");
                 ReplyOutcome::Refused(match e {
                     HubError::Closed(m) | HubError::BadRequest(m) | HubError::Forbidden(m) => m,
+                    HubError::PermissionOver => HubError::PermissionOver.to_string(),
                     _ => "The hub could not take this reply; answer from the panel.".into(),
                 })
             }

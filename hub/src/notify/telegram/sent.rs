@@ -311,6 +311,7 @@ mod tests {
                 .collect(),
             test: false,
             files: Vec::new(),
+            origin: Default::default(),
         }
     }
 
