@@ -136,7 +136,7 @@ const reviewsOf = (run) => run.brain.turns.filter((x) => /approval assessment/.t
 function permissionCounts(run) {
   const turns = run.brain.turns.filter((x) => !x.side && !reviewsOf(run).includes(x));
   const questions = questionsOf(run.history ?? { messages: [] });
-  return `${turns.length} model turns, ${reviewsOf(run).length} automatic reviews, ${questions.filter((q) => q.origin === 'permission').length} permission question(s), ${questions.length} question(s) in all, command ran: ${run.ran}, tool result ${JSON.stringify(run.result?.text?.slice(0, 120))} (error ${run.result?.isError}), exit ${JSON.stringify(run.exit)}`;
+  return `${turns.length} model turns, ${reviewsOf(run).length} automatic reviews, ${questions.filter((q) => q.origin === 'permission').length} permission question(s) offering ${JSON.stringify(run.question?.options?.map((o) => o.label))}, ${questions.length} question(s) in all, command ran: ${run.ran}, tool result ${JSON.stringify(run.result?.text?.slice(0, 120))} (error ${run.result?.isError}), exit ${JSON.stringify(run.exit)}`;
 }
 
 /** The hook's question: the permission origin, the tool and its command, Allow and Deny first. */
