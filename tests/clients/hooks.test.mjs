@@ -8,13 +8,17 @@
 // its next input; after HOOK_REPLIES replies (above Claude Code's default cap of 8
 // consecutive stop blocks, which install turns off) the person picks "Let it finish" and the
 // run ends.
+// P1/P2: the model asks to run a shell command (`touch <marker>`) that needs the person's
+// permission; with `install --permissions` the client's `PermissionRequest` hook asks at
+// the hub, and the test answers Allow (the command runs, the model reads its output) or
+// Deny (it does not run, the model reads the denial).
 //
 //   cd tests/clients && HOLDLINE_CLIENTS=claude-code,codex node --test hooks.test.mjs
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { drivers, needs, withClient } from './scenarios.mjs';
@@ -81,6 +85,69 @@ function forgetfulRun(driver, installArgs) {
   }, 'stdio', { forget: true, installArgs });
 }
 
+/** The shell command the model asks to run in the permission runs: it leaves this file. */
+const MARKER = 'holdline-permission-marker';
+/** What the permission question's options are, in order (their index is the pick). */
+const ALLOW = 0;
+const DENY = 1;
+/** What the model reads when the person tapped Deny (the hook's own words). */
+const DENIED = 'The person denied this tool call through holdline.';
+/**
+ * The install flags of the permission runs. HOLDLINE_CLIENTS_NO_PERMISSIONS=1: install
+ * without `--permissions`, to see P1 and P2 fail (the client decides alone).
+ */
+const PERMISSIONS = process.env.HOLDLINE_CLIENTS_NO_PERMISSIONS ? [] : ['--permissions'];
+/**
+ * The client's own command-line flags that make its headless run ask before running a
+ * command. Claude Code `-p` asks in its default permission mode. `codex exec` fixes its
+ * approval policy at "never" (`-c approval_policy=…` does not change it: a call asking to
+ * leave the sandbox is refused without asking); `--approve-for-me` routes approvals to
+ * Codex's automatic review, and the hook runs before that review.
+ */
+const ASKING = { 'claude-code': [], codex: ['--approve-for-me'] };
+
+/**
+ * A model that asks to run `touch MARKER` with the client's shell tool, with
+ * `install --permissions`: the hook's question at the hub is answered with `pick`
+ * (ALLOW or DENY); the model's next turn reports the tool's result and stops, and the
+ * Stop hook's question is answered "Let it finish".
+ */
+function permissionRun(driver, pick) {
+  const scenario = pick === ALLOW ? 'permission-allow' : 'permission-deny';
+  return withClient(driver, scenario, async ({ hub, client, brain, dir }, out) => {
+    const asked = await question(hub, client, 1);
+    out.question = questionsOf(asked.history).at(-1);
+    out.ranBeforeAnswer = existsSync(join(dir, 'project', MARKER));
+    await hub.pick(asked.token, [pick]);
+    out.result = await waitFor('the shell tool\'s result to reach the model', () => brain.turns.find((t) => !t.side && t.lastResult)?.lastResult || running(client, 'the tool result reached the model'), STEP_MS);
+    const stop = await question(hub, client, 2);
+    out.stopOptions = questionsOf(stop.history).at(-1).options;
+    await hub.pick(stop.token, [0]);
+    out.exit = await within(client.exited, STEP_MS);
+    out.ran = existsSync(join(dir, 'project', MARKER));
+    out.history = await hub.session(stop.token);
+  }, 'stdio', { shell: `touch ${MARKER}`, installArgs: PERMISSIONS, clientArgs: ASKING[driver.name] });
+}
+
+/** The model requests of Codex's automatic approval review (none when the hook decided). */
+const reviewsOf = (run) => run.brain.turns.filter((x) => /approval assessment/.test(x.lastUser ?? ''));
+
+/** The counts the report gives for a permission run. */
+function permissionCounts(run) {
+  const turns = run.brain.turns.filter((x) => !x.side && !reviewsOf(run).includes(x));
+  const questions = questionsOf(run.history ?? { messages: [] });
+  return `${turns.length} model turns, ${reviewsOf(run).length} automatic reviews, ${questions.filter((q) => q.origin === 'permission').length} permission question(s) offering ${JSON.stringify(run.question?.options?.map((o) => o.label))}, ${questions.length} question(s) in all, command ran: ${run.ran}, tool result ${JSON.stringify(run.result?.text?.slice(0, 120))} (error ${run.result?.isError}), exit ${JSON.stringify(run.exit)}`;
+}
+
+/** The hook's question: the permission origin, the tool and its command, Allow and Deny first. */
+function assertPermissionQuestion(run) {
+  assert.equal(run.question.origin, 'permission', `the question is labelled a permission request: ${JSON.stringify(run.question)}`);
+  assert.ok(run.question.content.includes(`touch ${MARKER}`), `the question shows the command: ${run.question.content}`);
+  assert.deepEqual(run.question.options.slice(0, 2).map((o) => o.label), ['Allow', 'Deny']);
+  assert.deepEqual(run.stopOptions?.map((o) => o.label), [LET_IT_FINISH], 'after the tool\'s result the stop is asked as usual');
+  assert.equal(reviewsOf(run).length, 0, 'the person\'s answer decided: no automatic review asked the model');
+}
+
 /**
  * Codex's own view of the hooks in `home`: `codex app-server`'s `hooks/list` for `cwd`
  * (each hook's key, event, trust status), asked over its JSON-RPC on stdio.
@@ -139,6 +206,26 @@ describe('a model that forgets the tool, caught by the client\'s hooks', { concu
         assert.ok(withHooks.exit, '"Let it finish" lets the client end its run');
         assert.equal(withHooks.exit.code, 0, `the client exited 0 (${JSON.stringify(withHooks.exit)})`);
         assert.equal(withHooks.history.status === 'waiting', false, 'nothing waits after the run');
+      });
+
+      it('P1. install --permissions: the shell command\'s permission is asked at the hub, Allow runs it and the model reads its result', async (t) => {
+        const run = needs(await permissionRun(driver, ALLOW), 'the run answered Allow');
+        t.diagnostic(`${driver.name} allow: ${permissionCounts(run)}; question ${JSON.stringify(run.question?.content?.slice(0, 200))}`);
+        assertPermissionQuestion(run);
+        assert.equal(run.ranBeforeAnswer, false, 'the command waits for the answer');
+        assert.equal(run.ran, true, 'Allow: the command ran (the marker file exists)');
+        assert.equal(run.result.isError, false, `the model reads the command's result, not an error: ${run.result.text}`);
+        assert.ok(!run.result.text.includes(DENIED), 'no denial reached the model');
+        assert.equal(run.exit?.code, 0, `the client exited 0 (${JSON.stringify(run.exit)})`);
+      });
+
+      it('P2. install --permissions: Deny at the hub keeps the command from running and the model reads the denial', async (t) => {
+        const run = needs(await permissionRun(driver, DENY), 'the run answered Deny');
+        t.diagnostic(`${driver.name} deny: ${permissionCounts(run)}`);
+        assertPermissionQuestion(run);
+        assert.equal(run.ran, false, 'Deny: the command did not run (no marker file)');
+        assert.ok(run.result.text.includes(DENIED), `the model reads the denial: ${run.result.text}`);
+        assert.equal(run.exit?.code, 0, `the client exited 0 (${JSON.stringify(run.exit)})`);
       });
 
       if (driver.name === 'codex') {

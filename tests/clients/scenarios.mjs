@@ -124,8 +124,10 @@ function startedWithoutHoldline(brain) {
 }
 
 async function withClientOnce(driver, scenario, fn, transport, knobs, attempt) {
-  // `installArgs`: further `holdline-mcp install` flags (e.g. --no-hooks); the rest is the brain's.
-  const { installArgs = [], ...brainKnobs } = knobs;
+  // `installArgs`: further `holdline-mcp install` flags (e.g. --no-hooks); `clientArgs`:
+  // further flags of the client's own command line (a driver that reads them); the rest is
+  // the brain's.
+  const { installArgs = [], clientArgs = [], ...brainKnobs } = knobs;
   // 'remote-header': over /mcp, each wait bounded by the entry's Holdline-Max-Wait-Sec.
   const remote = transport.startsWith('remote');
   const byHeader = transport === 'remote-header';
@@ -155,7 +157,7 @@ async function withClientOnce(driver, scenario, fn, transport, knobs, attempt) {
     const spec = await driver.prepare({
       home, project, dir, installDir,
       hubUrl: hub.base, modelUrl: model.url, mcpBin: MCP_BIN, prompt: PROMPT,
-      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC, installArgs,
+      waitSec: WAIT_SEC, clientTimeoutSec: remote ? REMOTE_CLIENT_TIMEOUT_SEC : CLIENT_TIMEOUT_SEC, installArgs, clientArgs,
       remote: remote ? {
         url: hub.base + MCP_PATH,
         key: process.env.HOLDLINE_CLIENTS_KEY || key.key,

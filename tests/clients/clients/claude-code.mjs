@@ -24,6 +24,8 @@ export const brainHooks = {
     if (asked) return { name: `mcp__holdline__${bare}`, args: undefined };
     return { name: 'ToolSearch', args: { query, max_results: 1 } };
   },
+  /** Claude Code's shell tool. */
+  shell: (command) => ({ name: 'Bash', args: { command, description: 'Run the command the test asks for' } }),
 };
 
 export async function prepare(ctx) {
@@ -45,7 +47,7 @@ export async function prepare(ctx) {
   return {
     cmd: bin,
     args: ['-p', ctx.prompt, '--output-format', 'stream-json', '--verbose', '--model', 'claude-sonnet-4-5',
-      '--allowedTools', TOOLS.map((t) => `mcp__holdline__${t}`).join(',')],
+      '--allowedTools', TOOLS.map((t) => `mcp__holdline__${t}`).join(','), ...(ctx.clientArgs ?? [])],
     cwd: ctx.project,
     env: baseEnv(ctx.home, {
       ANTHROPIC_BASE_URL: ctx.modelUrl,

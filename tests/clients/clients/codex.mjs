@@ -13,6 +13,14 @@ export const version = '0.171.0';
 export const interrupt = 'SIGINT';
 export const expects = { images: true };
 
+export const brainHooks = {
+  /**
+   * Codex's shell tool, asking to run outside its sandbox: the call that needs the person's
+   * approval under `approval_policy = "on-request"`.
+   */
+  shell: (cmd) => ({ name: 'exec_command', args: { cmd, sandbox_permissions: 'require_escalated', justification: 'The test asks for this command.' } }),
+};
+
 export async function prepare(ctx) {
   const codexHome = join(ctx.home, '.codex');
   if (ctx.remote) await holdlineInstallRemote('codex', { home: ctx.home, project: ctx.project, ...ctx.remote, env: { CODEX_HOME: codexHome } });
@@ -45,7 +53,7 @@ export async function prepare(ctx) {
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'codex');
   return {
     cmd: bin,
-    args: ['exec', '--skip-git-repo-check', '--json', ...overrides, ctx.prompt],
+    args: ['exec', '--skip-git-repo-check', '--json', ...overrides, ...(ctx.clientArgs ?? []), ctx.prompt],
     cwd: ctx.project,
     env: baseEnv(ctx.home, { CODEX_HOME: codexHome, FAKE_API_KEY: 'dummy' }),
   };

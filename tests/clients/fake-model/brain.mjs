@@ -77,9 +77,13 @@ export function classifyResult(text, isError, bare) {
  *   attach         { [step]: [path…] }: the wait of that step passes these `attachments`
  *   forget         the agent never calls a tool: it answers every turn in plain text and
  *                  ends it (a model that forgot the rule; the clients' stop hooks then ask)
+ *   shell          a shell command: the agent's first turn runs it with the client's own
+ *                  shell tool (hooks.shell), the next one reports the tool's result in plain
+ *                  text and ends the turn, every later one is forgetful
  *   hooks.resolve  (conv, bare) => { name, args } | null: how to reach a tool the client
  *                  defers (Claude Code's ToolSearch, Qwen's tool_search / tool_call)
  *   hooks.wrap     (conv, exposed, args) => { name, args }: how to call a resolved tool
+ *   hooks.shell    (command) => { name, args }: the client's shell tool call running `command`
  */
 export function createBrain(knobs = {}) {
   const finishWord = knobs.finishWord ?? 'FINISH';
@@ -90,7 +94,7 @@ export function createBrain(knobs = {}) {
     /** Every tool result the model was given, in order, deduplicated by toolCallId. */
     results: [],
     decide(conv, meta = {}) {
-      const action = knobs.forget ? forgetful() : decide(conv);
+      const action = knobs.shell ? shellTurn(conv) : knobs.forget ? forgetful() : decide(conv);
       const last = lastToolResult(conv);
       // The newest user message: what the model takes as its next instruction.
       const lastUser = conv.messages.findLast((m) => m.role === 'user')?.text ?? null;
@@ -117,6 +121,22 @@ export function createBrain(knobs = {}) {
   function forgetful() {
     const n = brain.turns.filter((t) => !t.side).length + 1;
     return { kind: 'text', text: `Turn ${n} done: I checked the fake repository and stop here.` };
+  }
+
+  /**
+   * The shell agent's answer: the command first, then the shell tool's result reported in
+   * plain text (the turn ends), then forgetful turns.
+   */
+  function shellTurn(conv) {
+    const n = brain.turns.filter((t) => !t.side).length;
+    if (n === 0) {
+      const shell = hooks.shell?.(knobs.shell);
+      if (!shell) return { kind: 'text', text: 'This client has no shell tool the test knows.' };
+      return { kind: 'tool', ...shell, bare: null };
+    }
+    const result = lastToolResult(conv);
+    if (n === 1 && result) return { kind: 'text', text: `The command gave: ${result.text}` };
+    return forgetful();
   }
 
   function call(conv, bare, args) {
