@@ -51,6 +51,9 @@ pub struct HookInput {
     pub turn_id: Option<String>,
     #[serde(default)]
     pub last_assistant_message: Option<String>,
+    /// Gemini CLI's `AfterAgent`: every answer of the model since the person's prompt.
+    #[serde(default)]
+    pub prompt_response: Option<String>,
 }
 
 impl HookInput {
@@ -114,7 +117,8 @@ fn read_stdin() -> Result<Vec<u8>, InputError> {
 }
 
 /// The last assistant text in a JSONL transcript (Claude Code's `message` records,
-/// Codex's `payload` response items), read from the file's last [`TRANSCRIPT_TAIL`].
+/// Codex's `payload` response items, Gemini CLI's `"type": "gemini"` records), read from
+/// the file's last [`TRANSCRIPT_TAIL`].
 pub fn last_assistant_text(path: &Path) -> Option<String> {
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
@@ -138,7 +142,7 @@ pub fn last_assistant_text(path: &Path) -> Option<String> {
 fn assistant_text(record: &Value) -> Option<String> {
     let message = [&record["message"], &record["payload"], record]
         .into_iter()
-        .find(|m| m["role"] == "assistant")?;
+        .find(|m| m["role"] == "assistant" || m["type"] == "gemini")?;
     let text = match &message["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts

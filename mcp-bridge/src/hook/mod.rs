@@ -1,8 +1,9 @@
 //! `holdline-mcp hook --client NAME`: the bridge binary as a client's lifecycle hook, the
 //! agent's second entry beside the MCP tools. It reads the hook's JSON on stdin and answers
-//! in the client's shape on stdout; today the `Stop` event of Claude Code and Codex (both
-//! answer `{"decision":"block","reason":…}`): the agent's last message becomes the
-//! person's question, and their reply continues the turn.
+//! in the client's shape on stdout; today the end of a turn (`Stop` in Claude Code, Codex
+//! and Qwen Code, `AfterAgent` in Gemini CLI; `shape` says which, all four read
+//! `{"decision":"block","reason":…}`): the agent's last message becomes the person's
+//! question, and their reply continues the turn.
 //!
 //! Invariants: the hook always exits 0 and lets the client go on (no decision) unless the
 //! person's reply was written; whatever fails is one line on stderr, never a hang (stdin,
@@ -10,6 +11,7 @@
 //! written, so a reply whose hook was killed stays at the hub for the next hook or wait.
 
 pub mod input;
+mod shape;
 mod stop;
 
 use std::{process::ExitCode, time::Duration};
@@ -42,6 +44,10 @@ pub struct HookArgs {
 pub enum HookClient {
     ClaudeCode,
     Codex,
+    /// Qwen Code: Claude Code's events and answers in `~/.qwen/settings.json`.
+    Qwen,
+    /// Gemini CLI: `AfterAgent` in `~/.gemini/settings.json`.
+    Gemini,
 }
 
 impl HookClient {
@@ -50,6 +56,8 @@ impl HookClient {
         let name = match self {
             HookClient::ClaudeCode => "claude-code",
             HookClient::Codex => "codex",
+            HookClient::Qwen => "qwen",
+            HookClient::Gemini => "gemini",
         };
         clients::client_name(name).expect("a client the installer knows")
     }
@@ -59,15 +67,19 @@ impl HookClient {
         match self {
             HookClient::ClaudeCode => "Claude Code",
             HookClient::Codex => "Codex",
+            HookClient::Qwen => "Qwen Code",
+            HookClient::Gemini => "Gemini CLI",
         }
     }
 
     /// A command hook's timeout when its entry gives none: Claude Code's 600 s
     /// (docs/clients-compatibility.md, "Lifecycle hooks"); Codex's is not readable from
-    /// its binary, so the same, and the installer writes an explicit one.
+    /// its binary, so the same, and the installer writes an explicit one; Qwen Code's and
+    /// Gemini CLI's are 60 s.
     fn default_timeout(self) -> Duration {
         match self {
             HookClient::ClaudeCode | HookClient::Codex => Duration::from_secs(600),
+            HookClient::Qwen | HookClient::Gemini => Duration::from_secs(60),
         }
     }
 }
@@ -77,8 +89,8 @@ impl HookClient {
 pub enum HookError {
     #[error("{0}; the client goes on")]
     Input(#[from] InputError),
-    #[error("the {0:?} event is not one this hook answers (only Stop); the client goes on")]
-    UnknownEvent(String),
+    #[error("the {0:?} event is not one this hook answers (only {1}); the client goes on")]
+    UnknownEvent(String, &'static str),
     #[error("could not start: {0}; the turn ends")]
     Runtime(std::io::Error),
     #[error("{0}; the turn ends")]
@@ -104,8 +116,9 @@ pub fn run(args: &HookArgs) -> ExitCode {
 
 fn answer(args: &HookArgs) -> Result<(), HookError> {
     let input = HookInput::from_stdin()?;
-    if input.hook_event_name != "Stop" {
-        return Err(HookError::UnknownEvent(input.hook_event_name));
+    let stop_event = args.client.stop_event();
+    if input.hook_event_name != stop_event {
+        return Err(HookError::UnknownEvent(input.hook_event_name, stop_event));
     }
     let config = Config::from_env();
     let timeout = args

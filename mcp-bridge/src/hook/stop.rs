@@ -30,8 +30,8 @@ const GONE_RETRIES: u32 = 5;
 /// How long the hook gives the hub to confirm a cancel when it stops waiting.
 const CANCEL_LIMIT: Duration = Duration::from_secs(3);
 
-/// A `Stop` hook's answer that continues the turn, in the shape Claude Code and Codex
-/// both read: the `reason` becomes the model's next instruction.
+/// A stop hook's answer that continues the turn, in the shape Claude Code, Codex, Qwen
+/// Code and Gemini CLI all read: the `reason` becomes the model's next instruction.
 #[derive(Debug, serde::Serialize)]
 struct StopAnswer {
     decision: Decision,
@@ -87,8 +87,8 @@ pub(super) async fn answer_stop(
 ) -> Result<(), HookError> {
     let deadline = Instant::now() + limit;
     let hub = Hub::new(Arc::new(HubClient::new(config)));
-    let question = input
-        .last_message()
+    let question = client
+        .last_message(input)
         .unwrap_or_else(|| NO_MESSAGE.to_owned());
     let request = bind(&hub, client, config, input, question).await?;
     let stop = StopWait {

@@ -25,7 +25,7 @@ export const brainHooks = {
 export async function prepare(ctx) {
   const settings = join(ctx.home, '.qwen', 'settings.json');
   if (ctx.remote) await holdlineInstallRemote('qwen', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
-  else await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  else await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ctx.installArgs });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
     if (ctx.remote) Object.assign(entry.headers, ctx.remote.headers);
