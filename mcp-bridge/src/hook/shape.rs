@@ -85,6 +85,9 @@ mod tests {
             "hook_event_name": "Stop", "session_id": "s", "cwd": "/w",
             "last_assistant_message": " Done. ", "prompt_response": "ignored",
         }));
-        assert_eq!(HookClient::Qwen.last_message(&qwen).as_deref(), Some("Done."));
+        assert_eq!(
+            HookClient::Qwen.last_message(&qwen).as_deref(),
+            Some("Done.")
+        );
     }
 }

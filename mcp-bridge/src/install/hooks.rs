@@ -583,7 +583,11 @@ mod tests {
         let got = apply(&mut s, g, &[HookEvent::Stop], &ours).unwrap();
         assert_eq!(got[0], (HookEvent::Stop, Outcome::Added));
         assert_eq!(s["hooks"]["AfterAgent"], json!([{"hooks": [ours]}]));
-        assert_eq!(s["hooks"]["Stop"], person()["hooks"]["Stop"], "Gemini has no Stop: the person's stays");
+        assert_eq!(
+            s["hooks"]["Stop"],
+            person()["hooks"]["Stop"],
+            "Gemini has no Stop: the person's stays"
+        );
         remove_all(&mut s, g).unwrap();
         assert_eq!(s, person());
         assert!(!HookEvent::PermissionRequest.exists_in(g));

@@ -414,7 +414,12 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
 pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
     let clients = match args.client {
         Some(c) => vec![c],
-        None => vec![Client::ClaudeCode, Client::Codex, Client::Qwen, Client::Gemini],
+        None => vec![
+            Client::ClaudeCode,
+            Client::Codex,
+            Client::Qwen,
+            Client::Gemini,
+        ],
     };
     let project = project_dir(args.project.as_deref())?;
     for client in clients {

@@ -34,6 +34,10 @@ export async function prepare(ctx) {
     s.security = { ...s.security, auth: { selectedType: 'openai' } };
     s.privacy = { usageStatisticsEnabled: false };
     s.general = { ...s.general, disableAutoUpdate: true, disableUpdateNag: true };
+    // HOLDLINE_CLIENTS_HOOK_CAP=8: Qwen's own cap on stop blocks in a row instead of
+    // install's 100, to see hooks.test.mjs fail at the 8th reply.
+    const cap = process.env.HOLDLINE_CLIENTS_HOOK_CAP;
+    if (cap && !ctx.remote) s.stopHookBlockingCap = Number(cap);
     return s;
   });
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'qwen');
