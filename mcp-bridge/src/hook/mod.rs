@@ -106,6 +106,11 @@ pub enum HookError {
     Write(std::io::Error),
 }
 
+/// How long a hook given `timeout` waits for the person before it lets the turn end.
+pub fn held_for(timeout: Duration) -> Duration {
+    timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT)
+}
+
 /// Answers one hook: always exit 0; a failure is one line on stderr.
 pub fn run(args: &HookArgs) -> ExitCode {
     if let Err(why) = answer(args) {
@@ -124,7 +129,7 @@ fn answer(args: &HookArgs) -> Result<(), HookError> {
     let timeout = args
         .timeout_sec
         .map_or(args.client.default_timeout(), Duration::from_secs);
-    let wait_for = timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT);
+    let wait_for = held_for(timeout);
     // One thread: the hook holds one wait, as the bridge does.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -34,6 +34,12 @@ pub const BLOCK_CAP_ENV: (&str, &str) = ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "0")
 /// row within one prompt reaches no model turn.
 pub const QWEN_BLOCK_CAP: (&str, u64) = ("stopHookBlockingCap", 100);
 
+/// How long Qwen Code waits for its `Stop` hooks, whatever their `timeout`: it asks for
+/// their answer over its message bus with that bus's default of 60 s, and past it the turn
+/// fails ("Request timed out waiting for hook-execution-response"; `qwen -p` exits 1).
+/// Install gives Qwen's hook this timeout, so the hook lets the turn end first.
+pub const QWEN_STOP_WAIT_SEC: u64 = 60;
+
 /// Where a client keeps its cap on consecutive stop blocks, as install raises it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockCap {
@@ -43,21 +49,29 @@ pub enum BlockCap {
     QwenSetting,
 }
 
-/// A hook's `timeout` as the client reads it: seconds for Claude Code and Codex;
-/// milliseconds for Gemini CLI, and for Qwen Code, which reads a value of 1000 or more as
-/// milliseconds (a day in seconds would be read as 86.4 s).
+/// The hook's time in seconds (`--timeout-sec`): a day, but Qwen Code's 60 s.
+pub fn hook_timeout_sec(client: HookClient) -> u64 {
+    match client {
+        HookClient::Qwen => QWEN_STOP_WAIT_SEC,
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => HOOK_TIMEOUT_SEC,
+    }
+}
+
+/// A hook's `timeout` as the client reads it: seconds for Claude Code, Codex and Qwen Code
+/// (which reads a value below 1000 as seconds and one of 1000 or more as milliseconds);
+/// milliseconds for Gemini CLI.
 pub fn client_timeout(client: HookClient) -> u64 {
     match client {
-        HookClient::ClaudeCode | HookClient::Codex => HOOK_TIMEOUT_SEC,
-        HookClient::Qwen | HookClient::Gemini => HOOK_TIMEOUT_SEC * 1000,
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => hook_timeout_sec(client),
+        HookClient::Gemini => hook_timeout_sec(client) * 1000,
     }
 }
 
 /// The unit of [`client_timeout`], as `status` says it.
 pub fn timeout_unit(client: HookClient) -> &'static str {
     match client {
-        HookClient::ClaudeCode | HookClient::Codex => "s",
-        HookClient::Qwen | HookClient::Gemini => "ms",
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => "s",
+        HookClient::Gemini => "ms",
     }
 }
 
@@ -123,7 +137,7 @@ pub fn hook_command(client: HookClient, command: &str, env: &[(String, String)])
             "--client",
             client.name(),
             "--timeout-sec",
-            &HOOK_TIMEOUT_SEC.to_string(),
+            &hook_timeout_sec(client).to_string(),
         ]
         .map(str::to_owned),
     );
@@ -575,7 +589,7 @@ mod tests {
     }
 
     #[test]
-    fn gemini_gets_after_agent_and_both_get_their_timeout_in_ms() {
+    fn gemini_gets_after_agent_and_its_timeout_in_ms() {
         let g = HookClient::Gemini;
         let mut s = person();
         let ours = client_hook(g, &hook_command(g, CMD, &[]));
@@ -591,7 +605,8 @@ mod tests {
         remove_all(&mut s, g).unwrap();
         assert_eq!(s, person());
         assert!(!HookEvent::PermissionRequest.exists_in(g));
-        assert_eq!(client_hook(HookClient::Qwen, "x")["timeout"], 86_400_000);
+        assert_eq!(client_hook(HookClient::Qwen, "x")["timeout"], 60);
+        assert!(hook_command(HookClient::Qwen, CMD, &[]).ends_with("--timeout-sec 60"));
         assert_eq!(client_hook(HookClient::ClaudeCode, "x")["timeout"], 86_400);
     }
 

@@ -184,7 +184,7 @@ fn print_shows_the_hooks_and_a_remote_entry_gets_none() {
 }
 
 #[test]
-fn qwen_and_gemini_get_their_stop_hook_in_ms_beside_the_entry_and_lose_only_holdlines() {
+fn qwen_and_gemini_get_their_stop_hook_in_their_units_beside_the_entry_and_lose_only_holdlines() {
     let sb = Sandbox::new();
     let person = json!({
         "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]},
@@ -195,9 +195,9 @@ fn qwen_and_gemini_get_their_stop_hook_in_ms_beside_the_entry_and_lose_only_hold
     assert!(out.contains("holdline's Stop hook added"), "{out}");
     assert!(out.contains("set stopHookBlockingCap: 100"), "{out}");
     let doc = json_file(&sb, ".qwen/settings.json");
-    let stop = STOP.replace("claude-code", "qwen");
+    let stop = STOP.replace("claude-code", "qwen").replace("86400", "60");
     assert_eq!(commands(&doc, "Stop"), ["mine.sh", stop.as_str()]);
-    assert_eq!(doc["hooks"]["Stop"][1]["hooks"][0]["timeout"], 86_400_000);
+    assert_eq!(doc["hooks"]["Stop"][1]["hooks"][0]["timeout"], 60);
     assert_eq!(doc["stopHookBlockingCap"], 100);
     assert!(doc["mcpServers"].get("holdline").is_some(), "{doc}");
     let backups: Vec<_> = std::fs::read_dir(sb.path(".qwen"))
@@ -213,7 +213,7 @@ fn qwen_and_gemini_get_their_stop_hook_in_ms_beside_the_entry_and_lose_only_hold
     let status =
         String::from_utf8_lossy(&sb.run(&["status", "--client", "qwen"]).stdout).into_owned();
     assert!(
-        status.contains("Stop hook in place (timeout 86400000 ms)"),
+        status.contains("Stop hook in place (timeout 60 s)"),
         "{status}"
     );
     sb.ok(&["uninstall", "--client", "qwen"]);
