@@ -181,7 +181,7 @@ pub fn install(
     if let Some(cap) = target.block_cap.filter(|_| cap_added) {
         eprintln!("{name}: {}", cap_said(cap));
     }
-    if let Some(note) = client_note(target.client).filter(|_| !events.is_empty()) {
+    if let Some(note) = limit_note(target.client).filter(|_| !events.is_empty()) {
         eprintln!("note: {note}");
     }
     if let Some(config) = &target.trust {
@@ -259,19 +259,17 @@ fn update_trust(config: &Path, edit: &TrustEdit) -> Result<(), InstallError> {
     Ok(())
 }
 
-/// What the person should know of a client's hooks beyond the files.
-fn client_note(client: HookClient) -> Option<String> {
+/// How long the client lets a stop hook hold its turn, when that is less than the hook's
+/// own timeout says.
+fn limit_note(client: HookClient) -> Option<String> {
     match client {
-        HookClient::Gemini => {
-            Some("Gemini CLI runs settings hooks only in a trusted folder (install --trust)".into())
-        }
         HookClient::Qwen => Some(format!(
             "Qwen Code waits at most {} s for a Stop hook: the hook asks for {} s, then lets the turn end, and a later reply waits at the hub for the next stop or wait",
             hooks::QWEN_STOP_WAIT_SEC,
             crate::hook::held_for(std::time::Duration::from_secs(hooks::QWEN_STOP_WAIT_SEC))
                 .as_secs()
         )),
-        HookClient::ClaudeCode | HookClient::Codex => None,
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => None,
     }
 }
 
@@ -344,8 +342,13 @@ pub fn status(target: &HookTarget) -> Vec<String> {
             None => format!("{path}: {k} not set: the client ends the turn after 8 replies in a row through the hook"),
         });
     }
-    if let Some(note) = client_note(target.client) {
+    if let Some(note) = limit_note(target.client) {
         lines.push(format!("{path}: {note}"));
+    }
+    if target.client == HookClient::Gemini {
+        lines.push(format!(
+            "{path}: Gemini CLI runs settings hooks only in a trusted folder (install --trust)"
+        ));
     }
     lines
 }

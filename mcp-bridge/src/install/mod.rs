@@ -739,14 +739,17 @@ fn trust_project(
     if clients::is_trusted(&current, project) {
         return Ok(());
     }
-    let name = if client == Client::Qwen {
-        "Qwen Code"
+    let (name, what) = if client == Client::Qwen {
+        ("Qwen Code", "starts MCP servers such as holdline")
     } else {
-        "Gemini CLI"
+        (
+            "Gemini CLI",
+            "starts MCP servers such as holdline, and runs hooks,",
+        )
     };
     if !trust {
         eprintln!(
-            "note: {name} starts MCP servers such as holdline only in folders it trusts. \
+            "note: {name} {what} only in folders it trusts. \
              Trust {} by running {} there and choosing \"Trust folder\", or run this again \
              with --trust.",
             project.display(),
