@@ -7,7 +7,7 @@
 # Files: the clients with the stdio bridge (run.test.mjs, abandoned.test.mjs), the
 # installer's remote entry read back (remote-entry.test.mjs), and the same clients
 # against the hub's /mcp with an agent key (remote.test.mjs), and a model that forgets the
-# tool caught by Claude Code's and Codex's Stop hooks (hooks.test.mjs).
+# tool caught by the stop hooks of Claude Code, Codex, Qwen Code and Gemini CLI (hooks.test.mjs).
 #
 #   scripts/test-clients.sh                               every client
 #   HOLDLINE_CLIENTS=claude-code,gemini scripts/test-clients.sh

@@ -1,5 +1,5 @@
 // hooks.test.mjs — a model that forgets holdline, in the clients whose lifecycle hooks
-// holdline answers (Claude Code `-p`, Codex `exec`). The fake model never calls a tool: it
+// holdline answers (Claude Code `-p`, Codex `exec`, Qwen Code `-p`, Gemini CLI `-p`). The fake model never calls a tool: it
 // answers in plain text and ends its turn. Without hooks (`install --no-hooks`, what every
 // install wrote before hooks) the run just ends: nothing waits at the hub, and the person's
 // reply reaches nobody. With `holdline-mcp install --client X` (which writes the Stop hook)
@@ -13,7 +13,7 @@
 // the hub, and the test answers Allow (the command runs, the model reads its output) or
 // Deny (it does not run, the model reads the denial).
 //
-//   cd tests/clients && HOLDLINE_CLIENTS=claude-code,codex node --test hooks.test.mjs
+//   cd tests/clients && HOLDLINE_CLIENTS=claude-code,codex,qwen,gemini node --test hooks.test.mjs
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ import { drivers, needs, withClient } from './scenarios.mjs';
 import { RUNS, baseEnv, holdlineInstall, installDriver, waitFor, within } from './harness.mjs';
 
 /** The clients whose hooks holdline answers. */
-const HOOK_CLIENTS = ['claude-code', 'codex'];
+const HOOK_CLIENTS = ['claude-code', 'codex', 'qwen', 'gemini'];
 /** Replies through the hook before "Let it finish": one more than Claude Code's default cap. */
 const HOOK_REPLIES = Number(process.env.HOLDLINE_CLIENTS_HOOK_REPLIES || 9);
 /** The one option of a stop question. */

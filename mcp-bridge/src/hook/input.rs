@@ -61,6 +61,9 @@ pub struct HookInput {
     /// "don't ask again".
     #[serde(default)]
     pub permission_suggestions: Option<Value>,
+    /// Gemini CLI's `AfterAgent`: every answer of the model since the person's prompt.
+    #[serde(default)]
+    pub prompt_response: Option<String>,
 }
 
 impl HookInput {
@@ -141,7 +144,8 @@ pub fn transcript_tail(path: &Path) -> Option<Vec<String>> {
 }
 
 /// The last assistant text in a JSONL transcript (Claude Code's `message` records,
-/// Codex's `payload` response items), read from the file's last [`TRANSCRIPT_TAIL`].
+/// Codex's `payload` response items, Gemini CLI's `"type": "gemini"` records), read from
+/// the file's last [`TRANSCRIPT_TAIL`].
 pub fn last_assistant_text(path: &Path) -> Option<String> {
     transcript_tail(path)?.iter().rev().find_map(|line| {
         let record: Value = serde_json::from_str(line).ok()?;
@@ -153,7 +157,7 @@ pub fn last_assistant_text(path: &Path) -> Option<String> {
 fn assistant_text(record: &Value) -> Option<String> {
     let message = [&record["message"], &record["payload"], record]
         .into_iter()
-        .find(|m| m["role"] == "assistant")?;
+        .find(|m| m["role"] == "assistant" || m["type"] == "gemini")?;
     let text = match &message["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts

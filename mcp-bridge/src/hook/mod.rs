@@ -1,8 +1,11 @@
 //! `holdline-mcp hook --client NAME`: the bridge binary as a client's lifecycle hook, the
 //! agent's second entry beside the MCP tools. It reads the hook's JSON on stdin and answers
-//! in the client's shape on stdout, for Claude Code and Codex: `Stop` (the agent's last
-//! message becomes the person's question, their reply continues the turn: [`stop`]) and
-//! `PermissionRequest` (the tool call becomes a question with Allow / Deny: [`permission`]).
+//! in the client's shape on stdout: the end of a turn (`Stop` in Claude Code, Codex and Qwen
+//! Code, `AfterAgent` in Gemini CLI; [`shape`] says which, all four read
+//! `{"decision":"block","reason":…}`): the agent's last message becomes the person's
+//! question and their reply continues the turn ([`stop`]); and `PermissionRequest` (Claude
+//! Code, Codex, Qwen Code): the tool call becomes a question with Allow / Deny
+//! ([`permission`]).
 //!
 //! Invariants: the hook always exits 0 and lets the client go on (no decision) unless the
 //! person's reply was written; whatever fails is one line on stderr, never a hang (stdin,
@@ -12,6 +15,7 @@
 
 pub mod input;
 mod permission;
+mod shape;
 mod stop;
 mod turn;
 mod wait;
@@ -51,6 +55,10 @@ pub struct HookArgs {
 pub enum HookClient {
     ClaudeCode,
     Codex,
+    /// Qwen Code: Claude Code's events and answers in `~/.qwen/settings.json`.
+    Qwen,
+    /// Gemini CLI: `AfterAgent` in `~/.gemini/settings.json`.
+    Gemini,
 }
 
 impl HookClient {
@@ -59,6 +67,8 @@ impl HookClient {
         let name = match self {
             HookClient::ClaudeCode => "claude-code",
             HookClient::Codex => "codex",
+            HookClient::Qwen => "qwen",
+            HookClient::Gemini => "gemini",
         };
         clients::client_name(name).expect("a client the installer knows")
     }
@@ -68,15 +78,19 @@ impl HookClient {
         match self {
             HookClient::ClaudeCode => "Claude Code",
             HookClient::Codex => "Codex",
+            HookClient::Qwen => "Qwen Code",
+            HookClient::Gemini => "Gemini CLI",
         }
     }
 
     /// A command hook's timeout when its entry gives none: Claude Code's 600 s
     /// (docs/clients-compatibility.md, "Lifecycle hooks"); Codex's is not readable from
-    /// its binary, so the same, and the installer writes an explicit one.
+    /// its binary, so the same, and the installer writes an explicit one; Qwen Code's and
+    /// Gemini CLI's are 60 s.
     fn default_timeout(self) -> Duration {
         match self {
             HookClient::ClaudeCode | HookClient::Codex => Duration::from_secs(600),
+            HookClient::Qwen | HookClient::Gemini => Duration::from_secs(60),
         }
     }
 
@@ -85,9 +99,10 @@ impl HookClient {
     /// hook may wait its whole time; Codex shows its prompt only after the hook returned
     /// without a decision, so a person at the terminal waits this long
     /// (docs/clients.md, "Lifecycle hooks").
+    /// Qwen Code's hook has 30 s in all (its 60 s limit), and Gemini CLI asks none.
     fn default_permission_wait(self) -> Option<Duration> {
         match self {
-            HookClient::ClaudeCode => None,
+            HookClient::ClaudeCode | HookClient::Qwen | HookClient::Gemini => None,
             HookClient::Codex => Some(Duration::from_secs(60)),
         }
     }
@@ -98,10 +113,8 @@ impl HookClient {
 pub enum HookError {
     #[error("{0}; the client goes on")]
     Input(#[from] InputError),
-    #[error(
-        "the {0:?} event is not one this hook answers (Stop, PermissionRequest); the client goes on"
-    )]
-    UnknownEvent(String),
+    #[error("the {0:?} event is not one this hook answers (only {1}); the client goes on")]
+    UnknownEvent(String, &'static str),
     #[error("could not start: {0}; the client goes on")]
     Runtime(std::io::Error),
     #[error("{0}; the client goes on")]
@@ -126,6 +139,11 @@ pub enum HookError {
     Write(std::io::Error),
 }
 
+/// How long a hook given `timeout` waits for the person before it lets the turn end.
+pub fn held_for(timeout: Duration) -> Duration {
+    timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT)
+}
+
 /// Answers one hook: always exit 0; a failure is one line on stderr.
 pub fn run(args: &HookArgs) -> ExitCode {
     if let Err(why) = answer(args) {
@@ -143,15 +161,20 @@ enum Event {
 fn answer(args: &HookArgs) -> Result<(), HookError> {
     let input = HookInput::from_stdin()?;
     let event = match input.hook_event_name.as_str() {
-        "Stop" => Event::Stop,
-        "PermissionRequest" => Event::PermissionRequest,
-        _ => return Err(HookError::UnknownEvent(input.hook_event_name)),
+        name if name == args.client.stop_event() => Event::Stop,
+        "PermissionRequest" if args.client.asks_permission() => Event::PermissionRequest,
+        _ => {
+            return Err(HookError::UnknownEvent(
+                input.hook_event_name,
+                args.client.events(),
+            ));
+        }
     };
     let config = Config::from_env();
     let timeout = args
         .timeout_sec
         .map_or(args.client.default_timeout(), Duration::from_secs);
-    let hook_time = timeout.saturating_sub(TIMEOUT_MARGIN).max(MIN_WAIT);
+    let hook_time = held_for(timeout);
     // One thread: the hook holds one wait, as the bridge does.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

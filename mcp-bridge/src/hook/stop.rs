@@ -23,8 +23,8 @@ pub const LET_IT_FINISH: &str = "Let it finish";
 /// The question when neither the payload nor the transcript says what the agent said.
 const NO_MESSAGE: &str = "(The agent ended its turn without a message.)";
 
-/// A `Stop` hook's answer that continues the turn, in the shape Claude Code and Codex
-/// both read: the `reason` becomes the model's next instruction.
+/// A stop hook's answer that continues the turn, in the shape Claude Code, Codex, Qwen
+/// Code and Gemini CLI all read: the `reason` becomes the model's next instruction.
 #[derive(Debug, serde::Serialize)]
 struct StopAnswer {
     decision: Decision,
@@ -60,8 +60,8 @@ pub(super) async fn answer_stop(
         return Ok(());
     }
     let question = Question {
-        message: input
-            .last_message()
+        message: client
+            .last_message(input)
             .unwrap_or_else(|| NO_MESSAGE.to_owned()),
         options: vec![ChoiceOption {
             label: LET_IT_FINISH.to_owned(),

@@ -473,13 +473,14 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         kind: RuleKind::OwnFile,
         text: format!("{front}{RULE}"),
     };
-    let gemini_like = |dir: &str, rule_file: &str| Plan {
+    // The user settings hold the entry and the hooks.
+    let gemini_like = |dir: &str, rule_file: &str, hooks: HookTarget| Plan {
         client,
         configs: vec![target(home.join(dir).join("settings.json"))],
         rule: section(home.join(dir).join(rule_file)),
         trusted_folders: Some(home.join(dir).join("trustedFolders.json")),
         permissions: None,
-        hooks: None,
+        hooks: Some(hooks),
     };
     let simple = |configs: Vec<ConfigTarget>, rule: RuleTarget| Plan {
         client,
@@ -546,8 +547,8 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
                 own(project.join(".clinerules/holdline.md"), ""),
             )
         }
-        Client::Gemini => gemini_like(".gemini", "GEMINI.md"),
-        Client::Qwen => gemini_like(".qwen", "QWEN.md"),
+        Client::Gemini => gemini_like(".gemini", "GEMINI.md", HookTarget::gemini(home)),
+        Client::Qwen => gemini_like(".qwen", "QWEN.md", HookTarget::qwen(home)),
         Client::Copilot => simple(
             vec![target(home.join(".copilot/mcp-config.json"))],
             section(home.join(".copilot/copilot-instructions.md")),

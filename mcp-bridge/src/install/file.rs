@@ -102,11 +102,14 @@ impl TextFile {
                 .map_err(|e| InstallError::io("cannot create", parent, e))?;
         }
         let old = std::fs::metadata(target).ok();
-        let backup = if old.is_some() && keep_backup {
-            let secs = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            let backup = sibling(target, &format!("{}.holdline-backup-{secs}", name(target)));
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let backup = sibling(target, &format!("{}.holdline-backup-{secs}", name(target)));
+        // One install may write a file twice within a second (Qwen's and Gemini's settings
+        // take the entry, then the hooks): the first backup holds the person's own text
+        // and stays.
+        let backup = if old.is_some() && keep_backup && !backup.exists() {
             // fs::copy keeps the permission bits: a 0600 file's backup is 0600 too.
             std::fs::copy(target, &backup)
                 .map_err(|e| InstallError::io("cannot back up", target, e))?;

@@ -1,8 +1,10 @@
 //! holdline's lifecycle hooks in a client's own hook settings (Claude Code's
-//! `~/.claude/settings.json`, Codex's `$CODEX_HOME/hooks.json`, both
-//! `{"hooks": {"Stop": [{"hooks": [{"type": "command", …}]}]}}`): one command hook per event
-//! that runs `holdline-mcp hook --client X --timeout-sec T`, so a turn the model ends
-//! without calling holdline still reaches the person.
+//! `~/.claude/settings.json`, Codex's `$CODEX_HOME/hooks.json`, Qwen Code's
+//! `~/.qwen/settings.json`, Gemini CLI's `~/.gemini/settings.json`, all
+//! `{"hooks": {"Stop": [{"hooks": [{"type": "command", …}]}]}}`, Gemini's event named
+//! `AfterAgent`): one command hook per event that runs
+//! `holdline-mcp hook --client X --timeout-sec T`, so a turn the model ends without calling
+//! holdline still reaches the person.
 //!
 //! Invariant: after install exactly one hook of holdline's (recognised by its command, not
 //! by its place) is in each event asked for and none in the others; uninstall removes
@@ -15,16 +17,63 @@ use serde_json::{Map, Value, json};
 use crate::hook::HookClient;
 
 /// The hook timeout install writes: a day. The hook ends its wait 30 s before it and lets
-/// the turn end; a later reply waits at the hub for the next stop or wait. Claude Code
-/// turns `timeout` into a JavaScript timer in ms, which fires at once beyond 2^31 - 1 ms
-/// (about 24.8 days), so a timeout must stay under that; a day keeps an away person's
-/// reply reaching the same turn overnight.
+/// the turn end; a later reply waits at the hub for the next stop or wait. Claude Code,
+/// Qwen Code and Gemini CLI turn `timeout` into a JavaScript timer in ms, which fires at
+/// once beyond 2^31 - 1 ms (about 24.8 days), so a timeout must stay under that; a day
+/// keeps an away person's reply reaching the same turn overnight.
 pub const HOOK_TIMEOUT_SEC: u64 = 86_400;
 
 /// Claude Code's cap on consecutive stop blocks, and the value install gives it: `0`
 /// turns the cap off. Each block is a reply the person wrote; at the cap Claude Code ends
 /// the turn instead, and a reply already acked would be lost.
 pub const BLOCK_CAP_ENV: (&str, &str) = ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "0");
+
+/// Qwen Code's cap setting (top level of its settings) and the highest value it takes:
+/// larger values are read as 100, and 0 or less as its default 8. At the cap Qwen ends
+/// the turn ("Stop hook blocked continuation 100 consecutive times"): the 100th reply in a
+/// row within one prompt reaches no model turn.
+pub const QWEN_BLOCK_CAP: (&str, u64) = ("stopHookBlockingCap", 100);
+
+/// How long Qwen Code waits for its `Stop` hooks, whatever their `timeout`: it asks for
+/// their answer over its message bus with that bus's default of 60 s, and past it the turn
+/// fails ("Request timed out waiting for hook-execution-response"; `qwen -p` exits 1).
+/// Install gives Qwen's hook this timeout, so the hook lets the turn end first.
+pub const QWEN_STOP_WAIT_SEC: u64 = 60;
+
+/// Where a client keeps its cap on consecutive stop blocks, as install raises it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockCap {
+    /// Claude Code: [`BLOCK_CAP_ENV`] in the settings' `env`.
+    ClaudeCodeEnv,
+    /// Qwen Code: [`QWEN_BLOCK_CAP`] at the settings' top level.
+    QwenSetting,
+}
+
+/// The hook's time in seconds (`--timeout-sec`): a day, but Qwen Code's 60 s.
+pub fn hook_timeout_sec(client: HookClient) -> u64 {
+    match client {
+        HookClient::Qwen => QWEN_STOP_WAIT_SEC,
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => HOOK_TIMEOUT_SEC,
+    }
+}
+
+/// A hook's `timeout` as the client reads it: seconds for Claude Code, Codex and Qwen Code
+/// (which reads a value below 1000 as seconds and one of 1000 or more as milliseconds);
+/// milliseconds for Gemini CLI.
+pub fn client_timeout(client: HookClient) -> u64 {
+    match client {
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => hook_timeout_sec(client),
+        HookClient::Gemini => hook_timeout_sec(client) * 1000,
+    }
+}
+
+/// The unit of [`client_timeout`], as `status` says it.
+pub fn timeout_unit(client: HookClient) -> &'static str {
+    match client {
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => "s",
+        HookClient::Gemini => "ms",
+    }
+}
 
 /// The hook events holdline answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,12 +87,17 @@ pub enum HookEvent {
 impl HookEvent {
     pub const ALL: [HookEvent; 2] = [HookEvent::Stop, HookEvent::PermissionRequest];
 
-    /// The event's key in the settings' `hooks` object.
-    pub fn key(self) -> &'static str {
+    /// The event's key in `client`'s `hooks` object.
+    pub fn key(self, client: HookClient) -> &'static str {
         match self {
-            HookEvent::Stop => "Stop",
+            HookEvent::Stop => client.stop_event(),
             HookEvent::PermissionRequest => "PermissionRequest",
         }
+    }
+
+    /// Whether `client` has this event (Gemini CLI has no permission event).
+    pub fn exists_in(self, client: HookClient) -> bool {
+        self == HookEvent::Stop || client != HookClient::Gemini
     }
 
     /// The event's label in Codex's trust keys and hashes.
@@ -83,7 +137,7 @@ pub fn hook_command(client: HookClient, command: &str, env: &[(String, String)])
             "--client",
             client.name(),
             "--timeout-sec",
-            &HOOK_TIMEOUT_SEC.to_string(),
+            &hook_timeout_sec(client).to_string(),
         ]
         .map(str::to_owned),
     );
@@ -94,9 +148,15 @@ fn quote(word: &str) -> String {
     shlex::try_quote(word).map_or_else(|_| word.to_owned(), |q| q.into_owned())
 }
 
-/// The hook entry holdline writes: Claude Code and Codex read the same shape.
+/// The hook entry holdline writes for Claude Code and Codex (timeout in seconds).
+#[cfg(test)]
 pub fn wanted_hook(command: &str) -> Value {
-    json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SEC})
+    client_hook(HookClient::Codex, command)
+}
+
+/// The hook entry holdline writes for `client`: the same shape, the timeout in its unit.
+pub fn client_hook(client: HookClient, command: &str) -> Value {
+    json!({"type": "command", "command": command, "timeout": client_timeout(client)})
 }
 
 /// Whether `hook` is holdline's for `client`: a command hook whose words, after any
@@ -139,7 +199,7 @@ pub fn layout(
 ) -> Vec<(Position, bool)> {
     let Some(groups) = settings
         .get("hooks")
-        .and_then(|h| h.get(event.key()))
+        .and_then(|h| h.get(event.key(client)))
         .and_then(Value::as_array)
     else {
         return Vec::new();
@@ -163,7 +223,7 @@ pub fn find_ours(
     let (pos, _) = layout(settings, client, event)
         .into_iter()
         .find(|(_, ours)| *ours)?;
-    let hook = settings["hooks"][event.key()][pos.0]["hooks"][pos.1].clone();
+    let hook = settings["hooks"][event.key(client)][pos.0]["hooks"][pos.1].clone();
     Some((pos, hook))
 }
 
@@ -176,7 +236,7 @@ pub fn apply(
     events: &[HookEvent],
     hook: &Value,
 ) -> Result<Vec<(HookEvent, Outcome)>, String> {
-    check_shape(settings)?;
+    check_shape(settings, client)?;
     let mut outcomes = Vec::new();
     for event in HookEvent::ALL {
         let outcome = if events.contains(&event) {
@@ -186,7 +246,7 @@ pub fn apply(
         };
         outcomes.push((event, outcome));
     }
-    drop_empty_hooks(settings);
+    drop_empty_hooks(settings, client);
     Ok(outcomes)
 }
 
@@ -195,15 +255,15 @@ pub fn remove_all(
     settings: &mut Map<String, Value>,
     client: HookClient,
 ) -> Result<Vec<(HookEvent, Outcome)>, String> {
-    check_shape(settings)?;
+    check_shape(settings, client)?;
     let outcomes = HookEvent::ALL
         .map(|event| (event, remove(settings, client, event)))
         .to_vec();
-    drop_empty_hooks(settings);
+    drop_empty_hooks(settings, client);
     Ok(outcomes)
 }
 
-fn check_shape(settings: &Map<String, Value>) -> Result<(), String> {
+fn check_shape(settings: &Map<String, Value>, client: HookClient) -> Result<(), String> {
     let Some(hooks) = settings.get("hooks") else {
         return Ok(());
     };
@@ -211,19 +271,23 @@ fn check_shape(settings: &Map<String, Value>) -> Result<(), String> {
         return Err("\"hooks\" is not an object".into());
     };
     for event in HookEvent::ALL {
-        if hooks.get(event.key()).is_some_and(|l| !l.is_array()) {
-            return Err(format!("\"hooks.{}\" is not a list", event.key()));
+        if hooks.get(event.key(client)).is_some_and(|l| !l.is_array()) {
+            return Err(format!("\"hooks.{}\" is not a list", event.key(client)));
         }
     }
     Ok(())
 }
 
-fn event_list(settings: &mut Map<String, Value>, event: HookEvent) -> &mut Vec<Value> {
+fn event_list(
+    settings: &mut Map<String, Value>,
+    client: HookClient,
+    event: HookEvent,
+) -> &mut Vec<Value> {
     let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
     hooks
         .as_object_mut()
         .expect("checked: hooks is an object")
-        .entry(event.key())
+        .entry(event.key(client))
         .or_insert_with(|| json!([]))
         .as_array_mut()
         .expect("checked: the event's hooks are a list")
@@ -236,10 +300,10 @@ fn ensure(
     hook: &Value,
 ) -> Outcome {
     let Some(((g, h), current)) = find_ours(settings, client, event) else {
-        event_list(settings, event).push(json!({"hooks": [hook]}));
+        event_list(settings, client, event).push(json!({"hooks": [hook]}));
         return Outcome::Added;
     };
-    let list = event_list(settings, event);
+    let list = event_list(settings, client, event);
     list[g]["hooks"][h] = hook.clone();
     strip_ours(list, client, Some((g, h)));
     if current == *hook {
@@ -253,7 +317,7 @@ fn remove(settings: &mut Map<String, Value>, client: HookClient, event: HookEven
     if find_ours(settings, client, event).is_none() {
         return Outcome::Absent;
     }
-    strip_ours(event_list(settings, event), client, None);
+    strip_ours(event_list(settings, client, event), client, None);
     Outcome::Removed
 }
 
@@ -279,17 +343,17 @@ fn strip_ours(list: &mut Vec<Value>, client: HookClient, keep: Option<Position>)
 }
 
 /// Event lists left empty go, and `hooks` itself when nothing is left in it.
-fn drop_empty_hooks(settings: &mut Map<String, Value>) {
+fn drop_empty_hooks(settings: &mut Map<String, Value>, client: HookClient) {
     let Some(hooks) = settings.get_mut("hooks").and_then(Value::as_object_mut) else {
         return;
     };
     for event in HookEvent::ALL {
         if hooks
-            .get(event.key())
+            .get(event.key(client))
             .and_then(Value::as_array)
             .is_some_and(Vec::is_empty)
         {
-            hooks.remove(event.key());
+            hooks.remove(event.key(client));
         }
     }
     if hooks.is_empty() {
@@ -297,32 +361,59 @@ fn drop_empty_hooks(settings: &mut Map<String, Value>) {
     }
 }
 
-/// Sets Claude Code's stop-block cap in the settings' `env` unless the person set it;
-/// whether it was added.
-pub fn set_block_cap(settings: &mut Map<String, Value>) -> Result<bool, String> {
-    let env = settings.entry("env").or_insert_with(|| json!({}));
-    let Some(env) = env.as_object_mut() else {
-        return Err("\"env\" is not an object".into());
-    };
-    let (name, value) = BLOCK_CAP_ENV;
-    if env.contains_key(name) {
+impl BlockCap {
+    /// The cap's name and install's value, as the settings hold them.
+    pub fn name_and_value(self) -> (&'static str, Value) {
+        match self {
+            BlockCap::ClaudeCodeEnv => (BLOCK_CAP_ENV.0, json!(BLOCK_CAP_ENV.1)),
+            BlockCap::QwenSetting => (QWEN_BLOCK_CAP.0, json!(QWEN_BLOCK_CAP.1)),
+        }
+    }
+
+    /// The object that holds the cap: the settings' `env`, or the settings themselves.
+    fn holder(self, settings: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, String> {
+        match self {
+            BlockCap::QwenSetting => Ok(settings),
+            BlockCap::ClaudeCodeEnv => settings
+                .entry("env")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .ok_or_else(|| "\"env\" is not an object".to_owned()),
+        }
+    }
+
+    /// The cap's value in `settings`, when set.
+    pub fn current(self, settings: &Map<String, Value>) -> Option<&Value> {
+        let (name, _) = self.name_and_value();
+        match self {
+            BlockCap::QwenSetting => settings.get(name),
+            BlockCap::ClaudeCodeEnv => settings.get("env")?.get(name),
+        }
+    }
+}
+
+/// Sets the client's stop-block cap unless the person set it; whether it was added.
+pub fn set_block_cap(settings: &mut Map<String, Value>, cap: BlockCap) -> Result<bool, String> {
+    let (name, value) = cap.name_and_value();
+    let holder = cap.holder(settings)?;
+    if holder.contains_key(name) {
         return Ok(false);
     }
-    env.insert(name.to_owned(), json!(value));
+    holder.insert(name.to_owned(), value);
     Ok(true)
 }
 
-/// Takes the cap out of `env` when it holds install's value; whether it did.
-pub fn unset_block_cap(settings: &mut Map<String, Value>) -> bool {
-    let (name, value) = BLOCK_CAP_ENV;
-    let Some(env) = settings.get_mut("env").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    if env.get(name).and_then(Value::as_str) != Some(value) {
+/// Takes the cap out when it holds install's value; whether it did.
+pub fn unset_block_cap(settings: &mut Map<String, Value>, cap: BlockCap) -> bool {
+    let (name, value) = cap.name_and_value();
+    if cap.current(settings) != Some(&value) {
         return false;
     }
-    env.remove(name);
-    if env.is_empty() {
+    let Ok(holder) = cap.holder(settings) else {
+        return false;
+    };
+    holder.remove(name);
+    if cap == BlockCap::ClaudeCodeEnv && holder.is_empty() {
         settings.remove("env");
     }
     true
@@ -498,20 +589,59 @@ mod tests {
     }
 
     #[test]
+    fn gemini_gets_after_agent_and_its_timeout_in_ms() {
+        let g = HookClient::Gemini;
+        let mut s = person();
+        let ours = client_hook(g, &hook_command(g, CMD, &[]));
+        assert_eq!(ours["timeout"], 86_400_000);
+        let got = apply(&mut s, g, &[HookEvent::Stop], &ours).unwrap();
+        assert_eq!(got[0], (HookEvent::Stop, Outcome::Added));
+        assert_eq!(s["hooks"]["AfterAgent"], json!([{"hooks": [ours]}]));
+        assert_eq!(
+            s["hooks"]["Stop"],
+            person()["hooks"]["Stop"],
+            "Gemini has no Stop: the person's stays"
+        );
+        remove_all(&mut s, g).unwrap();
+        assert_eq!(s, person());
+        assert!(!HookEvent::PermissionRequest.exists_in(g));
+        assert_eq!(client_hook(HookClient::Qwen, "x")["timeout"], 60);
+        assert!(hook_command(HookClient::Qwen, CMD, &[]).ends_with("--timeout-sec 60"));
+        assert_eq!(client_hook(HookClient::ClaudeCode, "x")["timeout"], 86_400);
+    }
+
+    #[test]
+    fn qwens_cap_is_raised_to_its_maximum_at_the_top_level_unless_the_person_set_it() {
+        let q = BlockCap::QwenSetting;
+        let mut s = person();
+        assert!(set_block_cap(&mut s, q).unwrap());
+        assert_eq!(s["stopHookBlockingCap"], 100);
+        assert!(!set_block_cap(&mut s, q).unwrap());
+        assert!(unset_block_cap(&mut s, q));
+        assert_eq!(s, person());
+        let mut own = person();
+        own.insert("stopHookBlockingCap".into(), json!(20));
+        assert!(!set_block_cap(&mut own, q).unwrap());
+        assert!(!unset_block_cap(&mut own, q));
+        assert_eq!(own["stopHookBlockingCap"], 20);
+    }
+
+    #[test]
     fn the_block_cap_is_set_only_where_the_person_did_not_set_it() {
         let mut s = person();
-        assert!(set_block_cap(&mut s).unwrap());
+        let cc = BlockCap::ClaudeCodeEnv;
+        assert!(set_block_cap(&mut s, cc).unwrap());
         assert_eq!(s["env"]["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"], "0");
-        assert!(!set_block_cap(&mut s).unwrap());
-        assert!(unset_block_cap(&mut s));
+        assert!(!set_block_cap(&mut s, cc).unwrap());
+        assert!(unset_block_cap(&mut s, cc));
         assert_eq!(s, person());
         let mut own = person();
         own.insert(
             "env".into(),
             json!({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "20"}),
         );
-        assert!(!set_block_cap(&mut own).unwrap());
-        assert!(!unset_block_cap(&mut own));
+        assert!(!set_block_cap(&mut own, cc).unwrap());
+        assert!(!unset_block_cap(&mut own, cc));
         assert_eq!(own["env"]["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"], "20");
     }
 }

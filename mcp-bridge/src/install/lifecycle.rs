@@ -1,8 +1,10 @@
 //! The hook files of the clients whose lifecycle hooks holdline answers, read and written:
 //! Claude Code's user settings (`~/.claude/settings.json`, the layer install already uses
 //! for Claude Code, so the hook reaches every project) with the stop-block cap in its
-//! `env`, and Codex's user `hooks.json` beside its `config.toml` (`$CODEX_HOME`, the layer
-//! of holdline's MCP entry) with the trust record Codex needs before it runs a hook.
+//! `env`, Codex's user `hooks.json` beside its `config.toml` (`$CODEX_HOME`, the layer
+//! of holdline's MCP entry) with the trust record Codex needs before it runs a hook, and
+//! the user settings of Qwen Code (`~/.qwen/settings.json`, with its cap raised to the
+//! most it takes) and Gemini CLI (`~/.gemini/settings.json`), where the entry is too.
 //!
 //! Invariant: every change goes through `hooks` (what is holdline's) and `codex_trust`
 //! (which records follow it); a file that cannot be read as the client reads it is left
@@ -16,7 +18,7 @@ use super::{
     InstallError, codex_trust,
     codex_trust::{Trust, TrustEdit},
     file::TextFile,
-    hooks::{self, BLOCK_CAP_ENV, HookEvent, Outcome},
+    hooks::{self, BlockCap, HookEvent, Outcome},
     report_backup,
 };
 use crate::hook::HookClient;
@@ -37,8 +39,8 @@ pub struct HookTarget {
     pub file: PathBuf,
     /// Codex's `config.toml`, where its trust records live.
     pub trust: Option<PathBuf>,
-    /// Claude Code: the stop-block cap goes into the same file's `env`.
-    pub block_cap: bool,
+    /// Claude Code, Qwen Code: the stop-block cap install raises, in the same file.
+    pub block_cap: Option<BlockCap>,
 }
 
 impl HookTarget {
@@ -47,7 +49,7 @@ impl HookTarget {
             client: HookClient::ClaudeCode,
             file: home.join(".claude/settings.json"),
             trust: None,
-            block_cap: true,
+            block_cap: Some(BlockCap::ClaudeCodeEnv),
         }
     }
 
@@ -56,8 +58,40 @@ impl HookTarget {
             client: HookClient::Codex,
             file: codex_home.join("hooks.json"),
             trust: Some(codex_home.join("config.toml")),
-            block_cap: false,
+            block_cap: None,
         }
+    }
+
+    pub fn qwen(home: &Path) -> HookTarget {
+        HookTarget {
+            client: HookClient::Qwen,
+            file: home.join(".qwen/settings.json"),
+            trust: None,
+            block_cap: Some(BlockCap::QwenSetting),
+        }
+    }
+
+    pub fn gemini(home: &Path) -> HookTarget {
+        HookTarget {
+            client: HookClient::Gemini,
+            file: home.join(".gemini/settings.json"),
+            trust: None,
+            block_cap: None,
+        }
+    }
+
+    /// The events of `events` this client has; the others are said once on stderr.
+    fn events_of(&self, events: &[HookEvent]) -> Vec<HookEvent> {
+        let (kept, missing): (Vec<HookEvent>, Vec<HookEvent>) =
+            events.iter().partition(|e| e.exists_in(self.client));
+        for event in missing {
+            eprintln!(
+                "note: {} has no {} hook event; holdline writes none for it",
+                self.client.name(),
+                event.key(self.client)
+            );
+        }
+        kept
     }
 }
 
@@ -110,18 +144,23 @@ pub fn install(
     command: &str,
     events: &[HookEvent],
 ) -> Result<(), InstallError> {
+    let events = target.events_of(events);
     let file = TextFile::read(&target.file)?;
     let before = read_settings(&file, &target.file)?;
     let mut after = before.clone();
     let outcomes = hooks::apply(
         &mut after,
         target.client,
-        events,
-        &hooks::wanted_hook(command),
+        &events,
+        &hooks::client_hook(target.client, command),
     )
     .map_err(|why| refused(&target.file, &why))?;
-    let cap_added = target.block_cap
-        && hooks::set_block_cap(&mut after).map_err(|why| refused(&target.file, &why))?;
+    let cap_added = match target.block_cap {
+        Some(cap) => {
+            hooks::set_block_cap(&mut after, cap).map_err(|why| refused(&target.file, &why))?
+        }
+        None => false,
+    };
     let name = file.describe();
     if after != before {
         write_settings(&file, &after)?;
@@ -134,11 +173,16 @@ pub fn install(
             Outcome::Removed => "removed (not asked for; --permissions adds it)",
             Outcome::Absent => continue,
         };
-        eprintln!("{name}: holdline's {} hook {what}", event.key());
+        eprintln!(
+            "{name}: holdline's {} hook {what}",
+            event.key(target.client)
+        );
     }
-    if cap_added {
-        let (k, v) = BLOCK_CAP_ENV;
-        eprintln!("{name}: set {k}={v} in env (no cap on the stop blocks your replies make)");
+    if let Some(cap) = target.block_cap.filter(|_| cap_added) {
+        eprintln!("{name}: {}", cap_said(cap));
+    }
+    if let Some(note) = limit_note(target.client).filter(|_| !events.is_empty()) {
+        eprintln!("note: {note}");
     }
     if let Some(config) = &target.trust {
         update_trust(
@@ -159,7 +203,9 @@ pub fn uninstall(target: &HookTarget) -> Result<bool, InstallError> {
     let mut after = before.clone();
     let removed =
         hooks::remove_all(&mut after, target.client).map_err(|why| refused(&target.file, &why))?;
-    let cap_removed = target.block_cap && hooks::unset_block_cap(&mut after);
+    let cap_removed = target
+        .block_cap
+        .is_some_and(|cap| hooks::unset_block_cap(&mut after, cap));
     if after == before {
         return Ok(false);
     }
@@ -169,12 +215,16 @@ pub fn uninstall(target: &HookTarget) -> Result<bool, InstallError> {
             eprintln!(
                 "{}: removed holdline's {} hook",
                 file.describe(),
-                event.key()
+                event.key(target.client)
             );
         }
     }
-    if cap_removed {
-        eprintln!("{}: removed {} from env", file.describe(), BLOCK_CAP_ENV.0);
+    if let Some(cap) = target.block_cap.filter(|_| cap_removed) {
+        eprintln!(
+            "{}: removed {} (install's value)",
+            file.describe(),
+            cap.name_and_value().0
+        );
     }
     if let Some(config) = &target.trust {
         update_trust(
@@ -209,18 +259,46 @@ fn update_trust(config: &Path, edit: &TrustEdit) -> Result<(), InstallError> {
     Ok(())
 }
 
+/// How long the client lets a stop hook hold its turn, when that is less than the hook's
+/// own timeout says.
+fn limit_note(client: HookClient) -> Option<String> {
+    match client {
+        HookClient::Qwen => Some(format!(
+            "Qwen Code waits at most {} s for a Stop hook: the hook asks for {} s, then lets the turn end, and a later reply waits at the hub for the next stop or wait",
+            hooks::QWEN_STOP_WAIT_SEC,
+            crate::hook::held_for(std::time::Duration::from_secs(hooks::QWEN_STOP_WAIT_SEC))
+                .as_secs()
+        )),
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => None,
+    }
+}
+
+/// What install says when it raised the client's stop-block cap.
+fn cap_said(cap: BlockCap) -> String {
+    let (k, v) = cap.name_and_value();
+    match cap {
+        BlockCap::ClaudeCodeEnv => {
+            format!("set {k}={v} in env (no cap on the stop blocks your replies make)")
+        }
+        BlockCap::QwenSetting => format!(
+            "set {k}: {v}, the most Qwen Code takes (at the cap it ends the turn: the {v}th reply in a row through the hook within one prompt reaches no model turn)"
+        ),
+    }
+}
+
 /// `install --print`: the hooks and where they go, on stderr.
 pub fn print(target: &HookTarget, command: &str, events: &[HookEvent]) {
+    let events = target.events_of(events);
     let mut settings = Map::new();
     hooks::apply(
         &mut settings,
         target.client,
-        events,
-        &hooks::wanted_hook(command),
+        &events,
+        &hooks::client_hook(target.client, command),
     )
     .expect("an empty settings object takes holdline's hooks");
-    if target.block_cap {
-        hooks::set_block_cap(&mut settings).expect("an empty env takes the cap");
+    if let Some(cap) = target.block_cap {
+        hooks::set_block_cap(&mut settings, cap).expect("an empty settings object takes the cap");
     }
     eprintln!(
         "# and these hooks into {} (merged with yours):\n{}",
@@ -254,18 +332,23 @@ pub fn status(target: &HookTarget) -> Vec<String> {
         .unwrap_or_default();
     let mut lines: Vec<String> = HookEvent::ALL
         .iter()
+        .filter(|e| e.exists_in(target.client))
         .map(|&event| event_status(target, &settings, &config, event))
         .collect();
-    if target.block_cap {
-        let (k, _) = BLOCK_CAP_ENV;
-        let cap = settings
-            .get("env")
-            .and_then(|e| e.get(k))
-            .and_then(Value::as_str);
-        lines.push(match cap {
-            Some(v) => format!("{path}: {k}={v}"),
+    if let Some(cap) = target.block_cap {
+        let (k, _) = cap.name_and_value();
+        lines.push(match cap.current(&settings) {
+            Some(v) => format!("{path}: {k} = {v}"),
             None => format!("{path}: {k} not set: the client ends the turn after 8 replies in a row through the hook"),
         });
+    }
+    if let Some(note) = limit_note(target.client) {
+        lines.push(format!("{path}: {note}"));
+    }
+    if target.client == HookClient::Gemini {
+        lines.push(format!(
+            "{path}: Gemini CLI runs settings hooks only in a trusted folder (install --trust)"
+        ));
     }
     lines
 }
@@ -277,12 +360,14 @@ fn event_status(
     event: HookEvent,
 ) -> String {
     let path = target.file.display();
+    let key = event.key(target.client);
     let Some((pos, hook)) = hooks::find_ours(settings, target.client, event) else {
-        return format!("{path}: no {} hook of holdline's", event.key());
+        return format!("{path}: no {key} hook of holdline's");
     };
     let timeout = hook.get("timeout").and_then(Value::as_u64);
+    let unit = hooks::timeout_unit(target.client);
     let timeout = timeout.map_or("the client's default timeout".to_owned(), |t| {
-        format!("timeout {t} s")
+        format!("timeout {t} {unit}")
     });
     let trust = match target
         .trust
@@ -298,5 +383,5 @@ fn event_status(
             "; changed since it was trusted: Codex skips it until it is reviewed (/hooks) or install runs again"
         }
     };
-    format!("{path}: {} hook in place ({timeout}{trust})", event.key())
+    format!("{path}: {key} hook in place ({timeout}{trust})")
 }

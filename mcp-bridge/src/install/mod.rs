@@ -10,7 +10,8 @@
 //! - `entry`: the merge policy, format-free.
 //! - `json_doc`, `codex_toml`, `vibe_toml`, `continue_yaml`: in-place edits of each file format.
 //! - `permissions`: the client's own allow-list (Claude Code's `permissions.allow`).
-//! - `hooks`, `codex_trust`, `lifecycle`: holdline's lifecycle hooks (Claude Code, Codex):
+//! - `hooks`, `codex_trust`, `lifecycle`: holdline's lifecycle hooks (Claude Code, Codex,
+//!   Qwen Code, Gemini CLI):
 //!   what is holdline's in a hooks object, Codex's trust records, the files.
 //! - `rule`: the rule text, its own file or its marked section.
 //! - `file`: symlinks followed, mode and owner kept, backups, atomic replace.
@@ -120,11 +121,12 @@ pub struct InstallArgs {
     /// HOLDLINE_SHARE_CHANGES=1 into the entry. Local (stdio) entries only.
     #[arg(long)]
     pub share_changes: bool,
-    /// Claude Code, Codex: also answer the client's permission prompts from the hub (a
-    /// `PermissionRequest` hook beside the `Stop` hook install always writes).
+    /// Claude Code, Codex, Qwen Code: also answer the client's permission prompts from the
+    /// hub (a `PermissionRequest` hook beside the `Stop` hook install always writes).
     #[arg(long, conflicts_with = "no_hooks")]
     pub permissions: bool,
-    /// Claude Code, Codex: no lifecycle hooks (and take out holdline's, if there are any):
+    /// Claude Code, Codex, Qwen Code, Gemini CLI: no lifecycle hooks (and take out
+    /// holdline's, if there are any):
     /// a turn the model ends without calling holdline then reaches nobody.
     #[arg(long)]
     pub no_hooks: bool,
@@ -293,7 +295,7 @@ pub fn run(args: &InstallArgs) -> Result<(), InstallError> {
         install_hooks(args, target, &command, &entry_env, remote.is_some())?;
     } else if args.permissions {
         eprintln!(
-            "note: --permissions: holdline answers the permission prompts of Claude Code and Codex only; nothing was added for this client."
+            "note: --permissions: holdline answers the permission prompts of Claude Code, Codex and Qwen Code only; nothing was added for this client."
         );
     }
     eprintln!(
@@ -412,7 +414,12 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
 pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
     let clients = match args.client {
         Some(c) => vec![c],
-        None => vec![Client::ClaudeCode, Client::Codex],
+        None => vec![
+            Client::ClaudeCode,
+            Client::Codex,
+            Client::Qwen,
+            Client::Gemini,
+        ],
     };
     let project = project_dir(args.project.as_deref())?;
     for client in clients {
@@ -427,7 +434,9 @@ pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
             Some(hooks) => lifecycle::status(hooks)
                 .iter()
                 .for_each(|line| println!("  {line}")),
-            None => println!("  no lifecycle hooks (holdline answers Claude Code's and Codex's)"),
+            None => println!(
+                "  no lifecycle hooks (holdline answers Claude Code's, Codex's, Qwen Code's and Gemini CLI's)"
+            ),
         }
     }
     Ok(())
@@ -730,14 +739,17 @@ fn trust_project(
     if clients::is_trusted(&current, project) {
         return Ok(());
     }
-    let name = if client == Client::Qwen {
-        "Qwen Code"
+    let (name, what) = if client == Client::Qwen {
+        ("Qwen Code", "starts MCP servers such as holdline")
     } else {
-        "Gemini CLI"
+        (
+            "Gemini CLI",
+            "starts MCP servers such as holdline, and runs hooks,",
+        )
     };
     if !trust {
         eprintln!(
-            "note: {name} starts MCP servers such as holdline only in folders it trusts. \
+            "note: {name} {what} only in folders it trusts. \
              Trust {} by running {} there and choosing \"Trust folder\", or run this again \
              with --trust.",
             project.display(),

@@ -627,3 +627,73 @@ async fn a_stop_after_a_wait_in_the_same_turn_asks_nothing_and_a_forgetful_one_a
     assert!(block_reason(&finished(hook).await?).contains("Also update the docs"));
     Ok(())
 }
+
+/// Gemini CLI's `AfterAgent` payload: `prompt_response` holds every answer since the
+/// person's prompt, the transcript its records one per line.
+fn after_agent_payload(session_id: &str, cwd: &str, transcript: &Path, all: &str) -> String {
+    json!({
+        "session_id": session_id,
+        "transcript_path": transcript,
+        "cwd": cwd,
+        "hook_event_name": "AfterAgent",
+        "timestamp": "2026-12-06T00:00:00Z",
+        "prompt": "go",
+        "prompt_response": all,
+        "stop_hook_active": true,
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn gemini_asks_its_last_answer_and_qwen_its_message_each_in_its_own_session()
+-> anyhow::Result<()> {
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let transcript = home.path().join("session.jsonl");
+    let records = [
+        json!({"sessionId": "g-1", "kind": "main"}),
+        json!({"id": "1", "type": "user", "content": [{"text": "go"}]}),
+        json!({"id": "2", "type": "gemini", "content": "Turn 1 done."}),
+        json!({"id": "3", "type": "user", "content": [{"text": "reply"}]}),
+        json!({"id": "4", "type": "gemini", "content": "Turn 2 done."}),
+    ];
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&transcript, text)?;
+
+    let payload = after_agent_payload("g-1", "/w", &transcript, "Turn 1 done.\nTurn 2 done.");
+    // Claude Code's hook does not answer Gemini's event: it lets the client go on.
+    let wrong = finished(spawn_hook(&env, "claude-code", &payload).await?).await?;
+    lets_it_end(&wrong);
+    assert!(
+        stderr(&wrong).contains("\"AfterAgent\" event"),
+        "{}",
+        stderr(&wrong)
+    );
+
+    let hook = spawn_hook(&env, "gemini", &payload).await?;
+    let token = waiting_tokens(&hub, "gemini:g-1", 1).await?.remove(0);
+    assert_eq!(
+        last_question(&hub, &token).await?["content"],
+        "Turn 2 done."
+    );
+    hub.reply(&token, "Go on with the parser", json!([]))
+        .await?;
+    assert!(block_reason(&finished(hook).await?).contains("Go on with the parser"));
+
+    let qwen = json!({
+        "session_id": "q-1", "transcript_path": "", "cwd": "/w", "hook_event_name": "Stop",
+        "permission_mode": "yolo", "stop_hook_active": false,
+        "last_assistant_message": "Qwen is done.", "background_tasks": [], "crons": [],
+    });
+    let hook = spawn_hook(&env, "qwen", &qwen.to_string()).await?;
+    let q_token = waiting_tokens(&hub, "qwen:q-1", 1).await?.remove(0);
+    assert_ne!(q_token, token, "each client's chat is its own session");
+    assert_eq!(
+        last_question(&hub, &q_token).await?["content"],
+        "Qwen is done."
+    );
+    pick(&hub, &q_token, 0).await?;
+    lets_it_end(&finished(hook).await?);
+    Ok(())
+}

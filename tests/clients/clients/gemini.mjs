@@ -15,7 +15,7 @@ export const expects = { images: true };
 
 export async function prepare(ctx) {
   if (ctx.remote) await holdlineInstallRemote('gemini', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
-  else await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ['--trust'] });
+  else await holdlineInstall('gemini', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ['--trust', ...(ctx.installArgs ?? [])] });
   patchJson(join(ctx.home, '.gemini', 'settings.json'), (s) => {
     // Gemini's own per-call limit (ms), low but above the bridge's short waits.
     s.mcpServers.holdline.timeout = ctx.clientTimeoutSec * 1000;

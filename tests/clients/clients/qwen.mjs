@@ -25,7 +25,7 @@ export const brainHooks = {
 export async function prepare(ctx) {
   const settings = join(ctx.home, '.qwen', 'settings.json');
   if (ctx.remote) await holdlineInstallRemote('qwen', { home: ctx.home, project: ctx.project, ...ctx.remote, args: ['--trust'] });
-  else await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project });
+  else await holdlineInstall('qwen', { home: ctx.home, hubUrl: ctx.hubUrl, project: ctx.project, bridgeEnv: ctx.bridgeEnv, args: ctx.installArgs });
   patchJson(settings, (s) => {
     const entry = s.mcpServers.holdline;
     if (ctx.remote) Object.assign(entry.headers, ctx.remote.headers);
@@ -34,6 +34,10 @@ export async function prepare(ctx) {
     s.security = { ...s.security, auth: { selectedType: 'openai' } };
     s.privacy = { usageStatisticsEnabled: false };
     s.general = { ...s.general, disableAutoUpdate: true, disableUpdateNag: true };
+    // HOLDLINE_CLIENTS_HOOK_CAP=8: Qwen's own cap on stop blocks in a row instead of
+    // install's 100, to see hooks.test.mjs fail at the 8th reply.
+    const cap = process.env.HOLDLINE_CLIENTS_HOOK_CAP;
+    if (cap && !ctx.remote) s.stopHookBlockingCap = Number(cap);
     return s;
   });
   const bin = join(ctx.installDir, 'node_modules', '.bin', 'qwen');

@@ -182,3 +182,63 @@ fn print_shows_the_hooks_and_a_remote_entry_gets_none() {
     let doc = json_file(&sb, ".claude/settings.json");
     assert!(doc.get("hooks").is_none(), "{doc}");
 }
+
+#[test]
+fn qwen_and_gemini_get_their_stop_hook_in_their_units_beside_the_entry_and_lose_only_holdlines() {
+    let sb = Sandbox::new();
+    let person = json!({
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]},
+        "model": {"name": "x"}
+    });
+    write(&sb, ".qwen/settings.json", &person.to_string());
+    let out = sb.install("qwen", &[]);
+    assert!(out.contains("holdline's Stop hook added"), "{out}");
+    assert!(out.contains("set stopHookBlockingCap: 100"), "{out}");
+    let doc = json_file(&sb, ".qwen/settings.json");
+    let stop = STOP.replace("claude-code", "qwen").replace("86400", "60");
+    assert_eq!(commands(&doc, "Stop"), ["mine.sh", stop.as_str()]);
+    assert_eq!(doc["hooks"]["Stop"][1]["hooks"][0]["timeout"], 60);
+    assert_eq!(doc["stopHookBlockingCap"], 100);
+    assert!(doc["mcpServers"].get("holdline").is_some(), "{doc}");
+    let backups: Vec<_> = std::fs::read_dir(sb.path(".qwen"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("holdline-backup"))
+        .map(|e| read(&e.path()))
+        .collect();
+    assert!(
+        backups.iter().any(|b| b == &person.to_string()),
+        "the person's own file is kept as a backup: {backups:?}"
+    );
+    let status =
+        String::from_utf8_lossy(&sb.run(&["status", "--client", "qwen"]).stdout).into_owned();
+    assert!(
+        status.contains("Stop hook in place (timeout 60 s)"),
+        "{status}"
+    );
+    sb.ok(&["uninstall", "--client", "qwen"]);
+    let doc = json_file(&sb, ".qwen/settings.json");
+    assert_eq!(doc["hooks"], person["hooks"]);
+    assert!(doc.get("stopHookBlockingCap").is_none(), "{doc}");
+
+    let out = sb.install("gemini", &["--permissions", "--trust"]);
+    assert!(out.contains("holdline's AfterAgent hook added"), "{out}");
+    assert!(
+        out.contains("gemini has no PermissionRequest hook event"),
+        "{out}"
+    );
+    let doc = json_file(&sb, ".gemini/settings.json");
+    let after_agent = STOP.replace("claude-code", "gemini");
+    assert_eq!(commands(&doc, "AfterAgent"), [after_agent.as_str()]);
+    assert_eq!(
+        doc["hooks"]["AfterAgent"][0]["hooks"][0]["timeout"],
+        86_400_000
+    );
+    assert!(doc["hooks"].get("PermissionRequest").is_none(), "{doc}");
+    sb.ok(&["uninstall", "--client", "gemini"]);
+    assert!(
+        json_file(&sb, ".gemini/settings.json")
+            .get("hooks")
+            .is_none()
+    );
+}
