@@ -13,12 +13,10 @@
 
 use std::path::Path;
 
+use holdline_contract::WAIT_TOOL;
 use serde_json::Value;
 
 use super::input;
-
-/// The holdline tool whose call means the model asked the person itself.
-const WAIT_TOOL: &str = "wait_for_user_input";
 
 /// How a turn ended, as far as the transcript tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
