@@ -77,9 +77,7 @@ export const ATTACH = { 2: ['screenshot.png'] };
  * the check still runs and reports, as a `todo` that does not fail the run. Take an entry
  * out with the fix.
  */
-const HOOK_ASKS_AFTER_WAIT = 'the AfterAgent hook install writes asks the person again when the agent ends its turn after FINISH, so the client does not exit: the stay-out rule reads Claude Code\'s and Codex\'s transcripts, not Gemini CLI\'s yet (issue 42)';
 const KNOWN = {
-  gemini: { 1: HOOK_ASKS_AFTER_WAIT },
   openhands: {
     R3: 'OpenHands 1.16.0 closes its /mcp connection ~3.3 s after SIGINT, and the hub then ends the wait by its grace: left waiting 6.5–7.1 s after Ctrl-C',
   },

@@ -1,5 +1,6 @@
 //! How the agent's turn ended, read from the client's transcript (Claude Code's JSONL,
-//! Codex's rollout): whether its last tool call was holdline's `wait_for_user_input`.
+//! Codex's rollout, Gemini CLI's chat JSONL): whether its last tool call was holdline's
+//! `wait_for_user_input`.
 //!
 //! The rule: reading back from the transcript's end, text the model wrote and the
 //! results of calls are passed over; the first tool call met decides — `wait_for_user_input`
@@ -63,9 +64,10 @@ pub fn how_it_ended(path: &Path) -> TurnEnd {
 }
 
 /// `mcp__holdline__wait_for_user_input` (Claude Code), `holdline__wait_for_user_input`
-/// or the bare name (Codex, other servers' names for holdline).
+/// or the bare name (Codex, other servers' names for holdline), `mcp_holdline_…` (Gemini
+/// CLI).
 fn is_wait_tool(name: &str) -> bool {
-    name == WAIT_TOOL || name.ends_with(&format!("__{WAIT_TOOL}"))
+    name == WAIT_TOOL || name.ends_with(&format!("_{WAIT_TOOL}"))
 }
 
 /// One record of either client's transcript.
@@ -77,6 +79,15 @@ fn classify(record: &Value) -> Record {
     }
     if record["type"] == "response_item" {
         return codex_item(&record["payload"]);
+    }
+    // Gemini CLI: `{"type":"user"|"gemini","content":…}`, the model's calls in a
+    // message's `toolCalls` (the message written again whole when they change), their
+    // results in a `user` record of `functionResponse` parts.
+    if record["type"] == "gemini" {
+        return gemini_calls(record);
+    }
+    if record["type"] == "user" && record.get("message").is_none() {
+        return gemini_user(&record["content"]);
     }
     // Claude Code: `{"type":"user"|"assistant","message":{"role","content"}}`.
     match record["type"].as_str() {
@@ -93,6 +104,24 @@ fn codex_item(item: &Value) -> Record {
         }
         Some("message") if item["role"] == "user" => Record::Prompt,
         _ => Record::Other,
+    }
+}
+
+/// A Gemini CLI model message: its last tool call, else text.
+fn gemini_calls(record: &Value) -> Record {
+    let mut calls = record["toolCalls"].as_array().into_iter().flatten().rev();
+    calls
+        .find_map(|call| call["name"].as_str().map(|n| Record::Call(n.to_owned())))
+        .unwrap_or(Record::Other)
+}
+
+/// A Gemini CLI user record: tools' results are passed over, anything else is a prompt.
+fn gemini_user(content: &Value) -> Record {
+    match content {
+        Value::Array(parts) if parts.iter().all(|p| p.get("functionResponse").is_some()) => {
+            Record::Other
+        }
+        _ => Record::Prompt,
     }
 }
 
@@ -225,5 +254,38 @@ mod tests {
             TurnEnd::Acted
         );
         assert_eq!(ended(&[turn, said, event]), TurnEnd::Talked);
+    }
+
+    /// The records as Gemini CLI 0.61.0 writes them (tests/clients, run.test.mjs check 1).
+    #[test]
+    fn gemini_a_wait_followed_only_by_text_stays_out_and_another_call_is_asked() {
+        let prompt = json!({"id": "1", "type": "user", "content": [{"text": "go"}]});
+        let call = |id: &str, name: &str| json!({"id": id, "type": "gemini", "content": "", "toolCalls": [{"id": "c", "name": name}]});
+        let result = |name: &str| json!({"id": "r", "type": "user", "content": [{"functionResponse": {"id": "c", "name": name}}]});
+        let text = json!({"id": "9", "type": "gemini", "content": "Finished as asked."});
+        let set = json!({"$set": {"lastUpdated": "now"}});
+        let wait = "mcp_holdline_wait_for_user_input";
+        let waited = [
+            prompt.clone(),
+            call("2", wait),
+            result(wait),
+            set.clone(),
+            text.clone(),
+            set,
+        ];
+        assert_eq!(ended(&waited), TurnEnd::Waited);
+        let acted = [
+            prompt.clone(),
+            call("2", wait),
+            result(wait),
+            call("3", "replace"),
+            result("replace"),
+            text.clone(),
+        ];
+        assert_eq!(ended(&acted), TurnEnd::Acted);
+        assert_eq!(
+            ended(&[call("2", wait), result(wait), prompt, text]),
+            TurnEnd::Talked
+        );
     }
 }
