@@ -32,7 +32,9 @@ pub enum InputError {
     TooLarge,
     #[error("could not read the hook payload: {0}")]
     Read(#[from] std::io::Error),
-    #[error("the hook payload is not a JSON object with hook_event_name, session_id and cwd: {0}")]
+    #[error(
+        "the hook payload is not a JSON object with the fields this client's hook sends (hook_event_name and session_id and cwd; Cursor: conversation_id and workspace_roots): {0}"
+    )]
     Malformed(#[from] serde_json::Error),
     #[error("the hook payload has an empty {0}")]
     Empty(&'static str),
@@ -64,17 +66,34 @@ pub struct HookInput {
     /// Gemini CLI's `AfterAgent`: every answer of the model since the person's prompt.
     #[serde(default)]
     pub prompt_response: Option<String>,
+    /// Cursor's `stop`: how the agent loop ended (the other clients' stop hooks fire only
+    /// when the turn completed, and send none).
+    #[serde(skip)]
+    pub stop_status: Option<StopStatus>,
+}
+
+/// How Cursor's agent loop ended when its `stop` hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StopStatus {
+    Completed,
+    /// The person stopped the agent.
+    Aborted,
+    Error,
+    /// A status this bridge does not know: treated like one that did not complete.
+    #[serde(other)]
+    Other,
 }
 
 impl HookInput {
-    /// Reads and checks the payload on stdin.
-    pub fn from_stdin() -> Result<HookInput, InputError> {
-        HookInput::parse(&read_stdin()?)
+    /// Checks one payload in the shape Claude Code, Codex, Qwen Code and Gemini CLI send.
+    pub fn parse(bytes: &[u8]) -> Result<HookInput, InputError> {
+        serde_json::from_slice::<HookInput>(bytes)?.checked()
     }
 
-    /// Checks one payload.
-    pub fn parse(bytes: &[u8]) -> Result<HookInput, InputError> {
-        let input: HookInput = serde_json::from_slice(bytes)?;
+    /// The payload when its event, session and folder are not blank.
+    pub fn checked(self) -> Result<HookInput, InputError> {
+        let input = self;
         for (name, value) in [
             ("hook_event_name", &input.hook_event_name),
             ("session_id", &input.session_id),
@@ -107,7 +126,7 @@ impl HookInput {
 
 /// stdin to its end, on a thread of its own: a client that never closes stdin costs
 /// [`STDIN_LIMIT`], and the thread is left behind when the process ends.
-fn read_stdin() -> Result<Vec<u8>, InputError> {
+pub fn read_stdin() -> Result<Vec<u8>, InputError> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut bytes = Vec::new();

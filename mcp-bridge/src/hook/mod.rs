@@ -1,9 +1,9 @@
 //! `holdline-mcp hook --client NAME`: the bridge binary as a client's lifecycle hook, the
 //! agent's second entry beside the MCP tools. It reads the hook's JSON on stdin and answers
 //! in the client's shape on stdout: the end of a turn (`Stop` in Claude Code, Codex and Qwen
-//! Code, `AfterAgent` in Gemini CLI; [`shape`] says which, all four read
-//! `{"decision":"block","reason":…}`): the agent's last message becomes the person's
-//! question and their reply continues the turn ([`stop`]); and `PermissionRequest` (Claude
+//! Code, `AfterAgent` in Gemini CLI, `stop` in Cursor; [`shape`] says which and how each
+//! reads its payload and continues the turn): the agent's last message becomes the
+//! person's question and their reply continues the turn ([`stop`]); and `PermissionRequest` (Claude
 //! Code, Codex, Qwen Code): the tool call becomes a question with Allow / Deny
 //! ([`permission`]).
 //!
@@ -25,7 +25,7 @@ use std::{process::ExitCode, time::Duration};
 use holdline_contract::{HubError, clients};
 
 use crate::config::Config;
-use input::{HookInput, InputError};
+use input::InputError;
 
 /// How long before the client's hook timeout the hook gives up waiting and lets the turn
 /// end: room to cancel its wait at the hub and exit before the client kills it.
@@ -59,6 +59,8 @@ pub enum HookClient {
     Qwen,
     /// Gemini CLI: `AfterAgent` in `~/.gemini/settings.json`.
     Gemini,
+    /// Cursor: `stop` in `~/.cursor/hooks.json`, answered with `followup_message`.
+    Cursor,
 }
 
 impl HookClient {
@@ -69,6 +71,7 @@ impl HookClient {
             HookClient::Codex => "codex",
             HookClient::Qwen => "qwen",
             HookClient::Gemini => "gemini",
+            HookClient::Cursor => "cursor",
         };
         clients::client_name(name).expect("a client the installer knows")
     }
@@ -80,17 +83,19 @@ impl HookClient {
             HookClient::Codex => "Codex",
             HookClient::Qwen => "Qwen Code",
             HookClient::Gemini => "Gemini CLI",
+            HookClient::Cursor => "Cursor",
         }
     }
 
     /// A command hook's timeout when its entry gives none: Claude Code's 600 s
     /// (docs/clients-compatibility.md, "Lifecycle hooks"); Codex's is not readable from
     /// its binary, so the same, and the installer writes an explicit one; Qwen Code's and
-    /// Gemini CLI's are 60 s.
+    /// Gemini CLI's are 60 s; Cursor documents none, so the shorter of the two, and the
+    /// installer writes an explicit one.
     fn default_timeout(self) -> Duration {
         match self {
             HookClient::ClaudeCode | HookClient::Codex => Duration::from_secs(600),
-            HookClient::Qwen | HookClient::Gemini => Duration::from_secs(60),
+            HookClient::Qwen | HookClient::Gemini | HookClient::Cursor => Duration::from_secs(60),
         }
     }
 
@@ -99,10 +104,12 @@ impl HookClient {
     /// hook may wait its whole time; Codex shows its prompt only after the hook returned
     /// without a decision, so a person at the terminal waits this long
     /// (docs/clients.md, "Lifecycle hooks").
-    /// Qwen Code's hook has 30 s in all (its 60 s limit), and Gemini CLI asks none.
+    /// Qwen Code's hook has 30 s in all (its 60 s limit), and Gemini CLI and Cursor ask none.
     fn default_permission_wait(self) -> Option<Duration> {
         match self {
-            HookClient::ClaudeCode | HookClient::Qwen | HookClient::Gemini => None,
+            HookClient::ClaudeCode | HookClient::Qwen | HookClient::Gemini | HookClient::Cursor => {
+                None
+            }
             HookClient::Codex => Some(Duration::from_secs(60)),
         }
     }
@@ -159,7 +166,7 @@ enum Event {
 }
 
 fn answer(args: &HookArgs) -> Result<(), HookError> {
-    let input = HookInput::from_stdin()?;
+    let input = args.client.read_input(&input::read_stdin()?)?;
     let event = match input.hook_event_name.as_str() {
         name if name == args.client.stop_event() => Event::Stop,
         "PermissionRequest" if args.client.asks_permission() => Event::PermissionRequest,

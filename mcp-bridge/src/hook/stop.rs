@@ -1,10 +1,11 @@
 //! The `Stop` event: the agent's last message becomes the person's question (origin
 //! "stopped") with one option that lets the agent stop; the person's words continue the
-//! turn as `{"decision":"block","reason":…}`, the shape Claude Code and Codex both read.
+//! turn in the client's shape ([`HookClient::continuation`]).
 //!
 //! Invariant: a turn whose last tool call was `wait_for_user_input` (read from the
-//! client's transcript, [`super::turn`]) is not asked again; "Let it finish" and every
-//! failure leave no decision, so the turn ends.
+//! client's transcript, [`super::turn`]) is not asked again, nor one the client says did
+//! not complete (Cursor's `aborted` or `error`); "Let it finish" and every failure leave
+//! no decision, so the turn ends.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use holdline_contract::{ChoiceOption, QuestionOrigin, Reply};
 
 use super::{
     HookClient, HookError,
-    input::HookInput,
+    input::{HookInput, StopStatus},
     turn::{self, TurnEnd},
     wait::{Answered, HookWait, Question, write_answer},
 };
@@ -23,30 +24,6 @@ pub const LET_IT_FINISH: &str = "Let it finish";
 /// The question when neither the payload nor the transcript says what the agent said.
 const NO_MESSAGE: &str = "(The agent ended its turn without a message.)";
 
-/// A stop hook's answer that continues the turn, in the shape Claude Code, Codex, Qwen
-/// Code and Gemini CLI all read: the `reason` becomes the model's next instruction.
-#[derive(Debug, serde::Serialize)]
-struct StopAnswer {
-    decision: Decision,
-    reason: String,
-}
-
-/// A stop hook's decision; only `block` is ever written (no answer lets the turn end).
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Decision {
-    Block,
-}
-
-impl StopAnswer {
-    fn block(reason: String) -> StopAnswer {
-        StopAnswer {
-            decision: Decision::Block,
-            reason,
-        }
-    }
-}
-
 /// Answers a `Stop`: asks the person unless the model waited for them in this turn, and
 /// prints the block when they reply with words.
 pub(super) async fn answer_stop(
@@ -55,6 +32,12 @@ pub(super) async fn answer_stop(
     input: &HookInput,
     limit: Duration,
 ) -> Result<(), HookError> {
+    if input
+        .stop_status
+        .is_some_and(|s| s != StopStatus::Completed)
+    {
+        return Ok(());
+    }
     let transcript = input.transcript_path.as_deref().map(std::path::Path::new);
     if transcript.map(turn::how_it_ended) == Some(TurnEnd::Waited) {
         return Ok(());
@@ -72,17 +55,17 @@ pub(super) async fn answer_stop(
         occasion: input.turn_id.clone().unwrap_or_default(),
     };
     let wait = HookWait::bind(client, config, input, question, limit).await?;
-    wait.ask(answer).await
+    wait.ask(|reply| answer(client, reply)).await
 }
 
 /// The person's answer in the client's shape: "Let it finish" lets the turn end,
 /// anything else continues it.
-fn answer(reply: &Reply) -> Result<Answered, HookError> {
+fn answer(client: HookClient, reply: &Reply) -> Result<Answered, HookError> {
     let let_finish = reply.choices.iter().any(|c| c.index == 0);
     if let_finish {
         return Ok(Answered::Taken);
     }
-    write_answer(&StopAnswer::block(reason(reply)))
+    write_answer(&client.continuation(reason(reply)))
 }
 
 /// What the model reads as its next instruction: the person's words and a line to go on.
@@ -115,10 +98,5 @@ mod tests {
         let r = reason(&reply);
         assert!(r.contains("\n\nAdd tests\n\n"), "{r}");
         assert!(r.contains("Continue with this now"), "{r}");
-        let answer = serde_json::to_value(StopAnswer::block(r.clone())).unwrap();
-        assert_eq!(
-            answer,
-            serde_json::json!({"decision": "block", "reason": r})
-        );
     }
 }

@@ -491,13 +491,17 @@ pub fn plan(client: Client, setup: &Setup) -> Plan {
         hooks: None,
     };
     match client {
-        Client::Cursor => simple(
-            vec![target(home.join(".cursor/mcp.json"))],
-            own(
-                project.join(".cursor/rules/holdline.mdc"),
-                "---\ndescription: holdline — keep the conversation going with wait_for_user_input\nalwaysApply: true\n---\n\n",
-            ),
-        ),
+        // User scope: `~/.cursor/mcp.json` and `~/.cursor/hooks.json` reach every project.
+        Client::Cursor => Plan {
+            hooks: Some(HookTarget::cursor(home)),
+            ..simple(
+                vec![target(home.join(".cursor/mcp.json"))],
+                own(
+                    project.join(".cursor/rules/holdline.mdc"),
+                    "---\ndescription: holdline — keep the conversation going with wait_for_user_input\nalwaysApply: true\n---\n\n",
+                ),
+            )
+        },
         // User scope: `~/.claude.json`'s `mcpServers` and `~/.claude/CLAUDE.md` reach every
         // project; `~/.claude/settings.json` allows holdline's tools in each of them and
         // holds its hooks.

@@ -2,7 +2,9 @@
 //! `~/.claude/settings.json`, Codex's `$CODEX_HOME/hooks.json`, Qwen Code's
 //! `~/.qwen/settings.json`, Gemini CLI's `~/.gemini/settings.json`, all
 //! `{"hooks": {"Stop": [{"hooks": [{"type": "command", …}]}]}}`, Gemini's event named
-//! `AfterAgent`): one command hook per event that runs
+//! `AfterAgent`; Cursor's `~/.cursor/hooks.json`, `{"version": 1, "hooks": {"stop":
+//! [{"command": …, "loop_limit": N}]}}`, a flat list with no matcher groups): one command
+//! hook per event that runs
 //! `holdline-mcp hook --client X --timeout-sec T`, so a turn the model ends without calling
 //! holdline still reaches the person.
 //!
@@ -40,6 +42,17 @@ pub const QWEN_BLOCK_CAP: (&str, u64) = ("stopHookBlockingCap", 100);
 /// Install gives Qwen's hook this timeout, so the hook lets the turn end first.
 pub const QWEN_STOP_WAIT_SEC: u64 = 60;
 
+/// The `loop_limit` install gives Cursor's `stop` hook: how many follow-up messages in a
+/// row Cursor lets the hook submit (its default is 5, and it documents no maximum; a
+/// number far above the replies one person types in a sitting). Past it Cursor submits no
+/// further follow-up and the agent stays stopped until the person types in Cursor again;
+/// whether Cursor still runs the hook there is not measured (Cursor is not driven here),
+/// and a reply such a hook took would not reach the agent.
+pub const CURSOR_LOOP_LIMIT: u64 = 1000;
+
+/// The version Cursor's `hooks.json` must declare.
+const CURSOR_HOOKS_VERSION: u64 = 1;
+
 /// Where a client keeps its cap on consecutive stop blocks, as install raises it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockCap {
@@ -53,16 +66,20 @@ pub enum BlockCap {
 pub fn hook_timeout_sec(client: HookClient) -> u64 {
     match client {
         HookClient::Qwen => QWEN_STOP_WAIT_SEC,
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => HOOK_TIMEOUT_SEC,
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini | HookClient::Cursor => {
+            HOOK_TIMEOUT_SEC
+        }
     }
 }
 
-/// A hook's `timeout` as the client reads it: seconds for Claude Code, Codex and Qwen Code
-/// (which reads a value below 1000 as seconds and one of 1000 or more as milliseconds);
-/// milliseconds for Gemini CLI.
+/// A hook's `timeout` as the client reads it: seconds for Claude Code, Codex, Cursor and
+/// Qwen Code (which reads a value below 1000 as seconds and one of 1000 or more as
+/// milliseconds); milliseconds for Gemini CLI.
 pub fn client_timeout(client: HookClient) -> u64 {
     match client {
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => hook_timeout_sec(client),
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Cursor => {
+            hook_timeout_sec(client)
+        }
         HookClient::Gemini => hook_timeout_sec(client) * 1000,
     }
 }
@@ -70,7 +87,7 @@ pub fn client_timeout(client: HookClient) -> u64 {
 /// The unit of [`client_timeout`], as `status` says it.
 pub fn timeout_unit(client: HookClient) -> &'static str {
     match client {
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => "s",
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Cursor => "s",
         HookClient::Gemini => "ms",
     }
 }
@@ -95,9 +112,9 @@ impl HookEvent {
         }
     }
 
-    /// Whether `client` has this event (Gemini CLI has no permission event).
+    /// Whether `client` has this event (Gemini CLI and Cursor have no permission event).
     pub fn exists_in(self, client: HookClient) -> bool {
-        self == HookEvent::Stop || client != HookClient::Gemini
+        self == HookEvent::Stop || client.asks_permission()
     }
 
     /// The event's label in Codex's trust keys and hashes.
@@ -154,9 +171,38 @@ pub fn wanted_hook(command: &str) -> Value {
     client_hook(HookClient::Codex, command)
 }
 
-/// The hook entry holdline writes for `client`: the same shape, the timeout in its unit.
+/// The hook entry holdline writes for `client`: the same shape, the timeout in its unit;
+/// Cursor's carries its [`CURSOR_LOOP_LIMIT`] (its entries are command hooks unless they
+/// say otherwise).
 pub fn client_hook(client: HookClient, command: &str) -> Value {
-    json!({"type": "command", "command": command, "timeout": client_timeout(client)})
+    match client {
+        HookClient::Cursor => json!({
+            "command": command,
+            "timeout": client_timeout(client),
+            "loop_limit": CURSOR_LOOP_LIMIT,
+        }),
+        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Gemini => {
+            json!({"type": "command", "command": command, "timeout": client_timeout(client)})
+        }
+    }
+}
+
+/// Whether `client`'s event lists hold the hooks themselves (Cursor) rather than matcher
+/// groups with a `hooks` list each. A flat entry stands at (its index, 0).
+fn flat(client: HookClient) -> bool {
+    client == HookClient::Cursor
+}
+
+/// The hooks of one entry of an event's list: the group's `hooks`, or the entry itself.
+fn entry_hooks(client: HookClient, entry: &Value) -> Vec<&Value> {
+    if flat(client) {
+        return vec![entry];
+    }
+    entry
+        .get("hooks")
+        .and_then(Value::as_array)
+        .map(|h| h.iter().collect())
+        .unwrap_or_default()
 }
 
 /// Whether `hook` is holdline's for `client`: a command hook whose words, after any
@@ -206,8 +252,7 @@ pub fn layout(
     };
     let mut out = Vec::new();
     for (g, group) in groups.iter().enumerate() {
-        let hooks = group.get("hooks").and_then(Value::as_array);
-        for (h, hook) in hooks.into_iter().flatten().enumerate() {
+        for (h, hook) in entry_hooks(client, group).into_iter().enumerate() {
             out.push(((g, h), is_ours(client, hook)));
         }
     }
@@ -223,7 +268,11 @@ pub fn find_ours(
     let (pos, _) = layout(settings, client, event)
         .into_iter()
         .find(|(_, ours)| *ours)?;
-    let hook = settings["hooks"][event.key(client)][pos.0]["hooks"][pos.1].clone();
+    let entry = &settings["hooks"][event.key(client)][pos.0];
+    let hook = match flat(client) {
+        true => entry.clone(),
+        false => entry["hooks"][pos.1].clone(),
+    };
     Some((pos, hook))
 }
 
@@ -237,6 +286,9 @@ pub fn apply(
     hook: &Value,
 ) -> Result<Vec<(HookEvent, Outcome)>, String> {
     check_shape(settings, client)?;
+    if flat(client) && !events.is_empty() && !settings.contains_key("version") {
+        settings.insert("version".into(), json!(CURSOR_HOOKS_VERSION));
+    }
     let mut outcomes = Vec::new();
     for event in HookEvent::ALL {
         let outcome = if events.contains(&event) {
@@ -300,11 +352,18 @@ fn ensure(
     hook: &Value,
 ) -> Outcome {
     let Some(((g, h), current)) = find_ours(settings, client, event) else {
-        event_list(settings, client, event).push(json!({"hooks": [hook]}));
+        let entry = match flat(client) {
+            true => hook.clone(),
+            false => json!({"hooks": [hook]}),
+        };
+        event_list(settings, client, event).push(entry);
         return Outcome::Added;
     };
     let list = event_list(settings, client, event);
-    list[g]["hooks"][h] = hook.clone();
+    match flat(client) {
+        true => list[g] = hook.clone(),
+        false => list[g]["hooks"][h] = hook.clone(),
+    }
     strip_ours(list, client, Some((g, h)));
     if current == *hook {
         Outcome::Unchanged
@@ -324,6 +383,14 @@ fn remove(settings: &mut Map<String, Value>, client: HookClient, event: HookEven
 /// Takes holdline's hooks but the one at `keep` out of `list`; a group left with no hook
 /// goes too, a group that had none stays as the person wrote it.
 fn strip_ours(list: &mut Vec<Value>, client: HookClient, keep: Option<Position>) {
+    if flat(client) {
+        let mut g = 0;
+        list.retain(|entry| {
+            g += 1;
+            keep == Some((g - 1, 0)) || !is_ours(client, entry)
+        });
+        return;
+    }
     let mut g = 0;
     list.retain_mut(|group| {
         let this = g;
@@ -608,6 +675,43 @@ mod tests {
         assert_eq!(client_hook(HookClient::Qwen, "x")["timeout"], 60);
         assert!(hook_command(HookClient::Qwen, CMD, &[]).ends_with("--timeout-sec 60"));
         assert_eq!(client_hook(HookClient::ClaudeCode, "x")["timeout"], 86_400);
+    }
+
+    #[test]
+    fn cursors_flat_list_takes_holdlines_entry_in_place_and_gives_it_back() {
+        let c = HookClient::Cursor;
+        let ours = client_hook(c, &hook_command(c, CMD, &[]));
+        assert_eq!(ours["loop_limit"], CURSOR_LOOP_LIMIT);
+        let person = json!({"version": 1, "hooks": {"stop": [{"command": "./a.sh"}]}});
+        let mut s = person.as_object().unwrap().clone();
+        let got = apply(&mut s, c, &[HookEvent::Stop], &ours).unwrap();
+        assert_eq!(got[0], (HookEvent::Stop, Outcome::Added));
+        assert_eq!(s["hooks"]["stop"], json!([{"command": "./a.sh"}, ours]));
+        // A duplicate and a person's hook after holdline's: a new command updates the first
+        // of holdline's where it stands, the duplicate goes, the person's stays.
+        let list = s["hooks"]["stop"].as_array_mut().unwrap();
+        list.push(json!({"command": "./late.sh"}));
+        list.push(ours.clone());
+        let moved = client_hook(c, &hook_command(c, "/new/holdline-mcp", &[]));
+        let got = apply(&mut s, c, &[HookEvent::Stop], &moved).unwrap();
+        assert_eq!(got[0], (HookEvent::Stop, Outcome::Updated));
+        assert_eq!(
+            find_ours(&s, c, HookEvent::Stop),
+            Some(((1, 0), moved.clone()))
+        );
+        assert_eq!(
+            s["hooks"]["stop"],
+            json!([{"command": "./a.sh"}, moved, {"command": "./late.sh"}])
+        );
+        s["hooks"]["stop"].as_array_mut().unwrap().pop();
+        remove_all(&mut s, c).unwrap();
+        assert_eq!(Value::Object(s), person);
+        let mut fresh = Map::new();
+        apply(&mut fresh, c, &[HookEvent::Stop], &ours).unwrap();
+        assert_eq!(
+            Value::Object(fresh),
+            json!({"version": 1, "hooks": {"stop": [ours]}})
+        );
     }
 
     #[test]

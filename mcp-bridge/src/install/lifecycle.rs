@@ -4,7 +4,8 @@
 //! `env`, Codex's user `hooks.json` beside its `config.toml` (`$CODEX_HOME`, the layer
 //! of holdline's MCP entry) with the trust record Codex needs before it runs a hook, and
 //! the user settings of Qwen Code (`~/.qwen/settings.json`, with its cap raised to the
-//! most it takes) and Gemini CLI (`~/.gemini/settings.json`), where the entry is too.
+//! most it takes) and Gemini CLI (`~/.gemini/settings.json`), where the entry is too, and
+//! Cursor's user `~/.cursor/hooks.json` beside its `mcp.json`.
 //!
 //! Invariant: every change goes through `hooks` (what is holdline's) and `codex_trust`
 //! (which records follow it); a file that cannot be read as the client reads it is left
@@ -68,6 +69,15 @@ impl HookTarget {
             file: home.join(".qwen/settings.json"),
             trust: None,
             block_cap: Some(BlockCap::QwenSetting),
+        }
+    }
+
+    pub fn cursor(home: &Path) -> HookTarget {
+        HookTarget {
+            client: HookClient::Cursor,
+            file: home.join(".cursor/hooks.json"),
+            trust: None,
+            block_cap: None,
         }
     }
 
@@ -268,6 +278,10 @@ fn limit_note(client: HookClient) -> Option<String> {
             hooks::QWEN_STOP_WAIT_SEC,
             crate::hook::held_for(std::time::Duration::from_secs(hooks::QWEN_STOP_WAIT_SEC))
                 .as_secs()
+        )),
+        HookClient::Cursor => Some(format!(
+            "Cursor submits at most {} replies in a row through its stop hook (loop_limit), then ends the loop until your next message",
+            hooks::CURSOR_LOOP_LIMIT
         )),
         HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => None,
     }

@@ -125,7 +125,7 @@ pub struct InstallArgs {
     /// hub (a `PermissionRequest` hook beside the `Stop` hook install always writes).
     #[arg(long, conflicts_with = "no_hooks")]
     pub permissions: bool,
-    /// Claude Code, Codex, Qwen Code, Gemini CLI: no lifecycle hooks (and take out
+    /// Claude Code, Codex, Qwen Code, Gemini CLI, Cursor: no lifecycle hooks (and take out
     /// holdline's, if there are any):
     /// a turn the model ends without calling holdline then reaches nobody.
     #[arg(long)]
@@ -419,6 +419,7 @@ pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
             Client::Codex,
             Client::Qwen,
             Client::Gemini,
+            Client::Cursor,
         ],
     };
     let project = project_dir(args.project.as_deref())?;
@@ -435,7 +436,7 @@ pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
                 .iter()
                 .for_each(|line| println!("  {line}")),
             None => println!(
-                "  no lifecycle hooks (holdline answers Claude Code's, Codex's, Qwen Code's and Gemini CLI's)"
+                "  no lifecycle hooks (holdline answers Claude Code's, Codex's, Qwen Code's, Gemini CLI's and Cursor's)"
             ),
         }
     }

@@ -1,4 +1,5 @@
-//! The lifecycle hooks `install` writes for Claude Code and Codex, run as the real binary:
+//! The lifecycle hooks `install` writes for Claude Code, Codex, Qwen Code, Gemini CLI and
+//! Cursor, run as the real binary:
 //! beside the person's own hooks (kept, in their order), once however often install runs,
 //! `--permissions` and `--no-hooks`, Codex's trust record, `--print`, `status`, and
 //! uninstall taking out exactly holdline's.
@@ -241,4 +242,75 @@ fn qwen_and_gemini_get_their_stop_hook_in_their_units_beside_the_entry_and_lose_
             .get("hooks")
             .is_none()
     );
+}
+
+#[test]
+fn cursor_gets_a_flat_stop_hook_with_its_loop_limit_and_loses_only_holdlines() {
+    let sb = Sandbox::new();
+    let person = json!({
+        "version": 1,
+        "hooks": {
+            "stop": [{"command": "./audit.sh", "loop_limit": 3}],
+            "afterFileEdit": [{"command": "./format.sh"}]
+        }
+    });
+    write(&sb, ".cursor/hooks.json", &person.to_string());
+    let printed = sb.run(&[
+        "install",
+        "--client",
+        "cursor",
+        "--command",
+        COMMAND,
+        "--print",
+    ]);
+    let printed = String::from_utf8_lossy(&printed.stderr);
+    assert!(printed.contains("\"loop_limit\": 1000"), "{printed}");
+    assert_eq!(
+        json_file(&sb, ".cursor/hooks.json"),
+        person,
+        "--print writes nothing"
+    );
+
+    let out = sb.install("cursor", &["--permissions"]);
+    assert!(out.contains("holdline's stop hook added"), "{out}");
+    assert!(
+        out.contains("cursor has no PermissionRequest hook event"),
+        "{out}"
+    );
+    let doc = json_file(&sb, ".cursor/hooks.json");
+    let stop = STOP.replace("claude-code", "cursor");
+    assert_eq!(
+        doc["hooks"]["stop"],
+        json!([
+            {"command": "./audit.sh", "loop_limit": 3},
+            {"command": stop, "timeout": 86400, "loop_limit": 1000}
+        ])
+    );
+    assert_eq!(
+        doc["hooks"]["afterFileEdit"],
+        person["hooks"]["afterFileEdit"]
+    );
+    assert_eq!(doc["version"], 1);
+    assert!(doc["hooks"].get("PermissionRequest").is_none(), "{doc}");
+    let again = sb.install("cursor", &[]);
+    assert!(again.contains("holdline's stop hook unchanged"), "{again}");
+    assert_eq!(json_file(&sb, ".cursor/hooks.json"), doc);
+
+    let status =
+        String::from_utf8_lossy(&sb.run(&["status", "--client", "cursor"]).stdout).into_owned();
+    assert!(
+        status.contains("stop hook in place (timeout 86400 s)"),
+        "{status}"
+    );
+    sb.ok(&["uninstall", "--client", "cursor"]);
+    assert_eq!(json_file(&sb, ".cursor/hooks.json"), person);
+}
+
+#[test]
+fn cursor_hooks_start_a_new_file_at_version_1() {
+    let sb = Sandbox::new();
+    sb.install("cursor", &[]);
+    let doc = json_file(&sb, ".cursor/hooks.json");
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["hooks"]["stop"].as_array().map(Vec::len), Some(1));
 }
