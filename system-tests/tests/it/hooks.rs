@@ -2,7 +2,8 @@
 //! real hub: a `Stop` becomes the person's question, their reply continues the turn once
 //! (`{"decision":"block"}`), "Let it finish" or an archive lets the turn end, a reply
 //! whose hook was killed reaches the next hook, a bad payload or a missing hub lets the
-//! client go on with one line on stderr, and two agent keys never share a session.
+//! client go on with one line on stderr, and two agent keys never share a session; Cursor's
+//! `stop` gets the reply as its `followup_message`.
 
 use std::{
     path::Path,
@@ -695,5 +696,87 @@ async fn gemini_asks_its_last_answer_and_qwen_its_message_each_in_its_own_sessio
     );
     pick(&hub, &q_token, 0).await?;
     lets_it_end(&finished(hook).await?);
+    Ok(())
+}
+
+/// A `stop` payload as Cursor's docs describe it: no message, the chat and turn by id.
+fn cursor_stop_payload(conversation: &str, generation: &str, status: &str) -> String {
+    json!({
+        "conversation_id": conversation,
+        "generation_id": generation,
+        "model": "test-model",
+        "hook_event_name": "stop",
+        "cursor_version": "2.0.77",
+        "workspace_roots": ["/home/dev/app", "/home/dev/lib"],
+        "user_email": null,
+        "status": status,
+        "loop_count": 0,
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn cursors_stop_asks_and_the_reply_comes_back_as_its_followup_message() -> anyhow::Result<()>
+{
+    let home = TempDir::new()?;
+    let hub = TestHub::start(home.path()).await?;
+    let env = HookEnv::secret(&hub);
+    let thread = "cursor:conv-1";
+
+    let hook = spawn_hook(
+        &env,
+        "cursor",
+        &cursor_stop_payload("conv-1", "gen-1", "completed"),
+    )
+    .await?;
+    let token = waiting_tokens(&hub, thread, 1).await?.remove(0);
+    let question = last_question(&hub, &token).await?;
+    let content = question["content"].as_str().unwrap_or_default();
+    assert!(content.contains("ended its turn"), "{question}");
+    assert_eq!(question["options"][0]["label"], "Let it finish");
+    assert_eq!(question["origin"], "stopped", "{question}");
+    assert_eq!(hub.session(&token).await?["workspace"], "/home/dev/app");
+
+    hub.reply(&token, "Now add tests for it", json!([])).await?;
+    let out = finished(hook).await?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: Value = serde_json::from_str(stdout(&out).trim())?;
+    let followup = answer["followup_message"]
+        .as_str()
+        .context("a followup_message")?;
+    assert!(followup.contains("Now add tests for it"), "{answer}");
+    assert_eq!(
+        answer.as_object().map(|a| a.len()),
+        Some(1),
+        "only followup_message: {answer}"
+    );
+
+    // The next stop of the same chat reaches the same session; "Let it finish" prints
+    // nothing, so Cursor submits no follow-up.
+    let hook = spawn_hook(
+        &env,
+        "cursor",
+        &cursor_stop_payload("conv-1", "gen-2", "completed"),
+    )
+    .await?;
+    let again = waiting_tokens(&hub, thread, 1).await?.remove(0);
+    assert_eq!(again, token, "the same chat reaches the same session");
+    pick(&hub, &token, 0).await?;
+    let out = finished(hook).await?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "nothing printed after Let it finish");
+
+    // A stop the person aborted asks nothing.
+    let out = finished(
+        spawn_hook(
+            &env,
+            "cursor",
+            &cursor_stop_payload("conv-1", "gen-3", "aborted"),
+        )
+        .await?,
+    )
+    .await?;
+    assert_eq!(stdout(&out), "");
+    assert!(sessions_of(&hub, thread, "waiting").await?.is_empty());
     Ok(())
 }
