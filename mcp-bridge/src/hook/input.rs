@@ -1,6 +1,7 @@
 //! What a client's hook hands `holdline-mcp hook` on stdin: one JSON object, read within a
-//! size and time bound, and — when the payload does not carry the agent's last message —
-//! the last assistant text of the client's transcript file.
+//! size and time bound (Cursor's own shape is mapped onto it by [`super::shape`]), and —
+//! when the payload does not carry the agent's last message — the last assistant text of
+//! the client's transcript file.
 //!
 //! Invariant: reading never hangs and never holds more than [`MAX_PAYLOAD`] of stdin or
 //! [`TRANSCRIPT_TAIL`] of a transcript; a payload that is not what the hook expects is an
@@ -93,17 +94,16 @@ impl HookInput {
 
     /// The payload when its event, session and folder are not blank.
     pub fn checked(self) -> Result<HookInput, InputError> {
-        let input = self;
         for (name, value) in [
-            ("hook_event_name", &input.hook_event_name),
-            ("session_id", &input.session_id),
-            ("cwd", &input.cwd),
+            ("hook_event_name", &self.hook_event_name),
+            ("session_id", &self.session_id),
+            ("cwd", &self.cwd),
         ] {
             if value.trim().is_empty() {
                 return Err(InputError::Empty(name));
             }
         }
-        Ok(input)
+        Ok(self)
     }
 
     /// What the agent said last: the payload's message, else the transcript's last
