@@ -48,8 +48,8 @@ suite links python3 scripts/check-links.py
 suite clippy cargo clippy --workspace --all-targets -- -D warnings
 # The source path builds the hub without MongoDB sync (scripts/install.sh): that build is
 # checked and its own config test run.
-suite clippy-no-sync cargo clippy -p holdline-hub --no-default-features --all-targets -- -D warnings
-suite no-sync cargo test -p holdline-hub --no-default-features --lib sync::
+suite clippy-no-sync cargo clippy -p holdline-hub -p holdline-sync --no-default-features --all-targets -- -D warnings
+suite no-sync cargo test -p holdline-sync --no-default-features
 # The end-to-end suites run the debug binaries this builds.
 cargo build --workspace --all-targets
 mongo_env

@@ -36,34 +36,24 @@
 
 #![forbid(unsafe_code)]
 
+// The floors below, named as if their modules were this crate's.
+use holdline_core::{binding, config, home, hub, keys, logins};
+use holdline_notify::{self as notify, push};
+use holdline_store::{interchange, lock, names, session, store};
+use holdline_sync as sync;
+
 pub mod admin;
 pub mod admission;
 pub mod api;
-pub mod binding;
-pub mod config;
 pub mod crash_point;
-pub mod home;
-pub mod hub;
-pub mod interchange;
-pub mod keys;
-pub mod lock;
 pub mod log_file;
-pub mod logins;
 pub mod mcp;
 #[cfg(test)]
 mod module_graph;
-pub mod names;
 pub mod net;
-pub mod notify;
 pub mod panel;
 pub mod process;
-pub mod push;
 pub mod server;
-pub mod session;
-pub mod store;
-pub mod sync;
-pub mod table;
-pub mod waits;
 
 use std::future::Future;
 use std::io::IsTerminal;

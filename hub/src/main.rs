@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use holdline_hub::config::{self, Cli, Command, Config, KeyAction, NotifyAction};
-use holdline_hub::{admin, home::Home};
+use holdline_core::config::{self, Cli, Command, Config, KeyAction, NotifyAction};
+use holdline_core::home::Home;
+use holdline_hub::admin;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -65,7 +66,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     };
     let config = Config::load(home, serve_args.as_ref())?;
     if matches!(cli.command, Command::Serve(_) | Command::Config) {
-        holdline_hub::sync::check_config(&config)?;
+        holdline_sync::check_config(&config)?;
         for w in &config.warnings {
             eprintln!("holdline-hub: warning: {w}");
         }

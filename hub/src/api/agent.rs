@@ -260,22 +260,6 @@ async fn admit_http_poll(
     admit_poll(&app, owner, b).await
 }
 
-impl From<PollOutcome> for PollAnswer {
-    fn from(outcome: PollOutcome) -> Self {
-        match outcome {
-            PollOutcome::Replied(r) => PollAnswer::Replied { reply: r.into() },
-            PollOutcome::Renewal => PollAnswer::Renewal,
-            PollOutcome::Gone {
-                reason,
-                merged_into,
-            } => PollAnswer::Gone {
-                reason,
-                merged_into: merged_into.map(|t| t.to_string()),
-            },
-        }
-    }
-}
-
 pub async fn ack(app: &AppState, caller: &AgentCaller, b: AckRequest) -> Result<Done, ApiError> {
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Template;
 use crate::hub::SessionInfo;
 use crate::keys::Keys;
-use crate::session::{Image, Message, Millis, QueuedReply, Review};
+use crate::session::{Image, Message, Millis, Review};
 
 /// The agent routes' bodies and answers are the contract's: written once for the bridge
 /// and the hub.
@@ -17,19 +17,6 @@ pub use holdline_contract::{
     PollAnswer, PollRequest, RegisterAnswer, RegisterRequest, Reply, SelectAnswer, SelectRequest,
     SessionHead,
 };
-
-impl From<QueuedReply> for Reply {
-    fn from(r: QueuedReply) -> Self {
-        Reply {
-            id: r.id,
-            text: r.text,
-            images: r.images,
-            auto: r.auto,
-            at: r.at,
-            choices: r.choices,
-        }
-    }
-}
 
 /// `POST /api/sessions/{token}/owner`: the agent key to hand the session to,
 /// `null` for the secret.

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use holdline_hub::config::Config;
-use holdline_hub::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -24,7 +24,7 @@ pub struct Options {
     /// Close waits nobody polls after this long (default: the hub's default).
     pub wait_grace: Option<std::time::Duration>,
     /// Notification channels (`[notify]`).
-    pub notify: Option<holdline_hub::config::notify::NotifyConfig>,
+    pub notify: Option<holdline_core::config::notify::NotifyConfig>,
 }
 
 /// A hub in this process, shut down on drop.
@@ -61,7 +61,7 @@ impl TestHub {
         let h = Home::new(home.to_owned());
         if let Some(s) = &options.secret {
             std::fs::create_dir_all(home).unwrap();
-            holdline_hub::home::write_private(&h.secret_file(), s.as_bytes()).unwrap();
+            holdline_core::home::write_private(&h.secret_file(), s.as_bytes()).unwrap();
         }
         h.prepare().unwrap();
         let secret = h.read_secret().unwrap();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::inproc::{Options, TestHub};
 use crate::notifyfake::Fake;
 use base64::Engine as _;
-use holdline_hub::config::notify::{Hidden, NotifyConfig, Ntfy, Telegram, Webhook, WebhookFormat};
+use holdline_core::config::notify::{Hidden, NotifyConfig, Ntfy, Telegram, Webhook, WebhookFormat};
 use serde_json::{Value, json};
 
 const FORMATS: [(WebhookFormat, &str); 6] = [

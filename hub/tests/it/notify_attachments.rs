@@ -5,7 +5,7 @@
 //! channels faked by servers on loopback.
 
 use base64::Engine as _;
-use holdline_hub::config::notify::{Hidden, Webhook, WebhookFormat};
+use holdline_core::config::notify::{Hidden, Webhook, WebhookFormat};
 use serde_json::json;
 
 use crate::inproc::TestHub;
@@ -20,7 +20,7 @@ fn b64(b: &[u8]) -> String {
 }
 
 /// Telegram and a JSON webhook, both told at once.
-fn channels(fake: &Fake, include_text: bool) -> holdline_hub::config::notify::NotifyConfig {
+fn channels(fake: &Fake, include_text: bool) -> holdline_core::config::notify::NotifyConfig {
     let mut cfg = telegram(fake);
     cfg.webhooks = vec![Webhook {
         url: Hidden(format!("{}/hook/json", fake.url)),

@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use holdline_hub::config::notify::{NotifyConfig, WebPush};
+use holdline_core::config::notify::{NotifyConfig, WebPush};
 use p256::ecdsa::signature::Verifier as _;
 use p256::elliptic_curve::sec1::ToEncodedPoint as _;
 use serde_json::{Value, json};

@@ -244,7 +244,8 @@ async fn logs_carry_no_message_text_and_no_secret() {
 #[tokio::test]
 async fn the_node_hub_file_imports_with_tokens_titles_messages_and_bindings() {
     let home = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/node-hub-sessions.json");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/data/node-hub-sessions.json");
     let out = Command::new(env!("CARGO_BIN_EXE_holdline-hub"))
         .arg("--home")
         .arg(home.path())
@@ -268,8 +269,10 @@ async fn the_node_hub_file_imports_with_tokens_titles_messages_and_bindings() {
     assert_eq!(s["lastReview"]["nextStep"], "提交并更新 CHANGELOG");
     // Export gives back the same file shape.
     let (_, export) = hub.get("/api/export").await;
-    let node: Value =
-        serde_json::from_str(include_str!("../../data/node-hub-sessions.json")).unwrap();
+    let node: Value = serde_json::from_str(include_str!(
+        "../../../../store/tests/data/node-hub-sessions.json"
+    ))
+    .unwrap();
     for (token, n) in node.as_object().unwrap() {
         let e = &export[token];
         for field in [

@@ -69,7 +69,7 @@ impl Store {
     }
 
     /// Notes a failed write (the store is failing from now on) and answers it as an error.
-    pub(crate) fn write_failed(&self, e: impl std::fmt::Display) -> StoreError {
+    pub fn write_failed(&self, e: impl std::fmt::Display) -> StoreError {
         let text = e.to_string();
         let mut failing = self.health.failing.lock_unpoisoned();
         if failing.is_none() {

@@ -1,4 +1,5 @@
-//! The only code that knows MongoDB (behind the `sync` cargo feature, on by default):
+//! holdline-sync: the only crate that knows MongoDB (its driver behind this crate's `mongo`
+//! feature, which the hub's `sync` feature turns on; both on by default):
 //! optional background sync of sessions, messages and queued replies to database `holdline`, copies of other hubs'
 //! sessions, and adoption of a session whose agent failed over to this hub.
 //!
@@ -19,13 +20,15 @@
 //!   `data` (binary): a question's files, one document each (at most 5 MiB, under
 //!   MongoDB's 16 MiB document limit), written before the message naming them
 
+#![forbid(unsafe_code)]
+
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, ConfigError};
+use holdline_core::config::{Config, ConfigError};
 
-#[cfg(feature = "sync")]
+#[cfg(feature = "mongo")]
 mod mongo;
-#[cfg(feature = "sync")]
+#[cfg(feature = "mongo")]
 pub use mongo::Sync;
 
 /// What `/healthz` shows of sync.
@@ -57,12 +60,12 @@ pub fn check_config(config: &Config) -> Result<(), ConfigError> {
     let Some(uri) = &config.mongo_uri else {
         return Ok(());
     };
-    #[cfg(feature = "sync")]
+    #[cfg(feature = "mongo")]
     return mongo::check_uri(uri).map_err(|reason| ConfigError::MongoUri {
-        uri: crate::config::mask_uri(uri),
+        uri: holdline_core::config::mask_uri(uri),
         reason,
     });
-    #[cfg(not(feature = "sync"))]
+    #[cfg(not(feature = "mongo"))]
     {
         let _ = uri;
         Err(ConfigError::SyncNotBuilt)
@@ -70,13 +73,13 @@ pub fn check_config(config: &Config) -> Result<(), ConfigError> {
 }
 
 /// A hub built without the `sync` feature: no sync can exist, so no value of this type.
-#[cfg(not(feature = "sync"))]
+#[cfg(not(feature = "mongo"))]
 #[derive(Clone)]
 pub enum Sync {}
 
-#[cfg(not(feature = "sync"))]
+#[cfg(not(feature = "mongo"))]
 impl Sync {
-    pub async fn start(_hub: crate::hub::Hub, _uri: &str) -> Result<Sync, SyncError> {
+    pub async fn start(_hub: holdline_core::hub::Hub, _uri: &str) -> Result<Sync, SyncError> {
         Err(SyncError::NotBuilt)
     }
 
@@ -84,7 +87,7 @@ impl Sync {
         match *self {}
     }
 
-    pub async fn adopt(&self, _token: &crate::session::Token) -> Result<bool, SyncError> {
+    pub async fn adopt(&self, _token: &holdline_store::session::Token) -> Result<bool, SyncError> {
         match *self {}
     }
 }
@@ -94,7 +97,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::check_config;
-    use crate::config::Config;
+    use holdline_core::config::Config;
 
     fn config_with(uri: &str) -> Config {
         let mut c = Config::for_home(PathBuf::from("/h"), "127.0.0.1:1".parse().unwrap());
@@ -103,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(feature = "sync")]
+    #[cfg(feature = "mongo")]
     fn a_bad_mongo_uri_is_said_with_its_credentials_masked() {
         let e = check_config(&config_with("foo://alice:pw@bar"))
             .unwrap_err()
@@ -119,7 +122,7 @@ mod tests {
     /// Built without the `sync` feature, the hub refuses any `mongo_uri` before it listens
     /// and says how to get sync, without echoing the URI (it may hold a password).
     #[test]
-    #[cfg(not(feature = "sync"))]
+    #[cfg(not(feature = "mongo"))]
     fn a_hub_built_without_sync_refuses_a_mongo_uri_and_says_why() {
         let e = check_config(&config_with("mongodb://alice:pw@db:27017/"))
             .unwrap_err()

@@ -361,6 +361,20 @@ pub struct QueuedReply {
     pub for_permission: Option<String>,
 }
 
+/// A queued reply as the agent receives it.
+impl From<QueuedReply> for holdline_contract::Reply {
+    fn from(r: QueuedReply) -> Self {
+        holdline_contract::Reply {
+            id: r.id,
+            text: r.text,
+            images: r.images,
+            auto: r.auto,
+            at: r.at,
+            choices: r.choices,
+        }
+    }
+}
+
 impl QueuedReply {
     pub fn new(text: String, images: Vec<Image>, auto: bool) -> Self {
         QueuedReply {

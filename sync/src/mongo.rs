@@ -13,10 +13,10 @@ use mongodb::{Client, Collection, IndexModel};
 use serde::Serialize;
 
 use super::{SyncError, SyncState};
-use crate::config::mask_uri;
-use crate::hub::{Hub, SyncSnapshot};
-use crate::lock::Unpoisoned as _;
-use crate::session::{AttachmentRef, Message, QueuedReply, Session, Token, now_ms};
+use holdline_core::config::mask_uri;
+use holdline_core::hub::{Hub, SyncSnapshot};
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::session::{AttachmentRef, Message, QueuedReply, Session, Token, now_ms};
 
 /// Attachment id → bytes, as MongoDB has them.
 type Files = Vec<(String, Vec<u8>)>;

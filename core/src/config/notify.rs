@@ -324,7 +324,7 @@ fn push_subject(raw: &str) -> Result<String, NotifyProblem> {
     let s = raw.trim();
     let ok = match s.strip_prefix("mailto:") {
         Some(addr) => addr.contains('@'),
-        None => reqwest::Url::parse(s).is_ok_and(|u| u.scheme() == "https"),
+        None => url::Url::parse(s).is_ok_and(|u| u.scheme() == "https"),
     };
     if ok {
         Ok(s.to_owned())
@@ -335,7 +335,7 @@ fn push_subject(raw: &str) -> Result<String, NotifyProblem> {
 
 /// An absolute http(s) URL, or why not; `field` names it in the refusal.
 fn check_url(field: &'static str, raw: &str) -> Result<String, NotifyProblem> {
-    let url = reqwest::Url::parse(raw.trim()).map_err(|e| NotifyProblem::NotAUrl {
+    let url = url::Url::parse(raw.trim()).map_err(|e| NotifyProblem::NotAUrl {
         field,
         reason: e.to_string(),
     })?;
@@ -357,7 +357,7 @@ fn panel_url(raw: &str) -> Result<String, NotifyProblem> {
 /// An ntfy URL: a URL whose path names a topic.
 fn ntfy_url(raw: &str) -> Result<String, NotifyProblem> {
     let url = check_url("ntfy url", raw)?;
-    let parsed = reqwest::Url::parse(&url).expect("checked");
+    let parsed = url::Url::parse(&url).expect("checked");
     if parsed
         .path_segments()
         .and_then(|mut s| s.next_back())

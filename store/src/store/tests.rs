@@ -1,6 +1,7 @@
 //! The store's unit tests: writes, reads, chunks, upgrades and damage, on real sled
 //! databases in temporary folders.
 
+use super::testing::reopen;
 use super::*;
 use crate::session::Role;
 
@@ -114,20 +115,6 @@ fn histories_are_stored_in_chunks_and_read_back_whole() {
     assert_history(&store, &a, &written[&a]);
     drop(store);
     assert_history(&reopen(dir.path()).unwrap(), &a, &written[&a]);
-}
-
-/// Opens `dir`, waiting out the lock sled lets go of shortly after a drop (a store the
-/// test just wrote, or one it reopens).
-pub(crate) fn reopen(dir: &Path) -> Result<Store, StoreError> {
-    let mut reopened = Store::open(dir, 1 << 20);
-    for _ in 0..50 {
-        if !matches!(reopened, Err(StoreError::Locked { .. })) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        reopened = Store::open(dir, 1 << 20);
-    }
-    reopened
 }
 
 #[test]

@@ -169,6 +169,23 @@ pub enum PollOutcome {
     },
 }
 
+/// What the agent's poll answers, as the wire says it.
+impl From<PollOutcome> for holdline_contract::PollAnswer {
+    fn from(outcome: PollOutcome) -> Self {
+        match outcome {
+            PollOutcome::Replied(r) => holdline_contract::PollAnswer::Replied { reply: r.into() },
+            PollOutcome::Renewal => holdline_contract::PollAnswer::Renewal,
+            PollOutcome::Gone {
+                reason,
+                merged_into,
+            } => holdline_contract::PollAnswer::Gone {
+                reason,
+                merged_into: merged_into.map(|t| t.to_string()),
+            },
+        }
+    }
+}
+
 /// A reply the person wrote, with what it answers.
 #[derive(Debug, Clone, Default)]
 pub struct PersonReply {

@@ -1,4 +1,4 @@
-//! Telling the person, away from the desk, that an agent waits — over
+//! holdline-notify: telling the person, away from the desk, that an agent waits — over
 //! webhooks, ntfy, Telegram and Web Push — and (Telegram) taking their answer
 //! back. The only code that knows a channel's wire format (`channels`,
 //! `telegram`, `webpush`).
@@ -10,11 +10,18 @@
 //! sends from its own task with retries and backoff (5xx, 429, timeouts;
 //! never a 4xx), so a channel down or slow changes no reply latency.
 
+#![forbid(unsafe_code)]
+
 pub mod channels;
 pub mod hint;
 pub mod notice;
+pub mod push;
 pub mod telegram;
 pub mod webpush;
+
+// The floors below, named as if their modules were this crate's.
+use holdline_core::{config, home, hub};
+use holdline_store::{lock, session, store};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

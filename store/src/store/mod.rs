@@ -1028,5 +1028,7 @@ fn open_error(dir: &Path, e: sled::Error) -> StoreError {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 pub(crate) mod tests;

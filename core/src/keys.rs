@@ -295,7 +295,7 @@ mod tests {
             assert!(!raw.to_string().contains(&text));
             text
         };
-        let store = crate::store::tests::reopen(dir.path()).unwrap();
+        let store = crate::store::testing::reopen(dir.path()).unwrap();
         let keys = Keys::open(&store).unwrap();
         assert_eq!(keys.verify(&text).unwrap().as_str(), "desk");
     }
