@@ -1,21 +1,12 @@
 //! holdline-hub: the LAN service that owns every session, its binding to the
 //! IDE chat that owns it, the long-poll waits and the queued replies.
 //!
+//! The top floor: the crates below own the state ([`holdline_core`] over
+//! [`holdline_store`]), the notifications ([`holdline_notify`]) and MongoDB sync
+//! ([`holdline_sync`]); this crate serves them over the network and the command line.
+//!
 //! Code map (each module's first line says what it owns):
-//! - [`config`]      CLI + env + `config.toml` → `Config` (`[notify]` included)
-//! - [`home`]        the home folder, its permissions, the secret
-//! - [`names`]       key names (interned) and binding keys; no IO
-//! - [`session`]     the session model and status machine; no IO
-//! - [`binding`]     binding keys and the three check levels; no IO
-//! - [`waits`]       wake-ups for long polls
-//! - [`hub`]         every operation over sessions, store and waits; no HTTP
-//! - [`table`]       every session's summary in memory, whole sessions on demand
-//! - [`store`]       the only code that knows sled
-//! - [`sync`]        the only code that knows MongoDB (optional)
-//! - [`interchange`] the `sessions.json` export/import format
-//! - [`logins`]      the panel's login sessions (revocable cookie ids)
-//! - [`keys`]        agent keys: hashed, scoped to the agent routes, revocable
-//! - [`api`]         the only code that knows HTTP and JSON; agent and person
+//! - [`api`]         the only code that knows HTTP routes and JSON; agent and person
 //!   routers, each agent route one function both HTTP and `/mcp` run
 //! - [`mcp`]         `/mcp`: the shared tools (`holdline-tools`) over Streamable
 //!   HTTP, calling the agent routes' functions in process
@@ -23,13 +14,12 @@
 //! - [`admission`]   connection caps (per peer, untrusted, total)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
-//! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram, Web Push
-//! - [`push`]        Web Push: the VAPID key, the subscriptions, one encrypted signed push
+//! - [`net`], [`process`], [`log_file`], [`crash_point`]: the address the hub
+//!   advertises, its process, its log file, and the crash points tests pull
 //!
-//! The module graph has no cycles (the `module_graph` test keeps it so):
-//! `names` and `session` are leaves, `config` never depends on `notify` or
-//! `hub`, `server` never on `api`, `api` never on `mcp` — `/mcp` is composed
-//! in [`run`].
+//! The module graph has no cycles (the `module_graph` test keeps it so, in each
+//! crate): `server` never depends on `api`, `api` never on `mcp` — `/mcp` is
+//! composed in [`run`].
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
 //! tests bind `127.0.0.1:0` and never sleep to wait for start.

@@ -13,9 +13,9 @@
 //! never trusted further). The bot token is in URLs only, never in a log or
 //! error text.
 //!
-//! Code map: [`bot_api`] is the Bot API client (typed bodies and answers), [`updates`]
-//! what Telegram sends (typed), [`sent`] what the bot sent and what each message asked,
-//! [`conversation`] the answers in (an update to a reply, a tap to a pick); this file
+//! Code map: `bot_api` is the Bot API client (typed bodies and answers), `updates`
+//! what Telegram sends (typed), `sent` what the bot sent and what each message asked,
+//! `conversation` the answers in (an update to a reply, a tap to a pick); this file
 //! the notifications out.
 
 mod bot_api;
