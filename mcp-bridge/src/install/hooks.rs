@@ -17,6 +17,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::hook::HookClient;
+use holdline_contract::clients::TimeoutUnit;
 
 /// The hook timeout install writes: a day. The hook ends its wait 30 s before it and lets
 /// the turn end; a later reply waits at the hub for the next stop or wait. Claude Code,
@@ -76,19 +77,17 @@ pub fn hook_timeout_sec(client: HookClient) -> u64 {
 /// Qwen Code (which reads a value below 1000 as seconds and one of 1000 or more as
 /// milliseconds); milliseconds for Gemini CLI.
 pub fn client_timeout(client: HookClient) -> u64 {
-    match client {
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Cursor => {
-            hook_timeout_sec(client)
-        }
-        HookClient::Gemini => hook_timeout_sec(client) * 1000,
+    match client.facts().timeout_unit {
+        TimeoutUnit::Seconds => hook_timeout_sec(client),
+        TimeoutUnit::Milliseconds => hook_timeout_sec(client) * 1000,
     }
 }
 
 /// The unit of [`client_timeout`], as `status` says it.
 pub fn timeout_unit(client: HookClient) -> &'static str {
-    match client {
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Cursor => "s",
-        HookClient::Gemini => "ms",
+    match client.facts().timeout_unit {
+        TimeoutUnit::Seconds => "s",
+        TimeoutUnit::Milliseconds => "ms",
     }
 }
 

@@ -45,51 +45,6 @@ pub struct HookTarget {
 }
 
 impl HookTarget {
-    pub fn claude_code(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::ClaudeCode,
-            file: home.join(".claude/settings.json"),
-            trust: None,
-            block_cap: Some(BlockCap::ClaudeCodeEnv),
-        }
-    }
-
-    pub fn codex(codex_home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Codex,
-            file: codex_home.join("hooks.json"),
-            trust: Some(codex_home.join("config.toml")),
-            block_cap: None,
-        }
-    }
-
-    pub fn qwen(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Qwen,
-            file: home.join(".qwen/settings.json"),
-            trust: None,
-            block_cap: Some(BlockCap::QwenSetting),
-        }
-    }
-
-    pub fn cursor(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Cursor,
-            file: home.join(".cursor/hooks.json"),
-            trust: None,
-            block_cap: None,
-        }
-    }
-
-    pub fn gemini(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Gemini,
-            file: home.join(".gemini/settings.json"),
-            trust: None,
-            block_cap: None,
-        }
-    }
-
     /// The events of `events` this client has; the others are said once on stderr.
     fn events_of(&self, events: &[HookEvent]) -> Vec<HookEvent> {
         let (kept, missing): (Vec<HookEvent>, Vec<HookEvent>) =

@@ -365,7 +365,7 @@ fn print_plan(args: &InstallArgs, plan: &Plan, command: &str, remote: bool) {
 pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
     let clients: Vec<Client> = match args.client {
         Some(c) if !args.all => vec![c],
-        _ => Client::ALL.to_vec(),
+        _ => clients::INSTALLABLE.to_vec(),
     };
     let project = project_dir(args.project.as_deref())?;
     let mut removed = 0;
@@ -414,13 +414,11 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
 pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
     let clients = match args.client {
         Some(c) => vec![c],
-        None => vec![
-            Client::ClaudeCode,
-            Client::Codex,
-            Client::Qwen,
-            Client::Gemini,
-            Client::Cursor,
-        ],
+        // The clients whose hooks holdline answers, in `hook --client`'s order.
+        None => <crate::hook::HookClient as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|h| h.id())
+            .collect(),
     };
     let project = project_dir(args.project.as_deref())?;
     for client in clients {
