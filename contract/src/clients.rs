@@ -319,12 +319,14 @@ pub const CLIENTS: &[ClientFacts] = &[
     // with no limit ended at 60.0 s with "MCP error -32001: Request timed out"); hands the
     // model only the text blocks, an image block as the words `[object Object]`.
     ClientFacts {
+        id: ClientId::GrokCli,
+        title: "Grok CLI",
         install: None,
         limit: Some(ClientLimit {
             images: Images::Dropped,
             ..measured(&["grok-cli"], 50, false)
         }),
-        ..client(ClientId::GrokCli, "Grok CLI", "")
+        hooks: None,
     },
 ];
 
@@ -337,14 +339,14 @@ impl ClientId {
             .expect("every client has an entry")
     }
 
-    /// Its `--client` name (empty for a client holdline does not install into).
-    pub fn name(self) -> &'static str {
-        self.facts().install.map_or("", |i| i.name)
+    /// Its `--client` name; `None` for a client holdline does not install into.
+    pub fn name(self) -> Option<&'static str> {
+        self.facts().install.map(|i| i.name)
     }
 
     /// The client whose `--client` name is `name`.
     pub fn from_name(name: &str) -> Option<ClientId> {
-        INSTALLABLE.iter().copied().find(|c| c.name() == name)
+        INSTALLABLE.iter().copied().find(|c| c.name() == Some(name))
     }
 }
 
@@ -383,11 +385,6 @@ pub const INSTALLABLE: [ClientId; COUNT] = installable().0;
 /// Every `--client` name, in [`CLIENTS`]' order.
 pub const CLIENT_NAMES: [&str; COUNT] = installable().1;
 
-/// `name` if it is one of [`CLIENT_NAMES`].
-pub fn client_name(name: &str) -> Option<&'static str> {
-    CLIENT_NAMES.iter().copied().find(|n| *n == name)
-}
-
 /// The command that writes a remote entry (the hub's `/mcp` at `url`, with the agent key
 /// `key`) into `client`'s config on the agent's machine.
 pub fn remote_install_command(client: &str, url: &str, key: &str) -> String {
@@ -422,9 +419,13 @@ mod tests {
         for (i, name) in CLIENT_NAMES.iter().enumerate() {
             assert!(!name.is_empty());
             assert!(!CLIENT_NAMES[..i].contains(name), "{name}");
-            assert_eq!(ClientId::from_name(name).map(ClientId::name), Some(*name));
+            assert_eq!(
+                ClientId::from_name(name).and_then(ClientId::name),
+                Some(*name)
+            );
         }
         assert_eq!(ClientId::from_name("grok-cli"), None);
+        assert_eq!(ClientId::GrokCli.name(), None);
     }
 
     /// The first entry whose needles match wins, so no needle may match another entry.

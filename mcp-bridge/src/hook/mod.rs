@@ -89,7 +89,9 @@ impl HookClient {
 
     /// The client's name as `--client` and the installer spell it.
     pub fn name(self) -> &'static str {
-        self.id().name()
+        self.id()
+            .name()
+            .expect("a hook client is one install takes")
     }
 
     /// The client as the person reads it in a session's title.

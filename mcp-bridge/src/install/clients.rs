@@ -827,3 +827,29 @@ pub fn is_trusted(trusted_folders: &Value, project: &Path) -> bool {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_installable_client_has_one_install_entry_in_the_tables_order() {
+        let ids: Vec<Client> = INSTALL.iter().map(|f| f.id).collect();
+        assert_eq!(ids, INSTALLABLE.to_vec());
+    }
+
+    /// A client has hook files here exactly when `hook --client` answers it, and then the
+    /// contract's entry has its hook facts.
+    #[test]
+    fn hook_files_hook_facts_and_hook_clients_agree() {
+        let hook_clients: Vec<Client> = <HookClient as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|h| h.id())
+            .collect();
+        for files in INSTALL {
+            let answered = hook_clients.contains(&files.id);
+            assert_eq!(files.hooks.is_some(), answered, "{:?}", files.id);
+            assert_eq!(files.id.facts().hooks.is_some(), answered, "{:?}", files.id);
+        }
+    }
+}

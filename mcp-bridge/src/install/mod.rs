@@ -4,7 +4,8 @@
 //! flags say changes), and the rule that keeps the agent waiting. Uninstall takes out
 //! exactly those.
 //!
-//! - `clients`: where each client keeps what, and holdline's entries for it.
+//! - `clients`: the installer's entry of each client (`INSTALL`, keyed by the contract's
+//!   `ClientId`): where it keeps what, and holdline's entries for it.
 //! - `command`: the command an entry runs by default (a path that survives upgrades).
 //! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
