@@ -118,9 +118,9 @@ pub struct HookFacts {
     pub timeout_unit: TimeoutUnit,
 }
 
-const fn measured(needle: &'static [&'static str], wait_secs: u64, progress: bool) -> ClientLimit {
+const fn measured(needles: &'static [&'static str], wait_secs: u64, progress: bool) -> ClientLimit {
     ClientLimit {
-        needles: needle,
+        needles,
         exact: false,
         wait_secs: Some(wait_secs),
         progress_resets: progress,

@@ -1,4 +1,4 @@
-//! The installer's half of each client's entry, keyed by the contract's [`ClientId`]
+//! The installer's half of each client's entry, keyed by the contract's `ClientId`
 //! ([`INSTALL`], one [`ClientFiles`] per client `install --client` takes): where the
 //! client keeps its MCP servers, its rules and its hook files, how its config file is
 //! shaped, and the entry holdline puts there: the local (stdio) one that runs
@@ -688,7 +688,7 @@ fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
     })
 }
 
-/// holdline's remote entry for `client` (see [`ClientFiles::remote`]).
+/// holdline's remote entry for `client` (see `ClientFiles::remote`).
 pub fn remote_entry(client: Client, remote: &Remote) -> Value {
     let headers = json!({"Authorization": remote.bearer()});
     let mut headers_long = headers.clone();
@@ -757,7 +757,7 @@ fn wanted_entry(client: Client, setup: &Setup) -> (Value, Vec<String>, Vec<Strin
     (entry, decided, other_transport)
 }
 
-/// Builds the plan for `client` from its entry of [`INSTALL`].
+/// Builds the plan for `client` from its entry of `INSTALL`.
 pub fn plan(client: Client, setup: &Setup) -> Plan {
     let files = files_of(client);
     let (entry, decided, other_transport) = wanted_entry(client, setup);
