@@ -116,6 +116,9 @@ pub struct HookFacts {
     /// `None`: the whole hook time.
     pub default_permission_wait_secs: Option<u64>,
     pub timeout_unit: TimeoutUnit,
+    /// How long the client waits for a stop hook whatever its `timeout` says, when it
+    /// does (then install gives the hook that timeout, so the hook ends the turn first).
+    pub stop_wait_limit_secs: Option<u64>,
 }
 
 const fn measured(needles: &'static [&'static str], wait_secs: u64, progress: bool) -> ClientLimit {
@@ -138,6 +141,7 @@ const fn hooks(stop_event: &'static str, permission: bool, default_timeout: u64)
         default_timeout_secs: default_timeout,
         default_permission_wait_secs: None,
         timeout_unit: TimeoutUnit::Seconds,
+        stop_wait_limit_secs: None,
     }
 }
 
@@ -239,10 +243,15 @@ pub const CLIENTS: &[ClientFacts] = &[
         }),
         ..client(ClientId::Gemini, "Gemini CLI", "gemini")
     },
-    // 600 s; its name is `qwen-cli-mcp-client-<server>`.
+    // 600 s; its name is `qwen-cli-mcp-client-<server>`. It waits for its `Stop` hooks
+    // over its message bus with that bus's default of 60 s, whatever their `timeout`; past
+    // it the turn fails ("Request timed out waiting for hook-execution-response").
     ClientFacts {
         limit: Some(measured(&["qwen"], 570, false)),
-        hooks: Some(hooks("Stop", true, 60)),
+        hooks: Some(HookFacts {
+            stop_wait_limit_secs: Some(60),
+            ..hooks("Stop", true, 60)
+        }),
         ..client(ClientId::Qwen, "Qwen Code", "qwen")
     },
     // No limit seen in 661 s while progress flows; drops image blocks.

@@ -37,12 +37,6 @@ pub const BLOCK_CAP_ENV: (&str, &str) = ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "0")
 /// row within one prompt reaches no model turn.
 pub const QWEN_BLOCK_CAP: (&str, u64) = ("stopHookBlockingCap", 100);
 
-/// How long Qwen Code waits for its `Stop` hooks, whatever their `timeout`: it asks for
-/// their answer over its message bus with that bus's default of 60 s, and past it the turn
-/// fails ("Request timed out waiting for hook-execution-response"; `qwen -p` exits 1).
-/// Install gives Qwen's hook this timeout, so the hook lets the turn end first.
-pub const QWEN_STOP_WAIT_SEC: u64 = 60;
-
 /// The `loop_limit` install gives Cursor's `stop` hook: how many follow-up messages in a
 /// row Cursor lets the hook submit (its default is 5, and it documents no maximum; a
 /// number far above the replies one person types in a sitting). Past it Cursor submits no
@@ -63,14 +57,13 @@ pub enum BlockCap {
     QwenSetting,
 }
 
-/// The hook's time in seconds (`--timeout-sec`): a day, but Qwen Code's 60 s.
+/// The hook's time in seconds (`--timeout-sec`): a day, but the client's own limit on a
+/// stop hook's wait where it has one (Qwen Code's 60 s).
 pub fn hook_timeout_sec(client: HookClient) -> u64 {
-    match client {
-        HookClient::Qwen => QWEN_STOP_WAIT_SEC,
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini | HookClient::Cursor => {
-            HOOK_TIMEOUT_SEC
-        }
-    }
+    client
+        .facts()
+        .stop_wait_limit_secs
+        .unwrap_or(HOOK_TIMEOUT_SEC)
 }
 
 /// A hook's `timeout` as the client reads it: seconds for Claude Code, Codex, Cursor and
