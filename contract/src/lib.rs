@@ -14,7 +14,8 @@
 //! - [`routes`]: paths, headers and body limits.
 //! - [`hub_api`]: [`HubApi`], the hub as the tools call it, whatever the transport.
 //! - [`local_hub`]: where the hub on this machine listens.
-//! - [`clients`]: the MCP clients holdline installs into, by name.
+//! - [`clients`]: every MCP client holdline knows, one entry each: its names, measured
+//!   wait limit and image handling, lifecycle hooks (the installer keeps its files).
 //! - [`visible`]: the rule that names and labels a person reads hide no characters.
 
 pub mod attachments;

@@ -13,7 +13,7 @@
 //! - [`delivery`]: open waits, reply ids never returned twice, acks after the result is
 //!   written.
 //! - [`limits`]: how long one wait may block in each client, and what each client does
-//!   with a result, from measurement.
+//!   with a result, from the measured facts of the contract's client table.
 //! - [`hub`]: the clonable handle the tools call the hub through.
 //! - [`client`]: who the MCP client of a call is.
 //! - [`workspace_changes`]: the workspace's uncommitted git changes a question may carry.

@@ -1,6 +1,7 @@
 //! How long one `wait_for_user_input` call may block in each MCP client, and what each
-//! client does with a result, from what was measured running the clients
-//! (docs/clients-compatibility.md has the tables and how they were taken).
+//! client does with a result, read from each client's measured facts in the contract's
+//! client table (`holdline_contract::clients`; docs/clients-compatibility.md has the
+//! measurements and how they were taken).
 //!
 //! Invariant: a wait answers "no reply yet" a margin before the client's own timer would
 //! end the call; it blocks without limit only where that client's timer is reset by the
@@ -8,162 +9,41 @@
 
 use std::time::Duration;
 
-/// One client's measured behaviour with a long tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientLimit {
-    /// Matched against the lowercased `clientInfo.name`: contained in it, or equal to it
-    /// when `exact` (a generic name such as the Python SDK's `mcp`).
-    pub needle: &'static str,
-    pub exact: bool,
-    /// What the bridge waits at most, a margin under the client's limit; `None`: no limit.
-    pub wait_secs: Option<u64>,
-    /// Whether progress notifications reset the client's timer (then, with a progress
-    /// token, the bridge waits without limit).
-    pub progress_resets: bool,
-    /// Whether the model still sees a result's images when it also has
-    /// `structuredContent` (Codex hands the model only `structuredContent` when there is
-    /// one, and drops the images).
-    pub images_beside_structure: bool,
-    /// What the client does with a result's image blocks.
-    pub images: Images,
-    /// Over HTTP, an idle watchdog that only progress resets: a wait without progress
-    /// ends this many seconds in (Claude Code: 300 s, less a margin).
-    pub http_idle_wait: Option<u64>,
-    /// Whether the client's hard tool timeout is `MCP_TOOL_TIMEOUT` in its servers'
-    /// environment (Claude Code's setting), which progress does not extend.
-    pub reads_tool_timeout: bool,
-}
+use holdline_contract::clients::CLIENTS;
+pub use holdline_contract::clients::{ClientLimit, Images};
 
-const fn client(
-    needle: &'static str,
-    wait_secs: Option<u64>,
-    progress_resets: bool,
-) -> ClientLimit {
-    ClientLimit {
-        needle,
-        exact: false,
-        wait_secs,
-        progress_resets,
-        images_beside_structure: true,
-        images: Images::Blocks,
-        http_idle_wait: None,
-        reads_tool_timeout: false,
-    }
-}
-
-/// The table entry for a client by its `clientInfo.name`, if it is known.
-pub fn known_client(name: &str) -> Option<&'static ClientLimit> {
+/// The table entry for a client by its `clientInfo.name`, if it is known, and the needle
+/// that matched (the first entry of [`CLIENTS`] that has one).
+pub fn known_client(name: &str) -> Option<(&'static ClientLimit, &'static str)> {
     let name = name.to_lowercase();
-    CLIENT_LIMITS.iter().find(|c| {
-        if c.exact {
-            name == c.needle
-        } else {
-            name.contains(c.needle)
-        }
-    })
+    CLIENTS
+        .iter()
+        .filter_map(|c| c.limit.as_ref())
+        .find_map(|c| {
+            let needle = c.needles.iter().find(|n| {
+                if c.exact {
+                    name == **n
+                } else {
+                    name.contains(**n)
+                }
+            })?;
+            Some((c, *needle))
+        })
 }
 
 /// Whether a result with images may also carry `structuredContent` for this client.
 pub fn images_beside_structure(client_name: Option<&str>) -> bool {
     client_name
         .and_then(known_client)
-        .is_none_or(|c| c.images_beside_structure)
-}
-
-/// What a client does with the image blocks of a tool result, as measured
-/// (tests/clients: check 4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Images {
-    /// The model gets them as images.
-    Blocks,
-    /// The client serialises the result as JSON text: an image block reaches the model as
-    /// base64 text (hundreds of KB of tokens), never as an image (Cline, Continue).
-    AsText,
-    /// The client drops image blocks; the model never sees them (Copilot CLI).
-    Dropped,
+        .is_none_or(|(c, _)| c.images_beside_structure)
 }
 
 /// What this client does with image blocks; clients not in the table get them.
 pub fn images(client_name: Option<&str>) -> Images {
     client_name
         .and_then(known_client)
-        .map_or(Images::Blocks, |c| c.images)
+        .map_or(Images::Blocks, |(c, _)| c.images)
 }
-
-/// Known clients, most specific first. The measured ones are described in
-/// docs/clients-compatibility.md with the version measured; Cursor, VS Code, Windsurf and
-/// Trae come from public reports.
-pub const CLIENT_LIMITS: &[ClientLimit] = &[
-    // Claude Code: per-server `timeout` / MCP_TOOL_TIMEOUT, else 1e8 ms; an idle watchdog
-    // (1,800 s on stdio) that progress resets.
-    ClientLimit {
-        http_idle_wait: Some(270),
-        reads_tool_timeout: true,
-        ..client("claude", Some(1740), true)
-    },
-    // Codex CLI: 300 s (`tool_timeout_sec`), progress ignored; shows the model only
-    // `structuredContent` when a result has one.
-    ClientLimit {
-        images_beside_structure: false,
-        ..client("codex", Some(290), false)
-    },
-    // Gemini CLI: 600 s (`timeout` ms), progress not honoured.
-    client("gemini", Some(570), false),
-    // Qwen Code: 600 s; its name is `qwen-cli-mcp-client-<server>`.
-    client("qwen", Some(570), false),
-    // opencode: the SDK's 60 s unless `timeout`, reset by progress (held 662 s).
-    client("opencode", Some(50), true),
-    // Kilo Code CLI (`kilo`), an opencode fork with the same MCP client: a 130 s call held
-    // where the SDK's 60 s would have ended it, so progress resets it as in opencode.
-    client("kilo", Some(50), true),
-    // Factory Droid (`factory-cli-mcp-client`): 180 s per call (a 330 s wait ended at
-    // 181 s with "MCP error -32001: Request timed out"), not extended by progress.
-    client("factory-cli", Some(170), false),
-    // Copilot CLI: no limit seen in 661 s while progress flows; drops image blocks.
-    ClientLimit {
-        images: Images::Dropped,
-        ..client("copilot", Some(50), true)
-    },
-    // Continue CLI: the SDK's 60 s, no progress token; hands the model the content array
-    // as JSON text.
-    ClientLimit {
-        images: Images::AsText,
-        ..client("continue", Some(50), false)
-    },
-    // Cline (CLI and extension): 60 s unless `timeout` (seconds), no progress token; hands
-    // the model the whole result as JSON text.
-    ClientLimit {
-        images: Images::AsText,
-        ..client("cline", Some(50), false)
-    },
-    // Kimi Code CLI: the TypeScript SDK's 60 s unless `toolTimeoutMs`, no progress token,
-    // cancels on its timeout.
-    client("kimi-code", Some(50), false),
-    // Mistral Vibe, named `mcp` (the Python SDK's default name): 60 s unless
-    // `tool_timeout_sec`, no progress token, no cancel; its code mode hands the model a
-    // result's `structuredContent` (else its text), never an image. OpenHands CLI 1.16.0
-    // (fastmcp) sends the same name: 300 s per call (the SDK's hard limit), a progress token
-    // that resets nothing; it hands the model a result's images only when LiteLLM knows the
-    // model has vision, so a file path (which it can open) is the way that always works.
-    ClientLimit {
-        exact: true,
-        images: Images::Dropped,
-        ..client("mcp", Some(50), false)
-    },
-    // Grok CLI (`grok-cli`, @vibe-kit/grok-cli 0.0.34): the SDK's 60 s, no progress token (a
-    // wait with no limit ended at 60.0 s with "MCP error -32001: Request timed out"); hands
-    // the model only the text blocks, an image block as the words `[object Object]`.
-    ClientLimit {
-        images: Images::Dropped,
-        ..client("grok-cli", Some(50), false)
-    },
-    // Public reports, not measured here.
-    client("cursor", Some(540), false),
-    client("visual studio code", Some(270), false),
-    client("vscode", Some(270), false),
-    client("windsurf", Some(50), false),
-    client("trae", Some(50), false),
-];
 
 /// The longest single wait the person set (`HOLDLINE_MAX_WAIT_SEC` for the stdio bridge,
 /// the [`holdline_contract::routes::MAX_WAIT_HEADER`] of a remote entry for `/mcp`, since
@@ -251,7 +131,7 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
             LimitSource::Unknown,
         );
     };
-    let Some(entry) = known_client(&name) else {
+    let Some((entry, needle)) = known_client(&name) else {
         return (
             Some(Duration::from_secs(UNKNOWN_CLIENT_WAIT)),
             LimitSource::Unknown,
@@ -263,10 +143,7 @@ pub fn choose(inputs: &LimitInputs<'_>) -> (Option<Duration>, LimitSource) {
     } else {
         entry.wait_secs.map(Duration::from_secs)
     };
-    let mut source = LimitSource::Client {
-        needle: entry.needle,
-        progress,
-    };
+    let mut source = LimitSource::Client { needle, progress };
     if let Some(idle) = entry.http_idle_wait
         && inputs.transport == Transport::Http
         && !progress

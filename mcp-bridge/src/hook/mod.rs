@@ -22,7 +22,10 @@ mod wait;
 
 use std::{process::ExitCode, time::Duration};
 
-use holdline_contract::{HubError, clients};
+use holdline_contract::{
+    HubError,
+    clients::{ClientId, HookFacts},
+};
 
 use crate::config::Config;
 use input::InputError;
@@ -64,27 +67,36 @@ pub enum HookClient {
 }
 
 impl HookClient {
+    /// The client's entry in the contract's table.
+    pub fn id(self) -> ClientId {
+        match self {
+            HookClient::ClaudeCode => ClientId::ClaudeCode,
+            HookClient::Codex => ClientId::Codex,
+            HookClient::Qwen => ClientId::Qwen,
+            HookClient::Gemini => ClientId::Gemini,
+            HookClient::Cursor => ClientId::Cursor,
+        }
+    }
+
+    /// The client's hook facts in the contract's table.
+    pub fn facts(self) -> &'static HookFacts {
+        self.id()
+            .facts()
+            .hooks
+            .as_ref()
+            .expect("a hook client's table entry has hooks")
+    }
+
     /// The client's name as `--client` and the installer spell it.
     pub fn name(self) -> &'static str {
-        let name = match self {
-            HookClient::ClaudeCode => "claude-code",
-            HookClient::Codex => "codex",
-            HookClient::Qwen => "qwen",
-            HookClient::Gemini => "gemini",
-            HookClient::Cursor => "cursor",
-        };
-        clients::client_name(name).expect("a client the installer knows")
+        self.id()
+            .name()
+            .expect("a hook client is one install takes")
     }
 
     /// The client as the person reads it in a session's title.
     pub(super) fn display(self) -> &'static str {
-        match self {
-            HookClient::ClaudeCode => "Claude Code",
-            HookClient::Codex => "Codex",
-            HookClient::Qwen => "Qwen Code",
-            HookClient::Gemini => "Gemini CLI",
-            HookClient::Cursor => "Cursor",
-        }
+        self.id().facts().title
     }
 
     /// A command hook's timeout when its entry gives none: Claude Code's 600 s
@@ -93,10 +105,7 @@ impl HookClient {
     /// Gemini CLI's are 60 s; Cursor documents none, so the shorter of the two, and the
     /// installer writes an explicit one.
     fn default_timeout(self) -> Duration {
-        match self {
-            HookClient::ClaudeCode | HookClient::Codex => Duration::from_secs(600),
-            HookClient::Qwen | HookClient::Gemini | HookClient::Cursor => Duration::from_secs(60),
-        }
+        Duration::from_secs(self.facts().default_timeout_secs)
     }
 
     /// How long a permission question waits when `--permission-wait-sec` says nothing.
@@ -106,12 +115,9 @@ impl HookClient {
     /// (docs/clients.md, "Lifecycle hooks").
     /// Qwen Code's hook has 30 s in all (its 60 s limit), and Gemini CLI and Cursor ask none.
     fn default_permission_wait(self) -> Option<Duration> {
-        match self {
-            HookClient::ClaudeCode | HookClient::Qwen | HookClient::Gemini | HookClient::Cursor => {
-                None
-            }
-            HookClient::Codex => Some(Duration::from_secs(60)),
-        }
+        self.facts()
+            .default_permission_wait_secs
+            .map(Duration::from_secs)
     }
 }
 

@@ -75,16 +75,12 @@ impl CursorStop {
 impl HookClient {
     /// The hook event that fires when the agent is about to end its turn.
     pub fn stop_event(self) -> &'static str {
-        match self {
-            HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen => "Stop",
-            HookClient::Gemini => "AfterAgent",
-            HookClient::Cursor => "stop",
-        }
+        self.facts().stop_event
     }
 
     /// Whether the client has a `PermissionRequest` hook (Gemini CLI and Cursor have none).
     pub fn asks_permission(self) -> bool {
-        !matches!(self, HookClient::Gemini | HookClient::Cursor)
+        self.facts().asks_permission
     }
 
     /// The events this command answers for the client, as an error names them.

@@ -1,74 +1,30 @@
-//! Where each client keeps its MCP servers and its rules, and the entry holdline puts
-//! there: the local (stdio) one that runs `holdline-mcp`, or the remote one that reaches the
-//! hub's `/mcp` by URL with an agent key; its shape, per-server timeout and the matching
-//! wait limit (`HOLDLINE_MAX_WAIT_SEC`, or the `Holdline-Max-Wait-Sec` header remotely).
+//! The installer's half of each client's entry, keyed by the contract's `ClientId`
+//! ([`INSTALL`], one [`ClientFiles`] per client `install --client` takes): where the
+//! client keeps its MCP servers, its rules and its hook files, how its config file is
+//! shaped, and the entry holdline puts there: the local (stdio) one that runs
+//! `holdline-mcp`, or the remote one that reaches the hub's `/mcp` by URL with an agent
+//! key; its per-server timeout and the matching wait limit (`HOLDLINE_MAX_WAIT_SEC`, or the
+//! `Holdline-Max-Wait-Sec` header remotely). The facts the tools and the hub read too
+//! (names, limits, images, hook events) are the contract's entry of the same client
+//! (`holdline_contract::clients`); these stay here because only the installer writes
+//! files, and the hub must not link it.
+//!
+//! Invariant: every client of [`INSTALLABLE`] has exactly one entry here (tested), and
+//! [`plan`] reads only that entry.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::hooks::BlockCap;
 use super::lifecycle::HookTarget;
 use super::rule::{RULE, RuleKind};
+use crate::hook::HookClient;
 use holdline_contract::routes::MAX_WAIT_HEADER;
 
-/// The clients `install` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Client {
-    Cursor,
-    ClaudeCode,
-    Codex,
-    Vscode,
-    Windsurf,
-    Trae,
-    /// Cline CLI 3.x and the Cline VS Code extension (both files).
-    Cline,
-    Gemini,
-    Qwen,
-    /// GitHub Copilot CLI.
-    Copilot,
-    Opencode,
-    /// Continue CLI (`cn`).
-    Continue,
-    /// Kilo Code CLI (`kilo`, an opencode fork: the same entry shapes, its own folder).
-    Kilo,
-    /// Factory Droid CLI (`droid`).
-    Droid,
-    /// Mistral Vibe (`vibe`, PyPI `mistral-vibe`).
-    MistralVibe,
-    /// Kimi Code CLI (`kimi`, npm `@moonshot-ai/kimi-code`).
-    KimiCode,
-    /// OpenHands CLI (`openhands`, PyPI `openhands`).
-    Openhands,
-    /// Roo Code (VS Code extension); from its public docs, not measured.
-    RooCode,
-    /// Zed's agent; from its public docs, not measured.
-    Zed,
-}
-
-impl Client {
-    /// Every client, for `uninstall --all`.
-    pub const ALL: [Client; 19] = [
-        Client::Cursor,
-        Client::ClaudeCode,
-        Client::Codex,
-        Client::Vscode,
-        Client::Windsurf,
-        Client::Trae,
-        Client::Cline,
-        Client::Gemini,
-        Client::Qwen,
-        Client::Copilot,
-        Client::Opencode,
-        Client::Continue,
-        Client::Kilo,
-        Client::Droid,
-        Client::MistralVibe,
-        Client::KimiCode,
-        Client::Openhands,
-        Client::RooCode,
-        Client::Zed,
-    ];
-}
+/// The clients `install` knows: the contract's client ids, `--client` parsing them by
+/// their table names.
+pub use holdline_contract::clients::{ClientId as Client, INSTALLABLE};
 
 /// The per-server tool timeout `install` writes where a client has one: an hour, the
 /// most Cline accepts. A long wait means few "no reply yet" round trips to the model.
@@ -209,6 +165,30 @@ impl Setup<'_> {
         dir.join("settings.json")
     }
 
+    /// `$CODEX_HOME`, else `~/.codex`.
+    fn codex_home(&self) -> PathBuf {
+        self.var("CODEX_HOME")
+            .unwrap_or_else(|| self.home.join(".codex"))
+    }
+
+    /// `$VIBE_HOME`, else `~/.vibe`.
+    fn vibe_home(&self) -> PathBuf {
+        self.var("VIBE_HOME")
+            .unwrap_or_else(|| self.home.join(".vibe"))
+    }
+
+    /// `$KIMI_CODE_HOME`, else `~/.kimi-code`.
+    fn kimi_home(&self) -> PathBuf {
+        self.var("KIMI_CODE_HOME")
+            .unwrap_or_else(|| self.home.join(".kimi-code"))
+    }
+
+    /// `$OPENHANDS_PERSISTENCE_DIR`, else `~/.openhands`.
+    fn openhands_dir(&self) -> PathBuf {
+        self.var("OPENHANDS_PERSISTENCE_DIR")
+            .unwrap_or_else(|| self.home.join(".openhands"))
+    }
+
     /// Cline CLI 3.x's settings file: `$CLINE_MCP_SETTINGS_PATH`, else under
     /// `$CLINE_DATA_DIR`, else under `$CLINE_DIR/data`, else `~/.cline/data`.
     fn cline_cli_settings(&self) -> PathBuf {
@@ -223,28 +203,464 @@ impl Setup<'_> {
     }
 }
 
-impl Client {
-    /// How the client's MCP config file is shaped.
-    pub fn format(self) -> Format {
-        match self {
-            Client::Codex => Format::CodexToml,
-            Client::Continue => Format::ContinueYaml,
-            Client::MistralVibe => Format::VibeToml,
-            Client::Vscode => Format::Json("servers"),
-            Client::Opencode | Client::Kilo => Format::Json("mcp"),
-            Client::Zed => Format::Json("context_servers"),
-            _ => Format::Json("mcpServers"),
-        }
-    }
+/// The inputs of a client's local entry: the command, and the entry's environment without
+/// and with `HOLDLINE_MAX_WAIT_SEC` (where install raises the client's own timeout, the
+/// bridge may wait almost that long).
+pub struct Local<'a> {
+    pub command: &'a str,
+    pub env: Map<String, Value>,
+    pub env_long: Map<String, Value>,
+}
 
+/// The inputs of a client's remote entry: the URL, and the headers without and with the
+/// [`MAX_WAIT_HEADER`] (the hub's stand-in for `HOLDLINE_MAX_WAIT_SEC`).
+pub struct RemoteParts<'a> {
+    pub url: &'a str,
+    pub headers: Value,
+    pub headers_long: Value,
+}
+
+/// Where one client keeps what install writes, and the shape of holdline's entries.
+pub struct ClientFiles {
+    pub id: Client,
+    /// How its MCP config file is shaped.
+    pub format: Format,
     /// The key holding a local entry's environment.
-    fn env_key(self) -> &'static str {
-        if matches!(self, Client::Opencode | Client::Kilo) {
-            "environment"
-        } else {
-            "env"
-        }
+    pub env_key: &'static str,
+    /// Its MCP config files (Cline: the CLI's and the VS Code extension's).
+    pub configs: fn(&Setup) -> Vec<PathBuf>,
+    /// A settings file beside them with an entry of its own (Droid's tool levels).
+    pub settings: Option<fn(&Setup) -> ConfigTarget>,
+    pub rule: fn(&Setup) -> RuleTarget,
+    /// Its trusted-folders file, when it starts MCP servers only in trusted folders.
+    pub trusted_folders: Option<fn(&Setup) -> PathBuf>,
+    /// Its settings file whose `permissions.allow` gets holdline's tools.
+    pub permissions: Option<fn(&Setup) -> PathBuf>,
+    /// Its hook files, when holdline answers its hooks.
+    pub hooks: Option<fn(&Setup) -> HookTarget>,
+    /// holdline's local entry: the client runs the command over stdio.
+    pub local: fn(&Local) -> Value,
+    /// holdline's remote entry: the client speaks Streamable HTTP to the hub's `/mcp` and
+    /// sends the agent key as `Authorization: Bearer`. Each shape is the one the client's
+    /// own `mcp add` writes, or its config schema reads (docs/clients.md says which). The
+    /// per-server timeout and approval keys are the local entry's; beside a raised timeout
+    /// goes the long headers.
+    pub remote: fn(&RemoteParts) -> Value,
+}
+
+const fn files(
+    id: Client,
+    format: Format,
+    configs: fn(&Setup) -> Vec<PathBuf>,
+    rule: fn(&Setup) -> RuleTarget,
+    local: fn(&Local) -> Value,
+    remote: fn(&RemoteParts) -> Value,
+) -> ClientFiles {
+    ClientFiles {
+        id,
+        format,
+        env_key: "env",
+        configs,
+        settings: None,
+        rule,
+        trusted_folders: None,
+        permissions: None,
+        hooks: None,
+        local,
+        remote,
     }
+}
+
+/// The rule as a marked section of a file the person shares.
+fn section(path: PathBuf) -> RuleTarget {
+    RuleTarget {
+        path,
+        kind: RuleKind::Section,
+        text: RULE.to_owned(),
+    }
+}
+
+/// The rule as a file of holdline's own, `front` matter first.
+fn own(path: PathBuf, front: &str) -> RuleTarget {
+    RuleTarget {
+        path,
+        kind: RuleKind::OwnFile,
+        text: format!("{front}{RULE}"),
+    }
+}
+
+fn hook_target(client: HookClient, file: PathBuf) -> HookTarget {
+    HookTarget {
+        client,
+        file,
+        trust: None,
+        block_cap: None,
+    }
+}
+
+const JSON: Format = Format::Json("mcpServers");
+
+const CURSOR_FRONT: &str = "---\ndescription: holdline — keep the conversation going with wait_for_user_input\nalwaysApply: true\n---\n\n";
+
+/// Every client `install --client` takes, in the contract's order: one entry each.
+pub const INSTALL: &[ClientFiles] = &[
+    // User scope: `~/.cursor/mcp.json` and `~/.cursor/hooks.json` reach every project.
+    ClientFiles {
+        hooks: Some(|s| hook_target(HookClient::Cursor, s.home.join(".cursor/hooks.json"))),
+        ..files(
+            Client::Cursor,
+            JSON,
+            |s| vec![s.home.join(".cursor/mcp.json")],
+            |s| own(s.project.join(".cursor/rules/holdline.mdc"), CURSOR_FRONT),
+            |l| json!({"command": l.command, "args": [], "env": l.env, "timeout": 600}),
+            |r| json!({"url": r.url, "headers": r.headers, "timeout": 600}),
+        )
+    },
+    // User scope: `~/.claude.json`'s `mcpServers` and `~/.claude/CLAUDE.md` reach every
+    // project; `~/.claude/settings.json` allows holdline's tools in each of them and holds
+    // its hooks, with the stop-block cap in its `env`.
+    ClientFiles {
+        permissions: Some(|s| s.home.join(".claude/settings.json")),
+        hooks: Some(|s| HookTarget {
+            block_cap: Some(BlockCap::ClaudeCodeEnv),
+            ..hook_target(HookClient::ClaudeCode, s.home.join(".claude/settings.json"))
+        }),
+        ..files(
+            Client::ClaudeCode,
+            JSON,
+            |s| vec![s.home.join(".claude.json")],
+            |s| section(s.home.join(".claude/CLAUDE.md")),
+            // No `timeout`: it would be a hard limit per call. Without one, Claude Code's
+            // only limit a wait meets is its idle watchdog, which the bridge's progress
+            // resets, so one call lasts until the person answers.
+            |l| json!({"type": "stdio", "command": l.command, "args": [], "env": l.env}),
+            |r| json!({"type": "http", "url": r.url, "headers": r.headers}),
+        )
+    },
+    // `$CODEX_HOME`: the entry, the rule, and the hooks with their trust records.
+    ClientFiles {
+        hooks: Some(|s| HookTarget {
+            trust: Some(s.codex_home().join("config.toml")),
+            ..hook_target(HookClient::Codex, s.codex_home().join("hooks.json"))
+        }),
+        ..files(
+            Client::Codex,
+            Format::CodexToml,
+            |s| vec![s.codex_home().join("config.toml")],
+            |s| section(s.codex_home().join("AGENTS.md")),
+            |l| {
+                json!({
+                    "command": l.command, "args": [], "env": l.env_long,
+                    "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+                    // Codex never asks before a holdline tool (`codex exec` refuses tools
+                    // that need approval; init and wait need none by their annotations,
+                    // merge would).
+                    "default_tools_approval_mode": "approve",
+                })
+            },
+            |r| {
+                json!({
+                    "url": r.url, "http_headers": r.headers_long,
+                    "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+                    "default_tools_approval_mode": "approve",
+                })
+            },
+        )
+    },
+    files(
+        Client::Vscode,
+        Format::Json("servers"),
+        |s| vec![s.vscode_like_user_dir("Code").join("mcp.json")],
+        |s| {
+            own(
+                s.project
+                    .join(".github/instructions/holdline.instructions.md"),
+                "---\napplyTo: \"**\"\n---\n\n",
+            )
+        },
+        |l| json!({"type": "stdio", "command": l.command, "args": [], "env": l.env}),
+        |r| json!({"type": "http", "url": r.url, "headers": r.headers}),
+    ),
+    files(
+        Client::Windsurf,
+        JSON,
+        |s| vec![s.home.join(".codeium/windsurf/mcp_config.json")],
+        |s| section(s.home.join(".codeium/windsurf/memories/global_rules.md")),
+        |l| json!({"command": l.command, "args": [], "env": l.env}),
+        |r| json!({"serverUrl": r.url, "headers": r.headers}),
+    ),
+    files(
+        Client::Trae,
+        JSON,
+        |s| vec![s.vscode_like_user_dir("Trae").join("mcp.json")],
+        |s| section(s.project.join(".trae/rules/project_rules.md")),
+        |l| json!({"command": l.command, "args": [], "env": l.env}),
+        |r| json!({"url": r.url, "headers": r.headers}),
+    ),
+    files(
+        Client::Cline,
+        JSON,
+        |s| {
+            vec![
+                s.cline_cli_settings(),
+                s.vscode_like_user_dir("Code")
+                    .join("globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
+            ]
+        },
+        |s| own(s.project.join(".clinerules/holdline.md"), ""),
+        |l| {
+            json!({
+                "command": l.command, "args": [], "env": l.env_long,
+                "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
+            })
+        },
+        |r| {
+            json!({
+                "type": "streamableHttp", "url": r.url, "headers": r.headers_long,
+                "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
+            })
+        },
+    ),
+    // The user settings hold the entry and the hooks; servers start only in trusted folders.
+    ClientFiles {
+        trusted_folders: Some(|s| s.home.join(".gemini/trustedFolders.json")),
+        hooks: Some(|s| hook_target(HookClient::Gemini, s.home.join(".gemini/settings.json"))),
+        ..files(
+            Client::Gemini,
+            JSON,
+            |s| vec![s.home.join(".gemini/settings.json")],
+            |s| section(s.home.join(".gemini/GEMINI.md")),
+            long_timeout_ms,
+            |r| {
+                json!({
+                    "type": "http", "url": r.url, "headers": r.headers_long,
+                    "timeout": CLIENT_TIMEOUT_SEC * 1000,
+                })
+            },
+        )
+    },
+    // As Gemini CLI, with the stop-block cap raised to the most it takes.
+    ClientFiles {
+        trusted_folders: Some(|s| s.home.join(".qwen/trustedFolders.json")),
+        hooks: Some(|s| HookTarget {
+            block_cap: Some(BlockCap::QwenSetting),
+            ..hook_target(HookClient::Qwen, s.home.join(".qwen/settings.json"))
+        }),
+        ..files(
+            Client::Qwen,
+            JSON,
+            |s| vec![s.home.join(".qwen/settings.json")],
+            |s| section(s.home.join(".qwen/QWEN.md")),
+            long_timeout_ms,
+            |r| {
+                json!({
+                    "httpUrl": r.url, "headers": r.headers_long,
+                    "timeout": CLIENT_TIMEOUT_SEC * 1000,
+                })
+            },
+        )
+    },
+    files(
+        Client::Copilot,
+        JSON,
+        |s| vec![s.home.join(".copilot/mcp-config.json")],
+        |s| section(s.home.join(".copilot/copilot-instructions.md")),
+        |l| {
+            json!({
+                "type": "local", "command": l.command, "args": [], "env": l.env, "tools": ["*"],
+            })
+        },
+        |r| json!({"type": "http", "url": r.url, "headers": r.headers, "tools": ["*"]}),
+    ),
+    ClientFiles {
+        env_key: "environment",
+        ..files(
+            Client::Opencode,
+            Format::Json("mcp"),
+            |s| vec![s.xdg_config().join("opencode/opencode.json")],
+            |s| section(s.xdg_config().join("opencode/AGENTS.md")),
+            opencode_local,
+            opencode_remote,
+        )
+    },
+    files(
+        Client::Continue,
+        Format::ContinueYaml,
+        |s| vec![s.home.join(".continue/config.yaml")],
+        |s| {
+            own(
+                s.project.join(".continue/rules/holdline.md"),
+                "---\nname: holdline\nalwaysApply: true\n---\n\n",
+            )
+        },
+        |l| {
+            json!({
+                "name": super::SERVER_NAME, "command": l.command, "args": [], "env": l.env,
+            })
+        },
+        |r| {
+            json!({
+                "name": super::SERVER_NAME, "type": "streamable-http", "url": r.url,
+                "requestOptions": {"headers": r.headers},
+            })
+        },
+    ),
+    // opencode's fork: the same entry shapes, its own folder.
+    ClientFiles {
+        env_key: "environment",
+        ..files(
+            Client::Kilo,
+            Format::Json("mcp"),
+            |s| vec![s.xdg_config().join("kilo/kilo.json")],
+            |s| section(s.xdg_config().join("kilo/AGENTS.md")),
+            opencode_local,
+            opencode_remote,
+        )
+    },
+    ClientFiles {
+        settings: Some(|s| droid_autonomy(s.home.join(".factory/settings.json"))),
+        ..files(
+            Client::Droid,
+            JSON,
+            |s| vec![s.home.join(".factory/mcp.json")],
+            |s| section(s.home.join(".factory/AGENTS.md")),
+            // The shape `droid mcp add NAME CMD --env K=V` writes.
+            |l| {
+                json!({
+                    "type": "stdio", "command": l.command, "args": [], "env": l.env,
+                    "disabled": false,
+                })
+            },
+            // The shape `droid mcp add --type http NAME URL --header … --no-oauth` writes:
+            // a refused key is an error to show, not a sign-in to start.
+            |r| {
+                json!({
+                    "type": "http", "url": r.url, "headers": r.headers, "oauth": false,
+                    "disabled": false,
+                })
+            },
+        )
+    },
+    files(
+        Client::MistralVibe,
+        Format::VibeToml,
+        |s| vec![s.vibe_home().join("config.toml")],
+        |s| section(s.vibe_home().join("AGENTS.md")),
+        // Vibe splits a string `command` as a shell would (shlex): a path with a space is
+        // quoted, or Vibe runs its first word and the server never connects.
+        |l| {
+            json!({
+                "name": super::SERVER_NAME, "transport": "stdio",
+                "command": shell_word(l.command), "args": [],
+                "env": l.env_long, "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+            })
+        },
+        // `auth.type = "static"`: Vibe's own `mcp add --header` writes headers there.
+        |r| {
+            json!({
+                "name": super::SERVER_NAME, "transport": "streamable-http", "url": r.url,
+                "auth": {"type": "static", "headers": r.headers_long},
+                "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
+            })
+        },
+    ),
+    files(
+        Client::KimiCode,
+        JSON,
+        |s| vec![s.kimi_home().join("mcp.json")],
+        |s| section(s.kimi_home().join("AGENTS.md")),
+        |l| {
+            json!({
+                "transport": "stdio", "command": l.command, "args": [], "env": l.env_long,
+                "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
+            })
+        },
+        |r| {
+            json!({
+                "transport": "http", "url": r.url, "headers": r.headers_long,
+                "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
+            })
+        },
+    ),
+    // fastmcp's `StdioMCPServer` and `RemoteMCPServer`. No `timeout` and no long header:
+    // the SDK ends every tool call at 300 s whatever the entry says; the bridge's limit
+    // for it comes from the contract's table. `~/.openhands/skills/*.md` without triggers
+    // is always in the system prompt.
+    files(
+        Client::Openhands,
+        JSON,
+        |s| vec![s.openhands_dir().join("mcp.json")],
+        |s| {
+            own(
+                s.home.join(".openhands/skills/holdline.md"),
+                "---\nname: holdline\n---\n\n",
+            )
+        },
+        |l| json!({"command": l.command, "args": [], "env": l.env}),
+        |r| json!({"url": r.url, "transport": "http", "headers": r.headers}),
+    ),
+    // Cline's fork: the same keys (`alwaysAllow` for Cline's `autoApprove`).
+    files(
+        Client::RooCode,
+        JSON,
+        |s| {
+            vec![
+                s.vscode_like_user_dir("Code")
+                    .join("globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"),
+            ]
+        },
+        |s| own(s.project.join(".roo/rules/holdline.md"), ""),
+        |l| {
+            json!({
+                "command": l.command, "args": [], "env": l.env_long,
+                "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
+            })
+        },
+        |r| {
+            json!({
+                "type": "streamable-http", "url": r.url, "headers": r.headers_long,
+                "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
+            })
+        },
+    ),
+    // Zed reads the first of `.rules`, `AGENTS.md`, `CLAUDE.md` … in the project.
+    files(
+        Client::Zed,
+        Format::Json("context_servers"),
+        |s| vec![s.zed_settings()],
+        |s| section(s.project.join("AGENTS.md")),
+        |l| json!({"command": l.command, "args": [], "env": l.env}),
+        |r| json!({"url": r.url, "headers": r.headers}),
+    ),
+];
+
+/// Gemini CLI's and Qwen Code's local entry: the timeout in milliseconds.
+fn long_timeout_ms(l: &Local) -> Value {
+    json!({
+        "command": l.command, "args": [], "env": l.env_long,
+        "timeout": CLIENT_TIMEOUT_SEC * 1000,
+    })
+}
+
+/// opencode's and Kilo's local entry.
+fn opencode_local(l: &Local) -> Value {
+    json!({"type": "local", "command": [l.command], "environment": l.env, "enabled": true})
+}
+
+/// opencode's and Kilo's remote entry. `oauth: false`: a refused key is an error to show,
+/// not a sign-in to start.
+fn opencode_remote(r: &RemoteParts) -> Value {
+    json!({
+        "type": "remote", "url": r.url, "headers": r.headers, "oauth": false, "enabled": true,
+    })
+}
+
+/// `client`'s entry of [`INSTALL`].
+pub fn files_of(client: Client) -> &'static ClientFiles {
+    INSTALL
+        .iter()
+        .find(|f| f.id == client)
+        .expect("every installable client has an install entry")
 }
 
 /// `command` as one shell word: unchanged when it needs no quoting, else quoted.
@@ -253,143 +669,35 @@ fn shell_word(command: &str) -> String {
     shlex::try_quote(command).map_or_else(|_| command.to_owned(), |quoted| quoted.into_owned())
 }
 
-/// holdline's local entry: the client runs `command` (this `holdline-mcp`) over stdio,
-/// with `HOLDLINE_HUB` set when `hub` is given.
+/// holdline's local entry for `client`: it runs `command` (this `holdline-mcp`) over
+/// stdio, with `HOLDLINE_HUB` set when `hub` is given.
 fn local_entry(client: Client, command: &str, hub: Option<&str>) -> Value {
     let mut env = Map::new();
     if let Some(hub) = hub {
         env.insert("HOLDLINE_HUB".into(), json!(hub));
     }
-    // Where install raises the client's own timeout, the bridge may wait almost that long.
     let mut env_long = env.clone();
     env_long.insert(
         "HOLDLINE_MAX_WAIT_SEC".into(),
         json!(BRIDGE_WAIT_SEC.to_string()),
     );
-    match client {
-        Client::Cursor => json!({"command": command, "args": [], "env": env, "timeout": 600}),
-        // No `timeout`: it would be a hard limit per call. Without one, Claude Code's only
-        // limit a wait meets is its idle watchdog, which the bridge's progress resets, so
-        // one call lasts until the person answers.
-        Client::ClaudeCode | Client::Vscode => {
-            json!({"type": "stdio", "command": command, "args": [], "env": env})
-        }
-        Client::Codex => json!({
-            "command": command, "args": [], "env": env_long,
-            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
-            // Codex never asks before a holdline tool (`codex exec` refuses tools that need
-            // approval; init and wait need none by their annotations, merge would).
-            "default_tools_approval_mode": "approve",
-        }),
-        Client::Windsurf | Client::Trae => json!({"command": command, "args": [], "env": env}),
-        Client::Cline => json!({
-            "command": command, "args": [], "env": env_long,
-            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
-        }),
-        Client::Gemini | Client::Qwen => json!({
-            "command": command, "args": [], "env": env_long,
-            "timeout": CLIENT_TIMEOUT_SEC * 1000,
-        }),
-        Client::Copilot => json!({
-            "type": "local", "command": command, "args": [], "env": env, "tools": ["*"],
-        }),
-        Client::Opencode | Client::Kilo => json!({
-            "type": "local", "command": [command], "environment": env, "enabled": true,
-        }),
-        // The shape `droid mcp add NAME CMD --env K=V` writes.
-        Client::Droid => json!({
-            "type": "stdio", "command": command, "args": [], "env": env, "disabled": false,
-        }),
-        Client::Continue => json!({
-            "name": super::SERVER_NAME, "command": command, "args": [], "env": env,
-        }),
-        // Vibe splits a string `command` as a shell would (shlex): a path with a space is
-        // quoted, or Vibe runs its first word and the server never connects.
-        Client::MistralVibe => json!({
-            "name": super::SERVER_NAME, "transport": "stdio", "command": shell_word(command), "args": [],
-            "env": env_long, "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
-        }),
-        Client::KimiCode => json!({
-            "transport": "stdio", "command": command, "args": [], "env": env_long,
-            "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
-        }),
-        // fastmcp's `StdioMCPServer`. No `timeout`: the SDK ends every tool call at 300 s
-        // whatever the entry says; the bridge's limit for it comes from `limits.rs`.
-        Client::Openhands => json!({"command": command, "args": [], "env": env}),
-        // Cline's fork: the same keys (`alwaysAllow` for Cline's `autoApprove`).
-        Client::RooCode => json!({
-            "command": command, "args": [], "env": env_long,
-            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
-        }),
-        Client::Zed => json!({"command": command, "args": [], "env": env}),
-    }
+    (files_of(client).local)(&Local {
+        command,
+        env,
+        env_long,
+    })
 }
 
-/// holdline's remote entry: the client speaks Streamable HTTP to the hub's `/mcp` and
-/// sends the agent key as `Authorization: Bearer`. Each shape is the one the client's own
-/// `mcp add` writes, or its config schema reads (docs/clients.md says which, per client).
-/// The per-server timeout and approval keys are the local entry's; beside a raised
-/// timeout goes the [`MAX_WAIT_HEADER`] in place of `HOLDLINE_MAX_WAIT_SEC`.
+/// holdline's remote entry for `client` (see `ClientFiles::remote`).
 pub fn remote_entry(client: Client, remote: &Remote) -> Value {
-    let url = remote.url.as_str();
     let headers = json!({"Authorization": remote.bearer()});
     let mut headers_long = headers.clone();
     headers_long[MAX_WAIT_HEADER] = json!(BRIDGE_WAIT_SEC.to_string());
-    match client {
-        Client::Cursor => json!({"url": url, "headers": headers, "timeout": 600}),
-        Client::ClaudeCode | Client::Vscode => {
-            json!({"type": "http", "url": url, "headers": headers})
-        }
-        Client::Codex => json!({
-            "url": url, "http_headers": headers_long,
-            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
-            "default_tools_approval_mode": "approve",
-        }),
-        Client::Windsurf => json!({"serverUrl": url, "headers": headers}),
-        Client::Trae => json!({"url": url, "headers": headers}),
-        Client::Cline => json!({
-            "type": "streamableHttp", "url": url, "headers": headers_long,
-            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "autoApprove": TOOLS,
-        }),
-        Client::Gemini => json!({
-            "type": "http", "url": url, "headers": headers_long,
-            "timeout": CLIENT_TIMEOUT_SEC * 1000,
-        }),
-        Client::Qwen => json!({
-            "httpUrl": url, "headers": headers_long, "timeout": CLIENT_TIMEOUT_SEC * 1000,
-        }),
-        Client::Copilot => json!({"type": "http", "url": url, "headers": headers, "tools": ["*"]}),
-        // `oauth: false`: a refused key is an error to show, not a sign-in to start.
-        Client::Opencode | Client::Kilo => json!({
-            "type": "remote", "url": url, "headers": headers, "oauth": false, "enabled": true,
-        }),
-        // The shape `droid mcp add --type http NAME URL --header … --no-oauth` writes: a
-        // refused key is an error to show, not a sign-in to start.
-        Client::Droid => json!({
-            "type": "http", "url": url, "headers": headers, "oauth": false, "disabled": false,
-        }),
-        Client::Continue => json!({
-            "name": super::SERVER_NAME, "type": "streamable-http", "url": url,
-            "requestOptions": {"headers": headers},
-        }),
-        // `auth.type = "static"`: Vibe's own `mcp add --header` writes headers there.
-        Client::MistralVibe => json!({
-            "name": super::SERVER_NAME, "transport": "streamable-http", "url": url,
-            "auth": {"type": "static", "headers": headers_long},
-            "tool_timeout_sec": CLIENT_TIMEOUT_SEC,
-        }),
-        Client::KimiCode => json!({
-            "transport": "http", "url": url, "headers": headers_long,
-            "toolTimeoutMs": CLIENT_TIMEOUT_SEC * 1000,
-        }),
-        // fastmcp's `RemoteMCPServer`; the SDK's 300 s per call stays, so no long header.
-        Client::Openhands => json!({"url": url, "transport": "http", "headers": headers}),
-        Client::RooCode => json!({
-            "type": "streamable-http", "url": url, "headers": headers_long,
-            "disabled": false, "timeout": CLIENT_TIMEOUT_SEC, "alwaysAllow": TOOLS,
-        }),
-        Client::Zed => json!({"url": url, "headers": headers}),
-    }
+    (files_of(client).remote)(&RemoteParts {
+        url: remote.url.as_str(),
+        headers,
+        headers_long,
+    })
 }
 
 /// The dotted path of the first member named `key` in `value`, depth first.
@@ -449,182 +757,30 @@ fn wanted_entry(client: Client, setup: &Setup) -> (Value, Vec<String>, Vec<Strin
     (entry, decided, other_transport)
 }
 
-/// Builds the plan for `client`.
+/// Builds the plan for `client` from its entry of `INSTALL`.
 pub fn plan(client: Client, setup: &Setup) -> Plan {
-    let home = &setup.home;
-    let project = &setup.project;
+    let files = files_of(client);
     let (entry, decided, other_transport) = wanted_entry(client, setup);
-    let target = |path: PathBuf| ConfigTarget {
-        path,
-        format: client.format(),
-        entry: entry.clone(),
-        env_key: client.env_key(),
-        decided: decided.clone(),
-        other_transport: other_transport.clone(),
-        holds_key: setup.remote.is_some(),
-    };
-    let section = |path: PathBuf| RuleTarget {
-        path,
-        kind: RuleKind::Section,
-        text: RULE.to_owned(),
-    };
-    let own = |path: PathBuf, front: &str| RuleTarget {
-        path,
-        kind: RuleKind::OwnFile,
-        text: format!("{front}{RULE}"),
-    };
-    // The user settings hold the entry and the hooks.
-    let gemini_like = |dir: &str, rule_file: &str, hooks: HookTarget| Plan {
-        client,
-        configs: vec![target(home.join(dir).join("settings.json"))],
-        rule: section(home.join(dir).join(rule_file)),
-        trusted_folders: Some(home.join(dir).join("trustedFolders.json")),
-        permissions: None,
-        hooks: Some(hooks),
-    };
-    let simple = |configs: Vec<ConfigTarget>, rule: RuleTarget| Plan {
+    let mut configs: Vec<ConfigTarget> = (files.configs)(setup)
+        .into_iter()
+        .map(|path| ConfigTarget {
+            path,
+            format: files.format,
+            entry: entry.clone(),
+            env_key: files.env_key,
+            decided: decided.clone(),
+            other_transport: other_transport.clone(),
+            holds_key: setup.remote.is_some(),
+        })
+        .collect();
+    configs.extend(files.settings.map(|settings| settings(setup)));
+    Plan {
         client,
         configs,
-        rule,
-        trusted_folders: None,
-        permissions: None,
-        hooks: None,
-    };
-    match client {
-        // User scope: `~/.cursor/mcp.json` and `~/.cursor/hooks.json` reach every project.
-        Client::Cursor => Plan {
-            hooks: Some(HookTarget::cursor(home)),
-            ..simple(
-                vec![target(home.join(".cursor/mcp.json"))],
-                own(
-                    project.join(".cursor/rules/holdline.mdc"),
-                    "---\ndescription: holdline — keep the conversation going with wait_for_user_input\nalwaysApply: true\n---\n\n",
-                ),
-            )
-        },
-        // User scope: `~/.claude.json`'s `mcpServers` and `~/.claude/CLAUDE.md` reach every
-        // project; `~/.claude/settings.json` allows holdline's tools in each of them and
-        // holds its hooks.
-        Client::ClaudeCode => Plan {
-            permissions: Some(home.join(".claude/settings.json")),
-            hooks: Some(HookTarget::claude_code(home)),
-            ..simple(
-                vec![target(home.join(".claude.json"))],
-                section(home.join(".claude/CLAUDE.md")),
-            )
-        },
-        Client::Codex => {
-            let dir = setup
-                .var("CODEX_HOME")
-                .unwrap_or_else(|| home.join(".codex"));
-            Plan {
-                hooks: Some(HookTarget::codex(&dir)),
-                ..simple(
-                    vec![target(dir.join("config.toml"))],
-                    section(dir.join("AGENTS.md")),
-                )
-            }
-        }
-        Client::Vscode => simple(
-            vec![target(setup.vscode_like_user_dir("Code").join("mcp.json"))],
-            own(
-                project.join(".github/instructions/holdline.instructions.md"),
-                "---\napplyTo: \"**\"\n---\n\n",
-            ),
-        ),
-        Client::Windsurf => simple(
-            vec![target(home.join(".codeium/windsurf/mcp_config.json"))],
-            section(home.join(".codeium/windsurf/memories/global_rules.md")),
-        ),
-        Client::Trae => simple(
-            vec![target(setup.vscode_like_user_dir("Trae").join("mcp.json"))],
-            section(project.join(".trae/rules/project_rules.md")),
-        ),
-        Client::Cline => {
-            simple(
-                vec![
-                    target(setup.cline_cli_settings()),
-                    target(setup.vscode_like_user_dir("Code").join(
-                        "globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-                    )),
-                ],
-                own(project.join(".clinerules/holdline.md"), ""),
-            )
-        }
-        Client::Gemini => gemini_like(".gemini", "GEMINI.md", HookTarget::gemini(home)),
-        Client::Qwen => gemini_like(".qwen", "QWEN.md", HookTarget::qwen(home)),
-        Client::Copilot => simple(
-            vec![target(home.join(".copilot/mcp-config.json"))],
-            section(home.join(".copilot/copilot-instructions.md")),
-        ),
-        Client::Opencode => {
-            let dir = setup.xdg_config().join("opencode");
-            simple(
-                vec![target(dir.join("opencode.json"))],
-                section(dir.join("AGENTS.md")),
-            )
-        }
-        Client::Kilo => {
-            let dir = setup.xdg_config().join("kilo");
-            simple(
-                vec![target(dir.join("kilo.json"))],
-                section(dir.join("AGENTS.md")),
-            )
-        }
-        Client::Droid => simple(
-            vec![
-                target(home.join(".factory/mcp.json")),
-                droid_autonomy(home.join(".factory/settings.json")),
-            ],
-            section(home.join(".factory/AGENTS.md")),
-        ),
-        Client::Continue => simple(
-            vec![target(home.join(".continue/config.yaml"))],
-            own(
-                project.join(".continue/rules/holdline.md"),
-                "---\nname: holdline\nalwaysApply: true\n---\n\n",
-            ),
-        ),
-        Client::MistralVibe => {
-            let dir = setup.var("VIBE_HOME").unwrap_or_else(|| home.join(".vibe"));
-            simple(
-                vec![target(dir.join("config.toml"))],
-                section(dir.join("AGENTS.md")),
-            )
-        }
-        Client::KimiCode => {
-            let dir = setup
-                .var("KIMI_CODE_HOME")
-                .unwrap_or_else(|| home.join(".kimi-code"));
-            simple(
-                vec![target(dir.join("mcp.json"))],
-                section(dir.join("AGENTS.md")),
-            )
-        }
-        // `~/.openhands/skills/*.md` without triggers is always in the system prompt.
-        Client::Openhands => {
-            let dir = setup
-                .var("OPENHANDS_PERSISTENCE_DIR")
-                .unwrap_or_else(|| home.join(".openhands"));
-            simple(
-                vec![target(dir.join("mcp.json"))],
-                own(
-                    home.join(".openhands/skills/holdline.md"),
-                    "---\nname: holdline\n---\n\n",
-                ),
-            )
-        }
-        Client::RooCode => simple(
-            vec![target(setup.vscode_like_user_dir("Code").join(
-                "globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
-            ))],
-            own(project.join(".roo/rules/holdline.md"), ""),
-        ),
-        // Zed reads the first of `.rules`, `AGENTS.md`, `CLAUDE.md` … in the project.
-        Client::Zed => simple(
-            vec![target(setup.zed_settings())],
-            section(project.join("AGENTS.md")),
-        ),
+        rule: (files.rule)(setup),
+        trusted_folders: files.trusted_folders.map(|f| f(setup)),
+        permissions: files.permissions.map(|f| f(setup)),
+        hooks: files.hooks.map(|f| f(setup)),
     }
 }
 
@@ -670,4 +826,30 @@ pub fn is_trusted(trusted_folders: &Value, project: &Path) -> bool {
             _ => false,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_installable_client_has_one_install_entry_in_the_tables_order() {
+        let ids: Vec<Client> = INSTALL.iter().map(|f| f.id).collect();
+        assert_eq!(ids, INSTALLABLE.to_vec());
+    }
+
+    /// A client has hook files here exactly when `hook --client` answers it, and then the
+    /// contract's entry has its hook facts.
+    #[test]
+    fn hook_files_hook_facts_and_hook_clients_agree() {
+        let hook_clients: Vec<Client> = <HookClient as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|h| h.id())
+            .collect();
+        for files in INSTALL {
+            let answered = hook_clients.contains(&files.id);
+            assert_eq!(files.hooks.is_some(), answered, "{:?}", files.id);
+            assert_eq!(files.id.facts().hooks.is_some(), answered, "{:?}", files.id);
+        }
+    }
 }

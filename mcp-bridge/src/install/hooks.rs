@@ -17,6 +17,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::hook::HookClient;
+use holdline_contract::clients::TimeoutUnit;
 
 /// The hook timeout install writes: a day. The hook ends its wait 30 s before it and lets
 /// the turn end; a later reply waits at the hub for the next stop or wait. Claude Code,
@@ -35,12 +36,6 @@ pub const BLOCK_CAP_ENV: (&str, &str) = ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "0")
 /// the turn ("Stop hook blocked continuation 100 consecutive times"): the 100th reply in a
 /// row within one prompt reaches no model turn.
 pub const QWEN_BLOCK_CAP: (&str, u64) = ("stopHookBlockingCap", 100);
-
-/// How long Qwen Code waits for its `Stop` hooks, whatever their `timeout`: it asks for
-/// their answer over its message bus with that bus's default of 60 s, and past it the turn
-/// fails ("Request timed out waiting for hook-execution-response"; `qwen -p` exits 1).
-/// Install gives Qwen's hook this timeout, so the hook lets the turn end first.
-pub const QWEN_STOP_WAIT_SEC: u64 = 60;
 
 /// The `loop_limit` install gives Cursor's `stop` hook: how many follow-up messages in a
 /// row Cursor lets the hook submit (its default is 5, and it documents no maximum; a
@@ -62,33 +57,30 @@ pub enum BlockCap {
     QwenSetting,
 }
 
-/// The hook's time in seconds (`--timeout-sec`): a day, but Qwen Code's 60 s.
+/// The hook's time in seconds (`--timeout-sec`): a day, but the client's own limit on a
+/// stop hook's wait where it has one (Qwen Code's 60 s).
 pub fn hook_timeout_sec(client: HookClient) -> u64 {
-    match client {
-        HookClient::Qwen => QWEN_STOP_WAIT_SEC,
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini | HookClient::Cursor => {
-            HOOK_TIMEOUT_SEC
-        }
-    }
+    client
+        .facts()
+        .stop_wait_limit_secs
+        .unwrap_or(HOOK_TIMEOUT_SEC)
 }
 
 /// A hook's `timeout` as the client reads it: seconds for Claude Code, Codex, Cursor and
 /// Qwen Code (which reads a value below 1000 as seconds and one of 1000 or more as
 /// milliseconds); milliseconds for Gemini CLI.
 pub fn client_timeout(client: HookClient) -> u64 {
-    match client {
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Cursor => {
-            hook_timeout_sec(client)
-        }
-        HookClient::Gemini => hook_timeout_sec(client) * 1000,
+    match client.facts().timeout_unit {
+        TimeoutUnit::Seconds => hook_timeout_sec(client),
+        TimeoutUnit::Milliseconds => hook_timeout_sec(client) * 1000,
     }
 }
 
 /// The unit of [`client_timeout`], as `status` says it.
 pub fn timeout_unit(client: HookClient) -> &'static str {
-    match client {
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Qwen | HookClient::Cursor => "s",
-        HookClient::Gemini => "ms",
+    match client.facts().timeout_unit {
+        TimeoutUnit::Seconds => "s",
+        TimeoutUnit::Milliseconds => "ms",
     }
 }
 

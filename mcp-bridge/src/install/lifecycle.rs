@@ -45,51 +45,6 @@ pub struct HookTarget {
 }
 
 impl HookTarget {
-    pub fn claude_code(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::ClaudeCode,
-            file: home.join(".claude/settings.json"),
-            trust: None,
-            block_cap: Some(BlockCap::ClaudeCodeEnv),
-        }
-    }
-
-    pub fn codex(codex_home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Codex,
-            file: codex_home.join("hooks.json"),
-            trust: Some(codex_home.join("config.toml")),
-            block_cap: None,
-        }
-    }
-
-    pub fn qwen(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Qwen,
-            file: home.join(".qwen/settings.json"),
-            trust: None,
-            block_cap: Some(BlockCap::QwenSetting),
-        }
-    }
-
-    pub fn cursor(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Cursor,
-            file: home.join(".cursor/hooks.json"),
-            trust: None,
-            block_cap: None,
-        }
-    }
-
-    pub fn gemini(home: &Path) -> HookTarget {
-        HookTarget {
-            client: HookClient::Gemini,
-            file: home.join(".gemini/settings.json"),
-            trust: None,
-            block_cap: None,
-        }
-    }
-
     /// The events of `events` this client has; the others are said once on stderr.
     fn events_of(&self, events: &[HookEvent]) -> Vec<HookEvent> {
         let (kept, missing): (Vec<HookEvent>, Vec<HookEvent>) =
@@ -272,19 +227,20 @@ fn update_trust(config: &Path, edit: &TrustEdit) -> Result<(), InstallError> {
 /// How long the client lets a stop hook hold its turn, when that is less than the hook's
 /// own timeout says.
 fn limit_note(client: HookClient) -> Option<String> {
-    match client {
-        HookClient::Qwen => Some(format!(
-            "Qwen Code waits at most {} s for a Stop hook: the hook asks for {} s, then lets the turn end, and a later reply waits at the hub for the next stop or wait",
-            hooks::QWEN_STOP_WAIT_SEC,
-            crate::hook::held_for(std::time::Duration::from_secs(hooks::QWEN_STOP_WAIT_SEC))
-                .as_secs()
-        )),
-        HookClient::Cursor => Some(format!(
+    if let Some(limit) = client.facts().stop_wait_limit_secs {
+        let held = crate::hook::held_for(std::time::Duration::from_secs(limit)).as_secs();
+        return Some(format!(
+            "{} waits at most {limit} s for a {} hook: the hook asks for {held} s, then lets the turn end, and a later reply waits at the hub for the next stop or wait",
+            client.display(),
+            client.stop_event()
+        ));
+    }
+    (client == HookClient::Cursor).then(|| {
+        format!(
             "Cursor submits at most {} replies in a row through its stop hook (loop_limit), then ends the loop until your next message",
             hooks::CURSOR_LOOP_LIMIT
-        )),
-        HookClient::ClaudeCode | HookClient::Codex | HookClient::Gemini => None,
-    }
+        )
+    })
 }
 
 /// What install says when it raised the client's stop-block cap.

@@ -4,7 +4,8 @@
 //! flags say changes), and the rule that keeps the agent waiting. Uninstall takes out
 //! exactly those.
 //!
-//! - `clients`: where each client keeps what, and holdline's entries for it.
+//! - `clients`: the installer's entry of each client (`INSTALL`, keyed by the contract's
+//!   `ClientId`): where it keeps what, and holdline's entries for it.
 //! - `command`: the command an entry runs by default (a path that survives upgrades).
 //! - `remote`: `--url` and `--key` checked; the remote entry's text for the hub's CLI.
 //! - `entry`: the merge policy, format-free.
@@ -365,7 +366,7 @@ fn print_plan(args: &InstallArgs, plan: &Plan, command: &str, remote: bool) {
 pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
     let clients: Vec<Client> = match args.client {
         Some(c) if !args.all => vec![c],
-        _ => Client::ALL.to_vec(),
+        _ => clients::INSTALLABLE.to_vec(),
     };
     let project = project_dir(args.project.as_deref())?;
     let mut removed = 0;
@@ -414,13 +415,11 @@ pub fn uninstall(args: &UninstallArgs) -> Result<(), InstallError> {
 pub fn status(args: &StatusArgs) -> Result<(), InstallError> {
     let clients = match args.client {
         Some(c) => vec![c],
-        None => vec![
-            Client::ClaudeCode,
-            Client::Codex,
-            Client::Qwen,
-            Client::Gemini,
-            Client::Cursor,
-        ],
+        // The clients whose hooks holdline answers, in `hook --client`'s order.
+        None => <crate::hook::HookClient as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|h| h.id())
+            .collect(),
     };
     let project = project_dir(args.project.as_deref())?;
     for client in clients {

@@ -14,6 +14,7 @@ use std::{
 };
 
 use anyhow::Context;
+use holdline_contract::clients::CLIENT_NAMES;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -43,7 +44,11 @@ struct ClientCase {
     env_key: &'static str,
 }
 
-const CLIENTS: [ClientCase; 19] = [
+/// What install writes for each client of the contract's table, in its order: the list
+/// is the table's (a client added there does not compile here until it has a case, and
+/// [`the_cases_are_the_tables_clients`] checks the names); the paths and shapes are this
+/// test's own, so the installer's entries are checked against them, not against themselves.
+const CLIENTS: [ClientCase; CLIENT_NAMES.len()] = [
     ClientCase {
         name: "cursor",
         config: ".cursor/mcp.json",
@@ -218,6 +223,11 @@ const CLIENTS: [ClientCase; 19] = [
         env_key: "env",
     },
 ];
+
+#[test]
+fn the_cases_are_the_tables_clients() {
+    assert_eq!(CLIENTS.map(|c| c.name), CLIENT_NAMES);
+}
 
 /// A temporary home and project, and the bridge binary run inside them.
 struct Sandbox {
