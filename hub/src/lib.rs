@@ -19,8 +19,8 @@
 //!   routers, each agent route one function both HTTP and `/mcp` run
 //! - [`mcp`]         `/mcp`: the shared tools (`holdline-tools`) over Streamable
 //!   HTTP, calling the agent routes' functions in process
-//! - [`server`]      connections, framing and their time limits
-//! - [`admission`]   connection caps (per peer, untrusted, total)
+//! - [`transport`]   the hub's own HTTP/1.1 path and connection caps, written for
+//!   the memory of waiting agents (its doc: what it replaces, why, its checks)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
 //! - [`notify`]      telling the person of a wait over webhooks, ntfy, Telegram, Web Push
@@ -28,7 +28,7 @@
 //!
 //! The module graph has no cycles (the `module_graph` test keeps it so):
 //! `names` and `session` are leaves, `config` never depends on `notify` or
-//! `hub`, `server` never on `api`, `api` never on `mcp` — `/mcp` is composed
+//! `hub`, `transport` never on `api`, `api` never on `mcp` — `/mcp` is composed
 //! in [`run`].
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
@@ -37,7 +37,6 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
-pub mod admission;
 pub mod api;
 pub mod binding;
 pub mod config;
@@ -58,11 +57,11 @@ pub mod notify;
 pub mod panel;
 pub mod process;
 pub mod push;
-pub mod server;
 pub mod session;
 pub mod store;
 pub mod sync;
 pub mod table;
+pub mod transport;
 pub mod waits;
 
 use std::future::Future;
@@ -160,7 +159,7 @@ pub async fn run(
         signal.cancel();
     });
     let api = api::Api::new(state, Some(mcp.clone().route()));
-    server::serve(listener, api, stop.clone()).await;
+    transport::server::serve(listener, api, stop.clone()).await;
     stop.cancel();
     mcp.stopped().await;
     let end = close(&hub).await;
