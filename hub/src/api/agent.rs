@@ -194,9 +194,8 @@ fn hold_poll(
 }
 
 /// The long poll, for an in-process caller (the HTTP one is [`http::poll`], held as a
-/// [`PollToHold`]): the
-/// admission, then the hold in its place (combinators: the two share their room, and
-/// the hold is all a waiting agent's poll keeps).
+/// [`PollToHold`]): the admission, then the hold in its place (combinators: the two
+/// share their room, and the hold is all a waiting agent's poll keeps).
 pub fn poll<'a>(
     app: &'a AppState,
     caller: &AgentCaller,

@@ -213,16 +213,7 @@ fn connection(
             // A finished future's box is freed before writing, not after.
             drop(answer);
             let close = close || stop.is_cancelled();
-            // Boxed, with its time limit: only while writing, not for the connection's
-            // whole life.
-            let writing = write_response(&mut stream, response, close);
-            let written = if ticket.is_trusted() {
-                Box::pin(writing).await
-            } else {
-                Box::pin(tokio::time::timeout(UNTRUSTED_WRITE, writing))
-                    .await
-                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
-            };
+            let written = write_answer(&mut stream, response, close, ticket.is_trusted()).await;
             if written.is_err() || close {
                 let _ = stream.shutdown().await;
                 return;
@@ -231,6 +222,26 @@ fn connection(
         // Something for hyper. Boxed: hyper's connection state is kilobytes.
         let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, ticket, api, stop));
         hyper.await
+    }
+}
+
+/// Writes one answer; boxed with its time limit (only while writing, not for the
+/// connection's whole life): [`UNTRUSTED_WRITE`] unless the connection is `trusted`.
+fn write_answer(
+    stream: &mut TcpStream,
+    response: axum::response::Response,
+    close: bool,
+    trusted: bool,
+) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+    let writing = write_response(stream, response, close);
+    if trusted {
+        Box::pin(writing)
+    } else {
+        Box::pin(async move {
+            tokio::time::timeout(UNTRUSTED_WRITE, writing)
+                .await
+                .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+        })
     }
 }
 
