@@ -10,15 +10,15 @@
 //!   routers, each agent route one function both HTTP and `/mcp` run
 //! - [`mcp`]         `/mcp`: the shared tools (`holdline-tools`) over Streamable
 //!   HTTP, calling the agent routes' functions in process
-//! - [`server`]      connections, framing and their time limits
-//! - [`admission`]   connection caps (per peer, untrusted, total)
+//! - [`transport`]   the hub's own HTTP/1.1 path and connection caps, written for
+//!   the memory of waiting agents (its doc: what it replaces, why, its checks)
 //! - [`panel`]       the panel's files, compiled in
 //! - [`admin`]       the admin subcommands (`status`, `reply`, `export`, …)
 //! - [`net`], [`process`], [`log_file`], [`crash_point`]: the address the hub
 //!   advertises, its process, its log file, and the crash points tests pull
 //!
 //! The module graph has no cycles (the `module_graph` test keeps it so, in each
-//! crate): `server` never depends on `api`, `api` never on `mcp` — `/mcp` is
+//! crate): `transport` never depends on `api`, `api` never on `mcp` — `/mcp` is
 //! composed in [`run`].
 //!
 //! Entry point: [`run`] takes a bound listener and a shutdown future, so
@@ -33,7 +33,6 @@ use holdline_store::{interchange, lock, names, session, store};
 use holdline_sync as sync;
 
 pub mod admin;
-pub mod admission;
 pub mod api;
 pub mod crash_point;
 pub mod log_file;
@@ -43,7 +42,7 @@ mod module_graph;
 pub mod net;
 pub mod panel;
 pub mod process;
-pub mod server;
+pub mod transport;
 
 use std::future::Future;
 use std::io::IsTerminal;
@@ -140,7 +139,7 @@ pub async fn run(
         signal.cancel();
     });
     let api = api::Api::new(state, Some(mcp.clone().route()));
-    server::serve(listener, api, stop.clone()).await;
+    transport::server::serve(listener, api, stop.clone()).await;
     stop.cancel();
     mcp.stopped().await;
     let end = close(&hub).await;

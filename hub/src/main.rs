@@ -144,7 +144,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     home.prepare()
         .with_context(|| format!("cannot prepare the holdline home {}", home.root.display()))?;
     let _log_guard = init_logging(&home)?;
-    let fds = holdline_hub::admission::raise_open_files_limit();
+    let fds = holdline_hub::transport::admission::raise_open_files_limit();
     tracing::info!(fds, "open files limit");
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -9,12 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{FromRequest, Request};
-use axum::http::Method;
-use axum::response::IntoResponse;
-use futures::TryFutureExt;
+use axum::response::{IntoResponse, Response};
+use futures::future::Either;
+use futures::{FutureExt, TryFutureExt};
 use holdline_contract::{Status, routes};
-use http_body_util::Limited;
 
 use super::dto::*;
 use super::error::{ApiError, Body, token};
@@ -22,7 +20,6 @@ use super::{AppState, JSON_LIMIT, guard};
 use crate::binding::Caller;
 use crate::hub::{InitRequest as HubInit, PollOutcome, RegisterRequest as HubRegister};
 use crate::names::KeyName;
-use crate::server::Answering;
 use crate::session::Token;
 
 /// Who calls an agent route: the credential, and the address the hub saw.
@@ -152,6 +149,7 @@ fn check_question_size(b: &mut RegisterRequest) -> Result<(), ApiError> {
 }
 
 /// A poll that passed every check, ready to wait.
+#[derive(Clone)]
 struct Admitted {
     token: Token,
     wait_id: String,
@@ -195,9 +193,9 @@ fn hold_poll(
         .poll(poll.token, poll.wait_id, poll.timeout, poll.owner)
 }
 
-/// The long poll, for an in-process caller (the HTTP one is [`held_poll`]): the
-/// admission, then the hold in its place (combinators: the two share their room, and
-/// the hold is all a waiting agent's poll keeps).
+/// The long poll, for an in-process caller (the HTTP one is [`http::poll`], held as a
+/// [`PollToHold`]): the admission, then the hold in its place (combinators: the two
+/// share their room, and the hold is all a waiting agent's poll keeps).
 pub fn poll<'a>(
     app: &'a AppState,
     caller: &AgentCaller,
@@ -208,56 +206,49 @@ pub fn poll<'a>(
         .map_ok(PollAnswer::from)
 }
 
-/// `POST /api/wait/poll`, the one request that waits for minutes: answered
-/// beside the router ([`super::Api::answer`]) with the router's checks as plain
-/// calls — the front door, the method, the credential, the JSON body limit — made
-/// before the answer's future is built, so a held poll keeps only what it
-/// needs (the request's head and these checks were most of its memory;
-/// docs/benchmarks.md).
-pub fn held_poll(api: super::Api, req: Request) -> Answering {
-    let app = api.state();
-    let visit = match guard::Visit::begin(app, &req) {
-        Ok(visit) => visit,
-        Err(refused) => return Box::pin(std::future::ready(*refused)),
-    };
-    let (parts, body) = req.into_parts();
-    let admitted = if parts.method != Method::POST {
-        Err(ApiError::method_not_allowed(
-            "the long poll is POST /api/wait/poll",
-        ))
-    } else {
-        guard::Audience::Agent.admit(&app.secret, &parts.headers)
-    };
-    drop(parts);
-    // Boxed apart and done before the hold: what it needs (the body, the
-    // checks' outcome, JSON decoding, adoption) is gone while the poll waits.
-    let admit = Box::pin(admit_http_poll(app.clone(), admitted, body));
-    // Keeps the API's one `Arc`, not a copy of its state.
-    Box::pin(async move {
-        let app = api.state();
-        let poll = match admit.await {
-            Ok(poll) => poll,
-            Err(e) => return visit.end(app, e.into_response()),
-        };
-        let answer = match hold_poll(app, poll).await {
+/// A poll the router admitted (`POST /api/wait/poll` through the same layers as every
+/// agent route: the front door, the method, the credential, the JSON body limit), handed
+/// back to [`super::Api::answer`] in its answer's extensions to be held there: so the
+/// held future keeps only the hold, not the router's and the request's state
+/// (docs/benchmarks.md, "Hub RSS with 10,000 waiting").
+#[derive(Clone)]
+pub struct PollToHold(Admitted);
+
+impl PollToHold {
+    /// The router's answer for an admitted poll: it carries the poll. Should any path
+    /// answer it without holding it, the client reads an internal error, never a `200`.
+    fn into_answer(self) -> Response {
+        let mut answer = ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            holdline_contract::ErrorCode::Internal,
+            "the long poll was admitted but not held",
+        )
+        .into_response();
+        answer.extensions_mut().insert(self);
+        answer
+    }
+
+    /// Holds the poll until a reply, its time limit or the wait's end: its HTTP answer.
+    fn held(self, app: &AppState) -> impl std::future::Future<Output = Response> + Send + '_ {
+        hold_poll(app, self.0).map(|outcome| match outcome {
             Ok(outcome) => Json(PollAnswer::from(outcome)).into_response(),
             Err(e) => ApiError::from(e).into_response(),
-        };
-        visit.end(app, answer)
-    })
+        })
+    }
 }
 
-/// The HTTP poll's body (under the JSON limit, with the errors every route gives), then
-/// [`admit_poll`].
-async fn admit_http_poll(
-    app: AppState,
-    admitted: Result<guard::Caller, ApiError>,
-    body: axum::body::Body,
-) -> Result<Admitted, ApiError> {
-    let owner = admitted?.agent_key().cloned();
-    let limited = Request::new(axum::body::Body::new(Limited::new(body, JSON_LIMIT)));
-    let Body(b) = Body::<PollRequest>::from_request(limited, &()).await?;
-    admit_poll(&app, owner, b).await
+/// The router's answer, or, when it admitted a long poll, the poll held: what
+/// [`super::Api::answer`] awaits (one future, so the router's answer is not kept beside
+/// the hold).
+pub fn hold_if_admitted(
+    app: &AppState,
+    mut answer: Response,
+) -> impl std::future::Future<Output = Response> + Send + '_ {
+    let poll = answer.extensions_mut().remove::<PollToHold>();
+    match poll {
+        Some(poll) => Either::Left(poll.held(app)),
+        None => Either::Right(std::future::ready(answer)),
+    }
 }
 
 pub async fn ack(app: &AppState, caller: &AgentCaller, b: AckRequest) -> Result<Done, ApiError> {
@@ -366,6 +357,16 @@ pub mod http {
         Body(b): Body<RegisterRequest>,
     ) -> JsonResult<RegisterAnswer> {
         super::register(&app, &caller(who, peer), b).await.map(Json)
+    }
+
+    /// `POST /api/wait/poll`: admits the poll; [`crate::api::Api::answer`] holds it.
+    pub async fn poll(
+        State(app): State<AppState>,
+        Extension(who): Extension<guard::Caller>,
+        Body(b): Body<PollRequest>,
+    ) -> Result<Response, ApiError> {
+        let admitted = admit_poll(&app, who.agent_key().cloned(), b).await?;
+        Ok(PollToHold(admitted).into_answer())
     }
 
     pub async fn ack(

@@ -1,5 +1,5 @@
 //! The only code that knows routes and JSON: the router of docs/api.md, its guards
-//! and body limits (connections and framing are `server`'s). Handlers
+//! and body limits (connections and framing are `transport`'s). Handlers
 //! translate to [`crate::hub::Hub`] calls.
 
 pub mod agent;
@@ -25,7 +25,7 @@ use tower::ServiceExt;
 use holdline_contract::routes;
 
 use crate::hub::Hub;
-use crate::server::Answering;
+use crate::transport::server::Answering;
 
 /// JSON bodies are capped at 1 MiB; replies with images at 10 MiB.
 pub use routes::{JSON_LIMIT, REPLY_LIMIT};
@@ -63,7 +63,7 @@ pub trait KeyHolder: Send + Sync {
 }
 
 /// The whole HTTP surface: API, health, metrics, panel. The connections
-/// (`server`) hand every request to [`Api::answer`]. One `Arc`: every connection
+/// (`transport`) hand every request to [`Api::answer`]. One `Arc`: every connection
 /// and every held long poll keeps a clone for as long as it lives.
 #[derive(Clone)]
 pub struct Api(Arc<Surface>);
@@ -88,24 +88,34 @@ impl Api {
     }
 }
 
-impl crate::server::Answer for Api {
-    /// Answers one request: the long poll beside the router (see
-    /// [`agent::held_poll`]), everything else through it.
+impl crate::transport::server::Answer for Api {
+    /// Answers one request: the front door ([`guard::Visit`]) around the router, which
+    /// makes every route's checks; a long poll the router admitted ([`agent::PollToHold`])
+    /// is held here, after the router's future and the request are gone (a held poll
+    /// keeps only the visit, this `Arc` and the hub's hold).
     fn answer(&self, request: Request) -> Answering {
-        if request.uri().path() == routes::POLL {
-            agent::held_poll(self.clone(), request)
-        } else {
-            let routed = self.0.router.clone().oneshot(request);
-            Box::pin(async move { routed.await.unwrap_or_else(|never| match never {}) })
-        }
+        let visit = match guard::Visit::begin(self.state(), &request) {
+            Ok(visit) => visit,
+            Err(refused) => return Box::pin(std::future::ready(*refused)),
+        };
+        // Boxed apart: routing's state is gone before a poll is held.
+        let routed = Box::pin(self.0.router.clone().oneshot(request));
+        let api = self.clone();
+        Box::pin(async move {
+            let routed = routed.await.unwrap_or_else(|never| match never {});
+            let answer = agent::hold_if_admitted(api.state(), routed).await;
+            visit.end(api.state(), answer)
+        })
     }
 
     fn trusts(&self, headers: &axum::http::HeaderMap) -> bool {
         guard::is_authorized(&self.state().secret, headers)
     }
+
+    const STREAMED_PATHS: &'static [&'static str] = &[paths::EVENTS];
 }
 
-/// Every route but the long poll's; `/mcp` when `mcp` is given.
+/// Every route; `/mcp` when `mcp` is given. The front door is [`Api::answer`]'s.
 fn router(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -> Router {
     let mut routes = Router::new()
         .merge(agent_router(&state))
@@ -123,12 +133,10 @@ fn router(state: AppState, mcp: Option<axum::routing::MethodRouter<AppState>>) -
         .method_not_allowed_fallback(person::wrong_method)
         .merge(crate::panel::routes())
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
-        .layer(from_fn_with_state(state.clone(), guard::front_door))
         .with_state(state)
 }
 
-/// The agent routes (the long poll's is beside the router, with the same
-/// check): the secret, a panel login or an agent key. A key reads only the
+/// The agent routes: the secret, a panel login or an agent key. A key reads only the
 /// sessions it owns (the handlers check).
 fn agent_router(state: &AppState) -> Router<AppState> {
     Router::new()
@@ -139,6 +147,8 @@ fn agent_router(state: &AppState) -> Router<AppState> {
             routes::REGISTER,
             post(agent::http::register).layer(DefaultBodyLimit::max(routes::REGISTER_LIMIT)),
         )
+        // Admitted here, held by `Api::answer`.
+        .route(routes::POLL, post(agent::http::poll))
         .route(routes::ACK, post(agent::http::ack))
         .route(routes::CANCEL, post(agent::http::cancel))
         .route(routes::MERGE, post(agent::http::merge))

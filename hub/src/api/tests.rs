@@ -53,9 +53,10 @@ pub(crate) fn api(dir: &std::path::Path) -> Api {
     Api::new(state, None)
 }
 
-/// The held poll's future against the hub's own hold inside it: at most the hold,
-/// the visit and what admitted the poll. Debug-build sizes, which the tests run:
-/// 456 bytes around a hold of 360. Keeping the API's state (80 bytes), the poll's
+/// The held poll's future (`Api::answer`'s, which holds the poll once the router
+/// admitted it) against the hub's own hold inside it: at most the hold, the visit and
+/// the API's `Arc`. Debug-build sizes, which the tests run: 456 bytes around a hold of
+/// 360. Keeping the API's state (80 bytes), the poll's
 /// fields beside the hold's own and a failed admission's error took it to 960.
 #[tokio::test]
 async fn a_held_http_poll_keeps_little_besides_the_hubs_hold() {
@@ -74,12 +75,77 @@ async fn a_held_http_poll_keeps_little_besides_the_hubs_hold() {
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(format!(r#"{{"token":"{token}","waitId":"w"}}"#)))
         .unwrap();
-    let held = agent::held_poll(api, request);
+    let held = crate::transport::server::Answer::answer(&api, request);
     let size = std::mem::size_of_val(&*held);
-    // A refused request's answer is ready at once and smaller than any hold.
+    // A request the front door refuses is answered at once, by a smaller future.
     assert!(size > hold, "the poll was not held: {size} bytes");
     assert!(
         size <= hold + 128,
         "a held poll's future is {size} bytes around a hold of {hold}"
     );
+}
+
+/// What an answer shows a client: status, headers and body.
+async fn shown(answer: axum::response::Response) -> (http::StatusCode, http::HeaderMap, String) {
+    let (parts, body) = answer.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&body).into_owned(),
+    )
+}
+
+/// A request to `path` on the test hub's host with `method`, `credential` and `body`,
+/// from a peer as the connections give it.
+fn request(method: http::Method, path: &str, credential: &str, body: String) -> Request<Body> {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, "127.0.0.1:13458")
+        .header(header::AUTHORIZATION, format!("Bearer {credential}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .extension(axum::extract::ConnectInfo(std::net::SocketAddr::from((
+            [127, 0, 0, 1],
+            40000,
+        ))))
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// The long poll is held apart from the router, but its refusals are the router's own: a
+/// wrong method, a wrong credential, a foreign `Host` and a body over the JSON limit get
+/// the answer, headers included, that another agent route (ack) gives.
+#[tokio::test]
+async fn the_held_poll_refuses_as_every_other_agent_route_does() {
+    use crate::transport::server::Answer as _;
+    let dir = tempfile::tempdir().unwrap();
+    let api = api(dir.path());
+    let small = r#"{"token":"ct_00000000000000000000000000000000","waitId":"w"}"#.to_owned();
+    let huge = format!(r#"{{"waitId":"{}"}}"#, "x".repeat(JSON_LIMIT));
+    let cases = [
+        (http::Method::GET, SECRET, small.clone(), None),
+        (http::Method::PUT, SECRET, small.clone(), None),
+        (http::Method::POST, "wrong-secret", small.clone(), None),
+        (
+            http::Method::POST,
+            SECRET,
+            small.clone(),
+            Some("evil.example"),
+        ),
+        (http::Method::POST, SECRET, huge, None),
+    ];
+    for (method, credential, body, host) in cases {
+        let answers = [routes::POLL, routes::ACK].map(|path| {
+            let mut r = request(method.clone(), path, credential, body.clone());
+            if let Some(host) = host {
+                r.headers_mut().insert(header::HOST, host.parse().unwrap());
+            }
+            api.answer(r)
+        });
+        let [poll, ack] = answers;
+        let (poll, ack) = (shown(poll.await).await, shown(ack.await).await);
+        assert!(poll.0.is_client_error(), "{method} {credential}: {poll:?}");
+        assert_eq!(poll, ack, "{method} with {credential:?}, host {host:?}");
+    }
 }

@@ -5,7 +5,8 @@
 //!
 //! Invariant: the handshake's loop ends only by reading the end of its input, and that
 //! end is recorded ([`Handshake::ended`]) before rmcp closes the session for it, so the
-//! session layer can tell that close from the client's.
+//! session layer can tell that close from the client's. (Part of the hand-made transport:
+//! see [`crate::transport`].)
 
 use std::{
     convert::Infallible,

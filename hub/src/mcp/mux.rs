@@ -8,7 +8,8 @@
 //! answer to a request of the service is taken only from the session that request went to.
 //! Why: rmcp serves each session with a loop of its own whose two channels allocate 32
 //! message slots each when made (~28 KiB), plus a task; a waiting remote agent cost the hub
-//! ~75 KiB that way, most of it those.
+//! ~75 KiB that way, most of it those. (Part of the hand-made transport beside rmcp's
+//! `LocalSessionManager`: see [`crate::transport`].)
 
 use std::{
     collections::HashMap,

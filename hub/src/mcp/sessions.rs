@@ -10,6 +10,9 @@
 //! is refused when none is idle. A revoked key's sessions end with it, and a session with
 //! no call in flight ends after [`SESSION_IDLE`] without a message. Ending a session
 //! cancels its calls in flight (rmcp would let them run to their end).
+//!
+//! This layer replaces rmcp's `LocalSessionManager` for the memory of waiting remote agents:
+//! why, the benchmark and the tests that keep it honest are in [`crate::transport`]'s doc.
 
 use std::{
     collections::HashMap,

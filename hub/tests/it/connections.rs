@@ -331,9 +331,9 @@ async fn a_stopping_hub_answers_held_polls_and_closes_idle_connections() {
         .unwrap();
 }
 
-/// The long poll is answered beside the router (`api::agent::held_poll`), so
-/// every check the router's layers make is made there too: each bad input,
-/// read by the hub itself and by hyper, gets the same clear error.
+/// The long poll is held apart from the router (`api::agent::PollToHold`) but
+/// admitted by it, so every check the router's layers make is made: each bad
+/// input, read by the hub itself and by hyper, gets the same clear error.
 #[tokio::test]
 async fn the_long_poll_makes_every_check_the_other_routes_make() {
     let hub = TestHub::start().await;

@@ -179,9 +179,8 @@ pub enum Audience {
 }
 
 impl Audience {
-    /// The credential check of every authenticated route, as a plain call (the
-    /// long poll is answered beside the router and calls it itself; so can any
-    /// other entry that answers agents): who called, or why not — 401 for a
+    /// The credential check of every authenticated route, as a plain call (any
+    /// entry that answers agents beside the router calls it): who called, or why not — 401 for a
     /// missing, wrong or revoked credential, 403 for an agent key on a person's
     /// route.
     pub fn admit(self, secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiError> {
@@ -239,7 +238,7 @@ pub fn authenticate(secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiE
 }
 
 /// Whether the request carries any credential the hub accepts (connections
-/// that show one keep their room, see `admission`).
+/// that show one keep their room, see `transport::admission`).
 pub fn is_authorized(secret: &Secret, headers: &HeaderMap) -> bool {
     authenticate(secret, headers).is_ok()
 }

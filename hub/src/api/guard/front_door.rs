@@ -2,16 +2,16 @@
 //! rebinding and cross-site requests), its count and its log line, and the
 //! rate limit on logging refusals.
 //!
-//! Invariant: every request, the held long poll's included, is a [`Visit`]:
-//! begun by the checks, ended by counting and logging (never bodies).
+//! Invariant: every request, the held long poll's included, is a [`Visit`]
+//! (`Api::answer` begins one before routing): begun by the checks, ended by counting
+//! and logging (never bodies).
 
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, Method, Uri, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::AppState;
@@ -22,18 +22,6 @@ use crate::lock::Unpoisoned as _;
 /// and reported in one line, so a flood of bad requests cannot fill the log.
 const REFUSALS_PER_WINDOW: u32 = 20;
 const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
-
-/// Every request's front door, in one layer (each layer costs every request,
-/// held long polls included, its own boxed state): see [`Visit`].
-pub async fn front_door(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    match Visit::begin(&app, &req) {
-        Ok(visit) => {
-            let res = next.run(req).await;
-            visit.end(&app, res)
-        }
-        Err(refused) => *refused,
-    }
-}
 
 /// One request seen at the front door: begun by checking `Host` and `Origin`,
 /// ended by counting it and logging its metadata (never bodies).

@@ -3,7 +3,7 @@
 //! authenticated route takes (the secret, logins, agent keys, [`Caller`]).
 //!
 //! Invariant: the front door runs before any credential is looked at, and
-//! no route answers without both (the long poll calls them itself).
+//! no route answers without both.
 
 mod credentials;
 mod front_door;
@@ -12,4 +12,4 @@ pub use credentials::{
     Audience, COOKIE, Caller, LoginLimiter, Secret, TLS_COOKIE, authenticate, is_authorized,
     login_cookie, login_ids, logout_cookie,
 };
-pub use front_door::{RefusalLog, Visit, front_door};
+pub use front_door::{RefusalLog, Visit};

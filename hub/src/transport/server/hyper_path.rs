@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Answer, BODY_TIME, HEAD_TIME, MAX_HEAD, MAX_HEADERS, SHUTDOWN_GRACE, UNTRUSTED_LIFETIME, until,
 };
-use crate::admission::Ticket;
+use crate::transport::admission::Ticket;
 
 /// Serves the rest of the connection with hyper (HTTP/1 or 2, upgrades),
 /// replaying the bytes already read, with the same limits as this path.

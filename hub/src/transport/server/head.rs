@@ -7,7 +7,7 @@
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING, UPGRADE};
 use http::{HeaderName, HeaderValue, Method, Request, Version};
 
-use super::{MAX_BODY, MAX_HEADERS, STREAMED_PATHS};
+use super::{MAX_BODY, MAX_HEADERS};
 
 /// A request head read here, with what framing it needs.
 pub(super) struct Head {
@@ -27,7 +27,8 @@ pub(super) enum Parsed {
     Other,
 }
 
-pub(super) fn parse_head(buf: &[u8]) -> Parsed {
+/// The head at the start of `buf`; a request to one of the `streamed` paths is hyper's.
+pub(super) fn parse_head(buf: &[u8], streamed: &[&str]) -> Parsed {
     if buf.is_empty() {
         return Parsed::Partial;
     }
@@ -38,7 +39,7 @@ pub(super) fn parse_head(buf: &[u8]) -> Parsed {
         Ok(httparse::Status::Partial) => return Parsed::Partial,
         Err(_) => return Parsed::Other,
     };
-    plain_request(&parsed)
+    plain_request(&parsed, streamed)
         .map(|(request, content_length, close)| {
             Parsed::Plain(Box::new(Head {
                 request,
@@ -52,7 +53,10 @@ pub(super) fn parse_head(buf: &[u8]) -> Parsed {
 
 /// The request when it is one this loop serves: HTTP/1.1, origin-form path,
 /// no streamed answer, a body of known small length, nothing to negotiate.
-fn plain_request(parsed: &httparse::Request<'_, '_>) -> Option<(Request<()>, usize, bool)> {
+fn plain_request(
+    parsed: &httparse::Request<'_, '_>,
+    streamed: &[&str],
+) -> Option<(Request<()>, usize, bool)> {
     if parsed.version != Some(1) {
         return None;
     }
@@ -62,7 +66,7 @@ fn plain_request(parsed: &httparse::Request<'_, '_>) -> Option<(Request<()>, usi
     }
     let path = parsed.path?;
     let route = path.split('?').next().unwrap_or(path);
-    if !path.starts_with('/') || STREAMED_PATHS.contains(&route) {
+    if !path.starts_with('/') || streamed.contains(&route) {
         return None;
     }
     let mut request = Request::builder()
@@ -148,7 +152,7 @@ mod tests {
     /// What this path makes of `bytes`, when it serves them itself and they
     /// hold the whole request.
     fn plain_reads(bytes: &[u8]) -> Option<Framed> {
-        let Parsed::Plain(head) = parse_head(bytes) else {
+        let Parsed::Plain(head) = parse_head(bytes, &["/api/events"]) else {
             return None;
         };
         let body = bytes.get(head.len..head.len + head.content_length)?;
@@ -211,7 +215,7 @@ mod tests {
     #[test]
     fn a_signed_content_length_is_not_served_here() {
         let req = b"POST /api/x HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\nab";
-        assert!(matches!(parse_head(req), Parsed::Other));
+        assert!(matches!(parse_head(req, &[]), Parsed::Other));
     }
 
     proptest! {

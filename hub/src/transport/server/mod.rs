@@ -10,7 +10,7 @@
 //! agents made that 236 MiB (docs/benchmarks-history.md).
 //!
 //! Invariant: no client holds the hub's resources for free. Every connection
-//! is admitted by [`crate::admission`] (capped while it has not shown the
+//! is admitted by [`super::admission`] (capped while it has not shown the
 //! secret); a request head must arrive within [`HEAD_TIME`] and a body keep
 //! coming ([`BODY_TIME`]) on both paths; a connection that has not shown the
 //! secret may idle only [`UNTRUSTED_IDLE`], send only [`UNTRUSTED_BODY`] bytes
@@ -35,12 +35,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admission::{Admission, Caps, Ticket};
+use super::admission::{Admission, Caps, Ticket};
 
 mod head;
 mod hyper_path;
 
-use head::{Parsed, parse_head};
+use head::{Head, Parsed, parse_head};
 use hyper_path::hand_over;
 
 /// The one limit on a request head, on both paths: a head still incomplete at
@@ -74,10 +74,6 @@ const UNTRUSTED_WRITE: Duration = Duration::from_secs(30);
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How much is read at a time while a head or body arrives.
 const READ_CHUNK: usize = 2048;
-/// Answers known to stream (server-sent events) are hyper's, which also
-/// notices a closed connection between events; any other answer of unknown
-/// length is sent chunked here.
-const STREAMED_PATHS: &[&str] = &["/api/events"];
 /// Answers of known size up to this go out in one write with their head.
 const ONE_WRITE: usize = 16 * 1024;
 
@@ -90,6 +86,10 @@ pub trait Answer: Clone + Send + Sync + 'static {
     /// Whether a request carries the secret (or a live panel session): its
     /// connection is then trusted.
     fn trusts(&self, headers: &HeaderMap) -> bool;
+    /// The paths whose answers stream (server-sent events): hyper's, which also
+    /// notices a closed connection between events; any other answer of unknown
+    /// length is sent chunked here. The answerer's, which alone knows routes.
+    const STREAMED_PATHS: &'static [&'static str];
 }
 
 /// Accepts connections until `stop` is cancelled, then waits for the open
@@ -213,16 +213,7 @@ fn connection(
             // A finished future's box is freed before writing, not after.
             drop(answer);
             let close = close || stop.is_cancelled();
-            // Boxed, with its time limit: only while writing, not for the connection's
-            // whole life.
-            let writing = write_response(&mut stream, response, close);
-            let written = if ticket.is_trusted() {
-                Box::pin(writing).await
-            } else {
-                Box::pin(tokio::time::timeout(UNTRUSTED_WRITE, writing))
-                    .await
-                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
-            };
+            let written = write_answer(&mut stream, response, close, ticket.is_trusted()).await;
             if written.is_err() || close {
                 let _ = stream.shutdown().await;
                 return;
@@ -231,6 +222,26 @@ fn connection(
         // Something for hyper. Boxed: hyper's connection state is kilobytes.
         let hyper = Box::pin(hand_over(stream, buf.freeze(), peer, ticket, api, stop));
         hyper.await
+    }
+}
+
+/// Writes one answer; boxed with its time limit (only while writing, not for the
+/// connection's whole life): [`UNTRUSTED_WRITE`] unless the connection is `trusted`.
+fn write_answer(
+    stream: &mut TcpStream,
+    response: axum::response::Response,
+    close: bool,
+    trusted: bool,
+) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+    let writing = write_response(stream, response, close);
+    if trusted {
+        Box::pin(writing)
+    } else {
+        Box::pin(async move {
+            tokio::time::timeout(UNTRUSTED_WRITE, writing)
+                .await
+                .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+        })
     }
 }
 
@@ -247,48 +258,23 @@ enum Incoming {
 
 /// Reads the next request into `buf` (idle between requests, no buffer is
 /// held) and starts its answer.
-async fn read_request(
+async fn read_request<A: Answer>(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
     stop: &CancellationToken,
-    api: &impl Answer,
+    api: &A,
     peer: SocketAddr,
     ticket: &Ticket,
 ) -> Incoming {
-    // Idle is free for a trusted connection only; a head has its time limit
-    // from its first byte.
-    let idle_until = (!ticket.is_trusted()).then(|| Instant::now() + UNTRUSTED_IDLE);
-    let mut head_until = (!buf.is_empty()).then(|| Instant::now() + HEAD_TIME);
-    let mut head = loop {
-        match parse_head(buf) {
-            Parsed::Plain(head) => break head,
-            Parsed::Partial if buf.len() < MAX_HEAD => {}
-            Parsed::Partial | Parsed::Other => return Incoming::Other,
-        }
-        if buf.is_empty() {
-            // Idle between requests: no buffer until the next bytes arrive.
-            tokio::select! {
-                ready = stream.readable() => if ready.is_err() { return Incoming::Closed },
-                _ = stop.cancelled() => return Incoming::Closed,
-                _ = ticket.evicted() => return Incoming::Closed,
-                _ = until(idle_until) => return Incoming::Closed,
-            }
-        }
-        let deadline = *head_until.get_or_insert_with(|| Instant::now() + HEAD_TIME);
-        buf.reserve(READ_CHUNK);
-        tokio::select! {
-            read = stream.read_buf(buf) => match read {
-                Ok(0) | Err(_) => return Incoming::Closed,
-                Ok(_) => {}
-            },
-            // Between requests a stopping hub closes the connection.
-            _ = stop.cancelled(), if buf.is_empty() => return Incoming::Closed,
-            _ = ticket.evicted() => return Incoming::Closed,
-            _ = tokio::time::sleep_until(deadline) => {
-                tracing::info!(peer = %peer.ip(), "closed a connection whose request head was too slow");
-                return Incoming::Closed;
-            }
-        }
+    let mut reading = Reading {
+        stream,
+        stop,
+        peer,
+        ticket,
+    };
+    let mut head = match reading.head(buf, A::STREAMED_PATHS).await {
+        Ok(head) => head,
+        Err(incoming) => return incoming,
     };
     if !ticket.is_trusted() && api.trusts(head.request.headers()) && !ticket.trust() {
         // No room left for one more trusted connection: answer, then close.
@@ -298,27 +284,8 @@ async fn read_request(
         return Incoming::Other;
     }
     let whole = head.len + head.content_length;
-    // A body from a connection without the secret gets the head's time.
-    let body_until = Instant::now()
-        + if ticket.is_trusted() {
-            BODY_TIME
-        } else {
-            HEAD_TIME
-        };
-    while buf.len() < whole {
-        buf.reserve(whole - buf.len());
-        tokio::select! {
-            read = stream.read_buf(buf) => match read {
-                Ok(0) | Err(_) => return Incoming::Closed,
-                Ok(_) => {}
-            },
-            _ = stop.cancelled() => return Incoming::Closed,
-            _ = ticket.evicted() => return Incoming::Closed,
-            _ = tokio::time::sleep_until(body_until) => {
-                tracing::info!(peer = %peer.ip(), "closed a connection whose request body was too slow");
-                return Incoming::Closed;
-            }
-        }
+    if let Err(incoming) = reading.body(buf, whole).await {
+        return incoming;
     }
     let body = buf.split_to(whole).split_off(head.len).freeze();
     if buf.is_empty() {
@@ -330,6 +297,84 @@ async fn read_request(
     let mut request = Request::from_parts(parts, Body::from(body));
     request.extensions_mut().insert(ConnectInfo(peer));
     Incoming::Plain(api.answer(request), head.close)
+}
+
+/// One request being read off a connection, with what ends the reading.
+struct Reading<'a> {
+    stream: &'a mut TcpStream,
+    stop: &'a CancellationToken,
+    peer: SocketAddr,
+    ticket: &'a Ticket,
+}
+
+impl Reading<'_> {
+    /// Reads until `buf` starts with a whole request head this path serves; anything
+    /// else is [`Incoming::Other`] (hyper's), or [`Incoming::Closed`].
+    async fn head(&mut self, buf: &mut BytesMut, streamed: &[&str]) -> Result<Box<Head>, Incoming> {
+        // Idle is free for a trusted connection only; a head has its time limit
+        // from its first byte.
+        let idle_until = (!self.ticket.is_trusted()).then(|| Instant::now() + UNTRUSTED_IDLE);
+        let mut head_until = (!buf.is_empty()).then(|| Instant::now() + HEAD_TIME);
+        loop {
+            match parse_head(buf, streamed) {
+                Parsed::Plain(head) => return Ok(head),
+                Parsed::Partial if buf.len() < MAX_HEAD => {}
+                Parsed::Partial | Parsed::Other => return Err(Incoming::Other),
+            }
+            if buf.is_empty() {
+                // Idle between requests: no buffer until the next bytes arrive.
+                tokio::select! {
+                    ready = self.stream.readable() => if ready.is_err() { return Err(Incoming::Closed) },
+                    _ = self.stop.cancelled() => return Err(Incoming::Closed),
+                    _ = self.ticket.evicted() => return Err(Incoming::Closed),
+                    _ = until(idle_until) => return Err(Incoming::Closed),
+                }
+            }
+            let deadline = *head_until.get_or_insert_with(|| Instant::now() + HEAD_TIME);
+            buf.reserve(READ_CHUNK);
+            // Between requests a stopping hub closes the connection.
+            let between_requests = buf.is_empty();
+            self.read(buf, deadline, between_requests, "head").await?;
+        }
+    }
+
+    /// Reads until `buf` holds `whole` bytes: a body from a connection without the
+    /// secret gets the head's time.
+    async fn body(&mut self, buf: &mut BytesMut, whole: usize) -> Result<(), Incoming> {
+        let limit = if self.ticket.is_trusted() {
+            BODY_TIME
+        } else {
+            HEAD_TIME
+        };
+        let deadline = Instant::now() + limit;
+        while buf.len() < whole {
+            buf.reserve(whole - buf.len());
+            self.read(buf, deadline, true, "body").await?;
+        }
+        Ok(())
+    }
+
+    /// One read into `buf` by `deadline`; `stoppable`: a stopping hub ends it.
+    async fn read(
+        &mut self,
+        buf: &mut BytesMut,
+        deadline: Instant,
+        stoppable: bool,
+        what: &str,
+    ) -> Result<(), Incoming> {
+        tokio::select! {
+            read = self.stream.read_buf(buf) => match read {
+                Ok(0) | Err(_) => Err(Incoming::Closed),
+                Ok(_) => Ok(()),
+            },
+            _ = self.stop.cancelled(), if stoppable => Err(Incoming::Closed),
+            _ = self.ticket.evicted() => Err(Incoming::Closed),
+            _ = tokio::time::sleep_until(deadline) => {
+                tracing::info!(peer = %self.peer.ip(), "closed a connection whose request {what} was too slow");
+                Err(Incoming::Closed)
+            }
+        }
+    }
 }
 
 /// Writes the API's answer: with its length when the body's size is known
@@ -426,6 +471,7 @@ mod tests {
         fn trusts(&self, headers: &HeaderMap) -> bool {
             headers.contains_key(http::header::AUTHORIZATION)
         }
+        const STREAMED_PATHS: &'static [&'static str] = &[];
     }
 
     /// Serves `router` on an ephemeral port; the stop token ends it.
