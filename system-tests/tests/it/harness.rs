@@ -1,7 +1,9 @@
 //! What the bridge tests share: a real `holdline-hub` process on an ephemeral port with a
 //! temporary home, and the real `holdline-mcp` binary over stdio driven by an rmcp client.
 //!
-//! Both are built by this package (`hl-hub`, `hl-mcp`): `cargo test -p holdline-system-tests`.
+//! Both are the workspace's real binaries, found beside this test binary: build them first
+//! (`cargo build -p holdline-hub -p holdline-mcp`; `scripts/test.sh` does, in its workspace
+//! build), or the first test that needs one fails saying so.
 
 #![allow(deprecated)] // the test client answers roots/list, deprecated by SEP-2577
 
@@ -28,14 +30,34 @@ use serde_json::{Value, json};
 
 pub const PNG_1PX: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
-/// The hub under test, built by this package from the hub's main (`hl-hub`).
+/// The hub under test: the real `holdline-hub`.
 pub fn hub_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hl-hub"))
+    workspace_bin("holdline-hub")
 }
 
-/// The bridge under test, built by this package from the bridge's main (`hl-mcp`).
+/// The bridge under test: the real `holdline-mcp`.
 pub fn bridge_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hl-mcp"))
+    workspace_bin("holdline-mcp")
+}
+
+/// A binary of the workspace where cargo put it: the folder of this test binary's profile
+/// (`target/debug`, one up from its `deps/`). Cargo builds a package's binaries only for
+/// that package's tests, so another package's must be built first; a missing one fails
+/// the test with the command that builds it.
+fn workspace_bin(name: &str) -> PathBuf {
+    let test_exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = test_exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary runs from <target>/<profile>/deps");
+    let bin = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build the binaries under test first \
+         (`cargo build -p holdline-hub -p holdline-mcp`, with this run's profile)",
+        bin.display()
+    );
+    bin
 }
 
 /// The pid of a running hub under test whose command line holds `needle` (its home, its
@@ -319,8 +341,8 @@ pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
         .env("HOLDLINE_HOST_ID", o.host)
         .env_remove("HOLDLINE_SECRET")
         .env_remove("HOLDLINE_MAX_WAIT_SEC")
-        // Auto-start looks for `holdline-hub` beside the bridge; the hub under test is `hl-hub`.
-        .env("HOLDLINE_HUB_BIN", hub_bin())
+        // Auto-start finds the hub under test beside the bridge, as an installed one does.
+        .env_remove("HOLDLINE_HUB_BIN")
         .env("HOLDLINE_LOG", "holdline_mcp=debug");
     if let Some(s) = o.secret {
         cmd.env("HOLDLINE_SECRET", s);
