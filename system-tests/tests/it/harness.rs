@@ -1,9 +1,9 @@
 //! What the bridge tests share: a real `holdline-hub` process on an ephemeral port with a
 //! temporary home, and the real `holdline-mcp` binary over stdio driven by an rmcp client.
 //!
-//! Both are the workspace's real binaries, found beside this test binary: build them first
-//! (`cargo build -p holdline-hub -p holdline-mcp`; `scripts/test.sh` does, in its workspace
-//! build), or the first test that needs one fails saying so.
+//! Both are the workspace's real binaries, found beside this test binary (`scripts/test.sh`
+//! builds them in its workspace build; when missing, the first test that needs one builds
+//! them with `cargo build -p holdline-hub -p holdline-mcp`).
 
 #![allow(deprecated)] // the test client answers roots/list, deprecated by SEP-2577
 
@@ -42,8 +42,9 @@ pub fn bridge_bin() -> PathBuf {
 
 /// A binary of the workspace where cargo put it: the folder of this test binary's profile
 /// (`target/debug`, one up from its `deps/`). Cargo builds a package's binaries only for
-/// that package's tests, so another package's must be built first; a missing one fails
-/// the test with the command that builds it.
+/// that package's tests, so when one is missing this builds both once (cargo lets go of
+/// the target folder while tests run). One already there is taken as it is: after changing
+/// the hub or the bridge, build them (`scripts/test.sh` does) before these tests.
 fn workspace_bin(name: &str) -> PathBuf {
     let test_exe = std::env::current_exe().expect("the test binary's path");
     let profile_dir = test_exe
@@ -51,6 +52,9 @@ fn workspace_bin(name: &str) -> PathBuf {
         .and_then(Path::parent)
         .expect("the test binary runs from <target>/<profile>/deps");
     let bin = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        build_binaries_under_test(profile_dir);
+    }
     assert!(
         bin.is_file(),
         "{} is missing: build the binaries under test first \
@@ -58,6 +62,44 @@ fn workspace_bin(name: &str) -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// `cargo build -p holdline-hub -p holdline-mcp` into `profile_dir` (`<target>/<profile>`),
+/// once per test process; a failed build fails the test with cargo's own words above.
+fn build_binaries_under_test(profile_dir: &Path) {
+    static BUILT: Mutex<bool> = Mutex::new(false);
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if *built {
+        return;
+    }
+    let target_dir = profile_dir.parent().expect("<target>/<profile>");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    eprintln!(
+        "building the binaries under test: cargo build -p holdline-hub -p holdline-mcp --profile {profile}"
+    );
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "-p",
+            "holdline-hub",
+            "-p",
+            "holdline-mcp",
+            "--profile",
+            profile,
+        ])
+        .arg("--manifest-path")
+        .arg(workspace)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .status()
+        .expect("run cargo to build the binaries under test");
+    assert!(status.success(), "building the binaries under test failed");
+    *built = true;
 }
 
 /// The pid of a running hub under test whose command line holds `needle` (its home, its
