@@ -50,7 +50,8 @@ suite clippy cargo clippy --workspace --all-targets -- -D warnings
 # checked and its own config test run.
 suite clippy-no-sync cargo clippy -p holdline-hub -p holdline-sync --no-default-features --all-targets -- -D warnings
 suite no-sync cargo test -p holdline-sync --no-default-features
-# The end-to-end suites run the debug binaries this builds.
+# The system tests (system-tests/) and the end-to-end suites run the debug binaries this
+# builds (`holdline-hub`, `holdline-mcp`): cargo builds a package's binaries only for its own tests.
 cargo build --workspace --all-targets
 mongo_env
 if command -v cargo-nextest >/dev/null 2>&1; then

@@ -403,12 +403,27 @@ async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyh
     let hub = HubProcess::start(&bins.hub, &home.path().join("home")).await?;
     let f = load::run(hub.addr, &hub.secret, hub.pid(), plan).await?;
     hub.stop()?;
-    let n = f.sessions;
+    report_load_delivery(report, &f);
+    report_load_memory(report, &f);
+    report_idle_cost(report, &f, plan.poll_hold);
+    report
+        .json
+        .insert("load".into(), load_json(&f, plan.poll_hold));
+    eprintln!(
+        "load: setup of {} waits took {:.1} s",
+        f.sessions,
+        f.setup.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The load's latency from reply to poll answer, and whether every reply arrived once.
+fn report_load_delivery(report: &mut Report, f: &load::LoadFigures) {
     let l = &f.latency;
     report.row(
         format!(
-            "reply→poll answer, {n} waiting, {:.0} replies/s ({} sent) p50 / p99",
-            f.achieved_rate, f.sent
+            "reply→poll answer, {} waiting, {:.0} replies/s ({} sent) p50 / p99",
+            f.sessions, f.achieved_rate, f.sent
         ),
         format!(
             "{} / {} (max {})",
@@ -428,8 +443,12 @@ async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyh
         "0 / 0",
         f.lost == 0 && f.duplicated == 0 && f.errors == 0,
     );
+}
+
+/// The hub's resident memory with every session waiting.
+fn report_load_memory(report: &mut Report, f: &load::LoadFigures) {
     report.row(
-        format!("hub RSS, {n} sessions waiting"),
+        format!("hub RSS, {} sessions waiting", f.sessions),
         format!(
             "{} (the sessions alone, before any poll is held: {}; after the load: {})",
             mib(f.rss_waiting),
@@ -439,7 +458,11 @@ async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyh
         "≤ 64 MiB",
         f.rss_waiting <= 64 << 20,
     );
-    let hold = scale.load.poll_hold;
+}
+
+/// What the waiting sessions cost while nothing happens: renewals, bytes, CPU, wake-ups.
+fn report_idle_cost(report: &mut Report, f: &load::LoadFigures, hold: Duration) {
+    let n = f.sessions;
     let per_hold = f.idle.requests_per(n, hold);
     let cpu_ms_s = f.idle.hub_cpu.as_secs_f64() * 1e3 / f.idle.window.as_secs_f64();
     report.row(
@@ -453,25 +476,22 @@ async fn bench_load(bins: &Binaries, scale: &Scale, report: &mut Report) -> anyh
         "1 renewal / 10 s",
         per_hold <= 1.05,
     );
-    report.json.insert(
-        "load".into(),
-        json!({"sessions": n, "setup_s": f.setup.as_secs_f64(), "rate": f.achieved_rate,
-               "sent": f.sent, "delivered": f.delivered, "lost": f.lost,
-               "duplicated": f.duplicated, "errors": f.errors,
-               "p50_ms": l.median().as_secs_f64()*1e3, "p99_ms": l.pct(99.0).as_secs_f64()*1e3,
-               "max_ms": l.max().as_secs_f64()*1e3,
-               "rss_sessions": f.rss_sessions, "rss_waiting": f.rss_waiting, "rss_after": f.rss_after,
-               "idle_window_s": f.idle.window.as_secs_f64(), "idle_requests": f.idle.requests,
-               "idle_bytes": f.idle.bytes, "poll_hold_s": hold.as_secs_f64(),
-               "idle_requests_per_session_per_hold": per_hold,
-               "idle_hub_cpu_ms": f.idle.hub_cpu.as_secs_f64()*1e3,
-               "idle_hub_switches": f.idle.hub_switches}),
-    );
-    eprintln!(
-        "load: setup of {n} waits took {:.1} s",
-        f.setup.as_secs_f64()
-    );
-    Ok(())
+}
+
+/// The load's figures in the `--json` report.
+fn load_json(f: &load::LoadFigures, hold: Duration) -> Value {
+    let l = &f.latency;
+    json!({"sessions": f.sessions, "setup_s": f.setup.as_secs_f64(), "rate": f.achieved_rate,
+           "sent": f.sent, "delivered": f.delivered, "lost": f.lost,
+           "duplicated": f.duplicated, "errors": f.errors,
+           "p50_ms": l.median().as_secs_f64()*1e3, "p99_ms": l.pct(99.0).as_secs_f64()*1e3,
+           "max_ms": l.max().as_secs_f64()*1e3,
+           "rss_sessions": f.rss_sessions, "rss_waiting": f.rss_waiting, "rss_after": f.rss_after,
+           "idle_window_s": f.idle.window.as_secs_f64(), "idle_requests": f.idle.requests,
+           "idle_bytes": f.idle.bytes, "poll_hold_s": hold.as_secs_f64(),
+           "idle_requests_per_session_per_hold": f.idle.requests_per(f.sessions, hold),
+           "idle_hub_cpu_ms": f.idle.hub_cpu.as_secs_f64()*1e3,
+           "idle_hub_switches": f.idle.hub_switches})
 }
 
 async fn bench_stored(

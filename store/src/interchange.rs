@@ -291,30 +291,13 @@ impl ExportSession {
     /// Turns an entry into a session and its messages. Waits do not survive
     /// an export, so `waiting`/`replied` come back as `holding`.
     pub fn into_session(
-        self,
+        mut self,
         key: &str,
         hub: &str,
     ) -> Result<(Session, Vec<Message>, ImportedFiles), BadEntry> {
-        let token_text = self.token.as_deref().unwrap_or(key);
-        let token =
-            Token::parse(token_text).ok_or_else(|| BadEntry::NotAToken(token_text.to_owned()))?;
-        if self.token.as_deref().is_some_and(|t| t != key) {
-            return Err(BadEntry::OtherToken {
-                key: key.to_owned(),
-                token: token_text.to_owned(),
-            });
-        }
-        let status = match self.status.as_deref().map(Status::parse) {
-            None => Status::Holding,
-            Some(Some(Status::Waiting | Status::Replied)) => Status::Holding,
-            Some(Some(s)) => s,
-            Some(None) => {
-                return Err(BadEntry::Status {
-                    token,
-                    status: self.status.unwrap_or_default(),
-                });
-            }
-        };
+        let token = self.checked_token(key)?;
+        let status = self.imported_status(&token)?;
+        let keep_alive = self.take_keep_alive();
         let title = if self.title.is_empty() {
             "untitled".to_owned()
         } else {
@@ -327,7 +310,6 @@ impl ExportSession {
             &self.host_ip,
             if self.hub.is_empty() { hub } else { &self.hub },
         );
-        let defaults = KeepAlive::default();
         s.display_title = self.display_title;
         s.note_host_name(Some(&self.host_name));
         // Quick replies outside the rule are left behind, not the session.
@@ -347,16 +329,7 @@ impl ExportSession {
             .binding_key
             .unwrap_or_else(|| BindingKey::new(&s.workspace, &s.title, &s.host_ip).into_string());
         s.binding_check_count = self.binding_check_count;
-        s.keep_alive = KeepAlive {
-            continue_prompt: self
-                .continue_prompt
-                .filter(|p| !p.trim().is_empty())
-                .unwrap_or(defaults.continue_prompt),
-            session_auto_continue: self.session_auto_continue,
-            timed_reply_enabled: self.timed_reply_enabled,
-            timed_reply_interval_ms: self.timed_reply_interval_ms,
-            max_auto_streak: self.max_auto_streak.unwrap_or(defaults.max_auto_streak),
-        };
+        s.keep_alive = keep_alive;
         s.plan_name = self.plan_name;
         s.thread_id = self.thread_id;
         s.merged_into = self.merged_into.as_deref().and_then(Token::parse);
@@ -366,27 +339,88 @@ impl ExportSession {
             .as_deref()
             .and_then(|k| crate::names::KeyName::parse(k).ok());
         if let Some(r) = self.last_review {
-            let next_step = r.next_step.unwrap_or_default();
-            s.last_review = Review {
-                has_review: r.has_review,
-                completion_pct: r.completion_pct,
-                is_idle_next: r.is_idle_next.unwrap_or(next_step.is_empty()),
-                next_step,
-            };
+            s.last_review = r.into_review();
         }
-        let mut messages = Vec::with_capacity(self.messages.len());
-        let mut files = ImportedFiles::new();
-        for m in self.messages {
-            messages.push(m.into_message(&s.token, &mut files)?);
-        }
+        let (messages, files) = ExportMessage::into_messages(self.messages, &s.token)?;
         if let Some(last) = messages.last() {
             s.preview = preview_of(&last.content);
         }
         Ok((s, messages, files))
     }
+
+    /// The entry's token: its own field, else the file's key for it; the two must agree.
+    fn checked_token(&self, key: &str) -> Result<Token, BadEntry> {
+        let token_text = self.token.as_deref().unwrap_or(key);
+        let token =
+            Token::parse(token_text).ok_or_else(|| BadEntry::NotAToken(token_text.to_owned()))?;
+        if self.token.as_deref().is_some_and(|t| t != key) {
+            return Err(BadEntry::OtherToken {
+                key: key.to_owned(),
+                token: token_text.to_owned(),
+            });
+        }
+        Ok(token)
+    }
+
+    /// The status the imported session gets: a wait does not survive an export, so
+    /// `waiting`/`replied` (and none) become `holding`; an unknown one refuses the entry.
+    fn imported_status(&self, token: &Token) -> Result<Status, BadEntry> {
+        match self.status.as_deref().map(Status::parse) {
+            None | Some(Some(Status::Waiting | Status::Replied)) => Ok(Status::Holding),
+            Some(Some(s)) => Ok(s),
+            Some(None) => Err(BadEntry::Status {
+                token: token.clone(),
+                status: self.status.clone().unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// The entry's keep-alive settings; a missing or blank prompt and a missing streak
+    /// limit take the defaults.
+    fn take_keep_alive(&mut self) -> KeepAlive {
+        let defaults = KeepAlive::default();
+        KeepAlive {
+            continue_prompt: self
+                .continue_prompt
+                .take()
+                .filter(|p| !p.trim().is_empty())
+                .unwrap_or(defaults.continue_prompt),
+            session_auto_continue: self.session_auto_continue,
+            timed_reply_enabled: self.timed_reply_enabled,
+            timed_reply_interval_ms: self.timed_reply_interval_ms,
+            max_auto_streak: self.max_auto_streak.unwrap_or(defaults.max_auto_streak),
+        }
+    }
+}
+
+impl ExportReview {
+    /// The stored review; without an answer on idleness, an empty next step means idle.
+    fn into_review(self) -> Review {
+        let next_step = self.next_step.unwrap_or_default();
+        Review {
+            has_review: self.has_review,
+            completion_pct: self.completion_pct,
+            is_idle_next: self.is_idle_next.unwrap_or(next_step.is_empty()),
+            next_step,
+        }
+    }
 }
 
 impl ExportMessage {
+    /// The stored messages of a session's exported ones, with their decoded files; the
+    /// first bad message refuses the entry.
+    fn into_messages(
+        exported: Vec<Self>,
+        token: &Token,
+    ) -> Result<(Vec<Message>, ImportedFiles), BadEntry> {
+        let mut messages = Vec::with_capacity(exported.len());
+        let mut files = ImportedFiles::new();
+        for m in exported {
+            messages.push(m.into_message(token, &mut files)?);
+        }
+        Ok((messages, files))
+    }
+
     /// The stored message of an exported one, its files decoded into `files` with new
     /// ids; `token` names the session in an error.
     fn into_message(self, token: &Token, files: &mut ImportedFiles) -> Result<Message, BadEntry> {

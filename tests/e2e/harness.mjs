@@ -217,7 +217,50 @@ export function item(page, token) {
 export async function selectSession(page, token) {
   await item(page, token).locator('button').first().click();
   await page.locator('#conv-body:not([hidden])').waitFor();
-  await page.waitForFunction((tok) => document.querySelector('[data-testid="conv-title"]')?.title.includes(tok), token);
+  await onScreen(page, token);
+}
+
+/** Waits until the conversation on screen is session `token`'s. */
+export function onScreen(page, token) {
+  return page.waitForFunction((tok) => document.querySelector('[data-testid="conv-title"]')?.title.includes(tok), token);
+}
+
+/** In the page: whether session `tok`'s card is wholly inside the list's visible part. */
+function cardInListView(tok) {
+  const card = document.querySelector(`[data-testid="session-item"][data-token="${tok}"]`);
+  const list = document.getElementById('session-list');
+  if (!card) return false;
+  const a = card.getBoundingClientRect();
+  const b = list.getBoundingClientRect();
+  return a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+}
+
+/** Whether session `token`'s card is wholly inside the list's visible part (clickable without scrolling). */
+export function cardInView(page, token) {
+  return page.evaluate(cardInListView, token);
+}
+
+/** Waits until session `token`'s card has come wholly into the list's visible part by itself. */
+export function cardComesIntoView(page, token, timeout = 5000) {
+  return page.waitForFunction(cardInListView, token, { timeout });
+}
+
+/** A phone's browser: 390×844, touch. */
+export const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
+
+/** Hub config for tests whose agents wait without polling: their waits stay open however long the run takes. */
+export const KEEP_WAITS = 'wait_grace_sec = 3600\n';
+
+/** `n` agents titled `${prefix} 01`… waiting in that order (the first has waited longest). */
+export async function waitingAgents(hub, prefix, n) {
+  const agents = [];
+  for (let i = 1; i <= n; i++) {
+    const a = await newAgent(hub, `${prefix} ${String(i).padStart(2, '0')}`);
+    await a.wait(`Question from ${prefix} ${i}?`);
+    agents.push(a);
+    await sleep(5);
+  }
+  return agents;
 }
 
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');

@@ -6,43 +6,20 @@
 
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, openPanel, selectSession, browsersPerTest, sleep, item, hasHorizontalScroll } from './harness.mjs';
+import {
+  startHub, newAgent, openPanel, selectSession, browsersPerTest, item, hasHorizontalScroll,
+  onScreen, cardInView, cardComesIntoView, waitingAgents, PHONE, KEEP_WAITS,
+} from './harness.mjs';
 
 let hub;
 // Each test its own hub (who waits longest must not depend on the other test);
 // the agents' waits stay open however long the run takes (none of them polls).
-beforeEach(async () => { hub = await startHub({ config: 'wait_grace_sec = 3600\n' }); });
+beforeEach(async () => { hub = await startHub({ config: KEEP_WAITS }); });
 afterEach(async () => { if (hub) await hub.stop(); hub = null; });
 const browser = browsersPerTest(afterEach);
 
-/** `n` agents titled `${prefix} 01`… waiting in that order (the first has waited longest). */
-async function waitingAgents(prefix, n) {
-  const agents = [];
-  for (let i = 1; i <= n; i++) {
-    const a = await newAgent(hub, `${prefix} ${String(i).padStart(2, '0')}`);
-    await a.wait(`Question from ${prefix} ${i}?`);
-    agents.push(a);
-    await sleep(5);
-  }
-  return agents;
-}
-
-const onScreen = (page, tok) => page.waitForFunction((t) => document.querySelector('[data-testid="conv-title"]')?.title.includes(t), tok);
-
-/** Whether session `tok`'s card is wholly inside the list's visible part. */
-function cardInView(page, tok) {
-  return page.evaluate((t) => {
-    const card = document.querySelector(`[data-testid="session-item"][data-token="${t}"]`);
-    const list = document.getElementById('session-list');
-    if (!card) return false;
-    const a = card.getBoundingClientRect();
-    const b = list.getBoundingClientRect();
-    return a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
-  }, tok);
-}
-
 test('desktop: Alt+N walks the whole waiting line, Alt+Shift+N opens the agent that just asked, whose card comes into view', async () => {
-  const line = await waitingAgents('Desk', 12);
+  const line = await waitingAgents(hub, 'Desk', 12);
   const { page } = await browser();
   await openPanel(page, hub);
   // Nothing open yet: the longest-waiting agent opens first.
@@ -59,13 +36,7 @@ test('desktop: Alt+N walks the whole waiting line, Alt+Shift+N opens the agent t
   const newest = await newAgent(hub, 'Just asked');
   await newest.wait('Can I merge now?');
   await item(page, newest.token).waitFor();
-  await page.waitForFunction((t) => {
-    const card = document.querySelector(`[data-testid="session-item"][data-token="${t}"]`);
-    const list = document.getElementById('session-list');
-    const a = card.getBoundingClientRect();
-    const b = list.getBoundingClientRect();
-    return a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
-  }, newest.token, { timeout: 5000 });
+  await cardComesIntoView(page, newest.token);
 
   // One key to it, then the reply: Alt+Shift+N, type, Enter.
   await page.keyboard.press('Alt+Shift+KeyN');
@@ -82,8 +53,8 @@ test('desktop: Alt+N walks the whole waiting line, Alt+Shift+N opens the agent t
 });
 
 test('phone: the conversation header offers the newest beside the next in line', async () => {
-  const [p1, p2] = await waitingAgents('Phone', 2);
-  const { page } = await browser({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const [p1, p2] = await waitingAgents(hub, 'Phone', 2);
+  const { page } = await browser(PHONE);
   await openPanel(page, hub);
   await selectSession(page, p1.token);
   const p3 = await newAgent(hub, 'Phone newest');

@@ -8,15 +8,17 @@
 
 import { test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHub, newAgent, openPanel, browsersPerTest, item, sleep } from './harness.mjs';
+import {
+  startHub, newAgent, openPanel, browsersPerTest, item,
+  onScreen, cardInView, cardComesIntoView, waitingAgents, PHONE, KEEP_WAITS,
+} from './harness.mjs';
 
 let hub;
 // Each test its own hub: what waits, and for how long, is the test's alone.
-beforeEach(async () => { hub = await startHub({ config: 'wait_grace_sec = 3600\n' }); });
+beforeEach(async () => { hub = await startHub({ config: KEEP_WAITS }); });
 afterEach(async () => { if (hub) await hub.stop(); hub = null; });
 const browser = browsersPerTest(afterEach);
 
-const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
 const OPTIONS = { options: [{ label: 'Merge' }, { label: 'Wait for CI' }] };
 
 /** The person's actions, each named, so a failing count says which ones it took. */
@@ -29,20 +31,6 @@ function actions() {
       await act();
     },
   };
-}
-
-const onScreen = (page, tok) => page.waitForFunction((t) => document.querySelector('[data-testid="conv-title"]')?.title.includes(t), tok);
-
-/** Whether session `tok`'s card is wholly inside the list's visible part (clickable without scrolling). */
-function cardInView(page, tok) {
-  return page.evaluate((t) => {
-    const card = document.querySelector(`[data-testid="session-item"][data-token="${t}"]`);
-    const list = document.getElementById('session-list');
-    if (!card) return false;
-    const a = card.getBoundingClientRect();
-    const b = list.getBoundingClientRect();
-    return a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
-  }, tok);
 }
 
 /** Checks the count, logs the row, and that the agent got the first option. */
@@ -94,11 +82,7 @@ test('one option, the panel loaded after the agent asked, keyboard only: 1 key (
 async function readingWhenANewOneAsks(page) {
   const reading = await newAgent(hub, 'Reading this one');
   await reading.wait('A long report. Anything to change?');
-  for (let i = 1; i <= 8; i++) {
-    const other = await newAgent(hub, `Also waiting ${i}`);
-    await other.wait(`Question ${i}?`);
-    await sleep(5);
-  }
+  await waitingAgents(hub, 'Also waiting', 8);
   await openPanel(page, hub);
   await item(page, reading.token).locator('button').first().click();
   await onScreen(page, reading.token);
@@ -126,13 +110,7 @@ test('a new agent asks while the person reads another: 2 clicks, 2 keys, 2 taps'
       await person.take('the option', () => page.getByTestId('choice').first().tap());
     } else {
       // Its card comes into the list's view by itself: no scrolling to find it.
-      await page.waitForFunction((t) => {
-        const card = document.querySelector(`[data-testid="session-item"][data-token="${t}"]`);
-        const list = document.getElementById('session-list');
-        const a = card.getBoundingClientRect();
-        const b = list.getBoundingClientRect();
-        return a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
-      }, newest.token, { timeout: 5000 });
+      await cardComesIntoView(page, newest.token);
       assert.ok(await cardInView(page, newest.token));
       await person.take('its card', () => item(page, newest.token).locator('button').first().click());
       await onScreen(page, newest.token);
@@ -140,7 +118,7 @@ test('a new agent asks while the person reads another: 2 clicks, 2 keys, 2 taps'
     }
     await delivered(newest, person, 2, `new agent while reading another, ${form}`);
     await hub.stop();
-    hub = await startHub({ config: 'wait_grace_sec = 3600\n' });
+    hub = await startHub({ config: KEEP_WAITS });
   }
 });
 

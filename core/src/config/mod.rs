@@ -207,10 +207,11 @@ impl Config {
     }
 }
 
-/// What `/mcp` keeps. Measured: an idle MCP session costs the hub ~70 KiB (rmcp's
-/// per-session channels), a waiting one ~115 KiB (docs/benchmarks.md); so 64 per credential (far above the IDE windows one
-/// machine runs, each one session) and 4,096 in all (under ~0.5 GiB even if every one
-/// waits) bound what one key, or all of them, can make the hub hold. A task record is on
+/// What `/mcp` keeps. Measured (docs/benchmarks.md, "Memory per remote agent" and "Idle
+/// `/mcp` sessions"): an idle MCP session costs the hub 1.5–1.6 KiB, a waiting remote agent
+/// ~30 KiB; so 64 per credential (far above the IDE windows one machine runs, each one
+/// session) and 4,096 in all (~120 MiB even if every one waits) bound what one key, or all
+/// of them, can make the hub hold. A task record is on
 /// disk, a few KiB: 256 live ones per credential is far above the waits one agent machine
 /// has open, and a day keeps a finished result for a client that comes back tomorrow.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,9 +7,10 @@
 //! notification or a request of the service goes to the one call it names, and a client's
 //! answer to a request of the service is taken only from the session that request went to.
 //! Why: rmcp serves each session with a loop of its own whose two channels allocate 32
-//! message slots each when made (~28 KiB), plus a task; a waiting remote agent cost the hub
-//! ~75 KiB that way, most of it those. (Part of the hand-made transport beside rmcp's
-//! `LocalSessionManager`: see [`crate::transport`].)
+//! message slots each when made (~28 KiB), plus a task: a waiting remote agent cost the hub
+//! ~117 KiB with a loop per session, and costs ~30 KiB with this one (docs/benchmarks.md,
+//! "Memory per remote agent"; the earlier figures in docs/benchmarks-history.md). Part of
+//! the hand-made transport beside rmcp's `LocalSessionManager`: see [`crate::transport`].
 
 use std::{
     collections::HashMap,

@@ -62,7 +62,8 @@ async fn init_through_bridge(home: &Path, autostart: bool) -> anyhow::Result<Cal
         .env("HOME", user_home.path())
         .env("HOLDLINE_HOME", home)
         .env("HOLDLINE_HOST_ID", "test-host")
-        .env("HOLDLINE_HUB_BIN", hub_bin());
+        // The hub under test is found beside the bridge, as an installed one is.
+        .env_remove("HOLDLINE_HUB_BIN");
     if autostart {
         cmd.env_remove("HOLDLINE_NO_AUTOSTART");
     } else {

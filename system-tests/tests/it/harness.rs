@@ -1,7 +1,9 @@
 //! What the bridge tests share: a real `holdline-hub` process on an ephemeral port with a
 //! temporary home, and the real `holdline-mcp` binary over stdio driven by an rmcp client.
 //!
-//! Both are built by this package (`hl-hub`, `hl-mcp`): `cargo test -p holdline-system-tests`.
+//! Both are the workspace's real binaries, found beside this test binary (`scripts/test.sh`
+//! builds them in its workspace build; when missing, the first test that needs one builds
+//! them with `cargo build -p holdline-hub -p holdline-mcp`).
 
 #![allow(deprecated)] // the test client answers roots/list, deprecated by SEP-2577
 
@@ -28,14 +30,76 @@ use serde_json::{Value, json};
 
 pub const PNG_1PX: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
-/// The hub under test, built by this package from the hub's main (`hl-hub`).
+/// The hub under test: the real `holdline-hub`.
 pub fn hub_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hl-hub"))
+    workspace_bin("holdline-hub")
 }
 
-/// The bridge under test, built by this package from the bridge's main (`hl-mcp`).
+/// The bridge under test: the real `holdline-mcp`.
 pub fn bridge_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hl-mcp"))
+    workspace_bin("holdline-mcp")
+}
+
+/// A binary of the workspace where cargo put it: the folder of this test binary's profile
+/// (`target/debug`, one up from its `deps/`). Cargo builds a package's binaries only for
+/// that package's tests, so when one is missing this builds both once (cargo lets go of
+/// the target folder while tests run). One already there is taken as it is: after changing
+/// the hub or the bridge, build them (`scripts/test.sh` does) before these tests.
+fn workspace_bin(name: &str) -> PathBuf {
+    let test_exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = test_exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary runs from <target>/<profile>/deps");
+    let bin = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !bin.is_file() {
+        build_binaries_under_test(profile_dir);
+    }
+    assert!(
+        bin.is_file(),
+        "{} is missing: build the binaries under test first \
+         (`cargo build -p holdline-hub -p holdline-mcp`, with this run's profile)",
+        bin.display()
+    );
+    bin
+}
+
+/// `cargo build -p holdline-hub -p holdline-mcp` into `profile_dir` (`<target>/<profile>`),
+/// once per test process; a failed build fails the test with cargo's own words above.
+fn build_binaries_under_test(profile_dir: &Path) {
+    static BUILT: Mutex<bool> = Mutex::new(false);
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if *built {
+        return;
+    }
+    let target_dir = profile_dir.parent().expect("<target>/<profile>");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    eprintln!(
+        "building the binaries under test: cargo build -p holdline-hub -p holdline-mcp --profile {profile}"
+    );
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "-p",
+            "holdline-hub",
+            "-p",
+            "holdline-mcp",
+            "--profile",
+            profile,
+        ])
+        .arg("--manifest-path")
+        .arg(workspace)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .status()
+        .expect("run cargo to build the binaries under test");
+    assert!(status.success(), "building the binaries under test failed");
+    *built = true;
 }
 
 /// The pid of a running hub under test whose command line holds `needle` (its home, its
@@ -319,8 +383,8 @@ pub async fn start_bridge(o: BridgeOptions<'_>) -> anyhow::Result<Client> {
         .env("HOLDLINE_HOST_ID", o.host)
         .env_remove("HOLDLINE_SECRET")
         .env_remove("HOLDLINE_MAX_WAIT_SEC")
-        // Auto-start looks for `holdline-hub` beside the bridge; the hub under test is `hl-hub`.
-        .env("HOLDLINE_HUB_BIN", hub_bin())
+        // Auto-start finds the hub under test beside the bridge, as an installed one does.
+        .env_remove("HOLDLINE_HUB_BIN")
         .env("HOLDLINE_LOG", "holdline_mcp=debug");
     if let Some(s) = o.secret {
         cmd.env("HOLDLINE_SECRET", s);

@@ -10,9 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::agent_key::key_command;
 use crate::harness::*;
-use crate::hooks::*;
+use crate::hook_harness::*;
 
 /// A `PermissionRequest` payload as Claude Code sends it, for a shell command.
 fn claude_bash(session_id: &str, command: &str) -> Value {
@@ -226,13 +225,7 @@ async fn a_malformed_permission_request_or_the_bounded_wait_gives_no_decision() 
     assert_ne!(s["status"], "waiting", "{s}");
 
     // A late answer is refused: it would reach the agent's next question as words.
-    let refused = hub
-        .http
-        .post(format!("{}/api/reply", hub.url()))
-        .bearer_auth(&hub.secret)
-        .json(&json!({"token": token, "choices": [0]}))
-        .send()
-        .await?;
+    let refused = post_reply(&hub, json!({"token": token, "choices": [0]})).await?;
     assert_eq!(refused.status(), 409);
     let body: Value = refused.json().await?;
     assert_eq!(body["error"]["code"], "PERMISSION_OVER", "{body}");
@@ -302,13 +295,7 @@ async fn a_permission_answer_reaches_only_its_hook_and_an_earlier_reply_waits_fo
             .success()
     );
     lets_it_end(&hook.wait_with_output().await?);
-    let late = hub
-        .http
-        .post(format!("{}/api/reply", hub.url()))
-        .bearer_auth(&hub.secret)
-        .json(&json!({"token": token, "text": "no, not ls"}))
-        .send()
-        .await?;
+    let late = post_reply(&hub, json!({"token": token, "text": "no, not ls"})).await?;
     assert!(late.status().is_success(), "{}", late.text().await?);
     let stop = spawn_hook(
         &env,
@@ -325,14 +312,8 @@ async fn two_agent_keys_never_see_or_answer_each_others_permission_questions() -
 {
     let home = TempDir::new()?;
     let hub = TestHub::start(home.path()).await?;
-    let key_of = |name: &str| {
-        let printed = key_command(home.path(), &["create", "--name", name]);
-        printed.lines().next().unwrap_or_default().to_owned()
-    };
-    let (key_a, key_b) = (key_of("alpha"), key_of("beta"));
-    let (home_a, home_b) = (TempDir::new()?, TempDir::new()?);
-    let env_a = HookEnv::key(&hub, home_a.path(), &key_a);
-    let env_b = HookEnv::key(&hub, home_b.path(), &key_b);
+    let keys = TwoKeys::create(home.path())?;
+    let (env_a, env_b) = keys.envs(&hub);
     let payload = claude_bash("shared-perm", "npm publish").to_string();
     let hook_a = spawn_hook(&env_a, "claude-code", &payload).await?;
     let token_a = waiting_tokens(&hub, "claude-code:shared-perm", 1)
@@ -354,7 +335,7 @@ async fn two_agent_keys_never_see_or_answer_each_others_permission_questions() -
         let mut request = hub
             .http
             .request(method.parse()?, format!("{}{path}", hub.url()))
-            .bearer_auth(&key_b);
+            .bearer_auth(&keys.beta);
         if let Some(body) = body {
             request = request.json(&body);
         }

@@ -1,6 +1,6 @@
-//! Tests that need both binaries, one test binary: the real bridge (`hl-mcp`) against a real
-//! hub (`hl-hub`), both built by this package from the real mains (see its Cargo.toml), and
-//! the hub's `/mcp` and MongoDB sync seen by real clients.
+//! Tests that need both binaries, one test binary: the real bridge (`holdline-mcp`) against a
+//! real hub (`holdline-hub`), both as cargo builds them (see `harness`), and the hub's `/mcp`
+//! and MongoDB sync seen by real clients.
 
 mod harness;
 #[path = "../../../hub/tests/it/inproc.rs"]
@@ -12,6 +12,7 @@ mod bridge;
 mod changes;
 mod client_behaviour;
 mod find_hub;
+mod hook_harness;
 mod hook_permission;
 mod hooks;
 mod hub_mcp;
