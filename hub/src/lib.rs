@@ -119,7 +119,7 @@ pub async fn run(
     let state = api::AppState {
         sync,
         hub: hub.clone(),
-        secret: Arc::new(api::guard::Secret::new(
+        credentials: Arc::new(api::guard::Credentials::new(
             secret,
             logins::Logins::open(hub.store())?,
             keys,

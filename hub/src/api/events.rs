@@ -23,7 +23,7 @@ pub async fn stream(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let shutdown = app.hub.shutdown_token().clone().cancelled_owned();
     let hello = futures::stream::once(async { Ok(Event::default().event("hello").data("{}")) });
-    let secret = app.secret.clone();
+    let secret = app.credentials.clone();
     let changes = BroadcastStream::new(app.hub.subscribe()).filter_map(move |item| {
         let secret = secret.clone();
         async move {
@@ -55,7 +55,7 @@ pub async fn stream(
 pub async fn health(State(app): State<AppState>, headers: HeaderMap) -> Response {
     // The person's details only: an agent key sees what everyone sees.
     let authorized = matches!(
-        super::guard::authenticate(&app.secret, &headers),
+        super::guard::authenticate(&app.credentials, &headers),
         Ok(super::guard::Caller::Person)
     );
     let state = app.hub.store().state();

@@ -33,7 +33,7 @@ impl From<KeyError> for ApiError {
 /// `GET /api/keys`: every key, by name.
 pub async fn list(State(app): State<AppState>) -> JsonResult<KeyList> {
     let keys = app
-        .secret
+        .credentials
         .keys()
         .list()
         .into_iter()
@@ -47,7 +47,7 @@ pub async fn create(
     State(app): State<AppState>,
     Body(b): Body<KeyCreateBody>,
 ) -> JsonResult<KeyCreated> {
-    let (name, key) = app.secret.keys().create(&b.name).await?;
+    let (name, key) = app.credentials.keys().create(&b.name).await?;
     tracing::info!(key = %name, "agent key created");
     Ok(Json(KeyCreated {
         name: name.to_string(),
@@ -62,7 +62,7 @@ pub async fn revoke(
     State(app): State<AppState>,
     Path(name): Path<String>,
 ) -> JsonResult<KeyRevoked> {
-    let name = app.secret.keys().revoke(&name).await?;
+    let name = app.credentials.keys().revoke(&name).await?;
     let closed_waits = app
         .hub
         .close_waits_of_keys(|k| *k == name)

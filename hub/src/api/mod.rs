@@ -38,7 +38,7 @@ pub const LOGIN_LIMIT: usize = 4 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub hub: Hub,
-    pub secret: Arc<guard::Secret>,
+    pub credentials: Arc<guard::Credentials>,
     pub logins: Arc<guard::LoginLimiter>,
     /// How many refusals get a log line of their own.
     pub refusals: Arc<guard::RefusalLog>,
@@ -109,7 +109,7 @@ impl crate::transport::server::Answer for Api {
     }
 
     fn trusts(&self, headers: &axum::http::HeaderMap) -> bool {
-        guard::is_authorized(&self.state().secret, headers)
+        guard::is_authorized(&self.state().credentials, headers)
     }
 
     const STREAMED_PATHS: &'static [&'static str] = &[paths::EVENTS];
@@ -206,7 +206,7 @@ fn person_router(state: &AppState) -> Router<AppState> {
 impl AppState {
     /// A session as the API shows it (whether its owner key still lives included).
     pub fn session_dto(&self, info: crate::hub::SessionInfo) -> dto::SessionDto {
-        dto::SessionDto::new(info, self.secret.keys())
+        dto::SessionDto::new(info, self.credentials.keys())
     }
 
     /// The MongoDB sync state for `/healthz`; `None` while sync is off.

@@ -25,7 +25,7 @@ pub async fn login(
     let ip = addr.ip();
     // The right key always gets in: whoever shares the address cannot lock
     // the person out by failing on purpose.
-    if !app.secret.matches(b.key.trim()) {
+    if !app.credentials.is_secret(b.key.trim()) {
         if app.logins.is_limited(ip) {
             if app.refusals.may_log() {
                 tracing::warn!(%ip, "login rate limited");
@@ -43,7 +43,7 @@ pub async fn login(
         ));
     }
     let id = app
-        .secret
+        .credentials
         .logins()
         .begin()
         .await
@@ -52,7 +52,7 @@ pub async fn login(
     // no id outlives the cookie that carried it.
     let replaced: Vec<String> = guard::login_ids(&headers).map(str::to_owned).collect();
     for old in replaced {
-        app.secret
+        app.credentials
             .logins()
             .end(&old)
             .await
@@ -70,7 +70,7 @@ pub async fn login(
 pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
     let ids: Vec<String> = guard::login_ids(&headers).map(str::to_owned).collect();
     for id in ids {
-        app.secret
+        app.credentials
             .logins()
             .end(&id)
             .await
@@ -86,7 +86,7 @@ pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Result<R
 /// Ends every panel login, on every browser (also across restarts).
 pub async fn logout_everywhere(State(app): State<AppState>) -> Result<Response, ApiError> {
     let ended = app
-        .secret
+        .credentials
         .logins()
         .end_all()
         .await
@@ -425,7 +425,7 @@ pub async fn hand_over(
         Some(name) => {
             let live = crate::names::KeyName::parse(&name)
                 .ok()
-                .filter(|k| app.secret.keys().is_live(k));
+                .filter(|k| app.credentials.keys().is_live(k));
             Some(live.ok_or_else(|| {
                 ApiError::bad_request(format!(
                     "no live agent key is named {name:?} (`holdline-hub key list` shows them)"

@@ -31,7 +31,7 @@ pub(crate) fn api(dir: &std::path::Path) -> Api {
     let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
     let hub = Hub::open(config, "test".into(), CancellationToken::new()).unwrap();
     let store = hub.store();
-    let secret = guard::Secret::new(
+    let credentials = guard::Credentials::new(
         SECRET.into(),
         crate::logins::Logins::open(store).unwrap(),
         crate::keys::Keys::open(store).unwrap(),
@@ -42,7 +42,7 @@ pub(crate) fn api(dir: &std::path::Path) -> Api {
     };
     let state = AppState {
         hub,
-        secret: Arc::new(secret),
+        credentials: Arc::new(credentials),
         logins: Arc::default(),
         refusals: Arc::default(),
         sync: None,

@@ -57,7 +57,7 @@ impl InProcess {
         run: impl Future<Output = Result<T, ApiError>> + Send + 'a,
     ) -> HubAnswer<'a, T> {
         if let Caller::Agent { key } = &self.caller.who
-            && !self.app.secret.keys().is_live(key)
+            && !self.app.credentials.keys().is_live(key)
         {
             return Box::pin(std::future::ready(Err(HubError::KeyRefused)));
         }

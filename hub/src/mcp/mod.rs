@@ -304,7 +304,7 @@ pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2
 /// its HTTP request's head (the head's headers and extensions were most of what a waiting
 /// call kept), for as long as the call runs.
 #[derive(Clone, Debug)]
-pub(crate) struct Asker {
+pub(crate) struct McpCaller {
     who: Caller,
     /// The address the hub saw.
     peer: SocketAddr,
@@ -317,12 +317,12 @@ pub(crate) struct Asker {
     ended: Option<StreamEnded>,
 }
 
-impl Asker {
-    /// The asker of the request whose head is `parts` (`None` without the caller the
+impl McpCaller {
+    /// The caller of the request whose head is `parts` (`None` without the caller the
     /// guard sets or the address the server sets).
-    fn of(parts: &axum::http::request::Parts, ended: Option<StreamEnded>) -> Option<Asker> {
+    fn of(parts: &axum::http::request::Parts, ended: Option<StreamEnded>) -> Option<McpCaller> {
         let header = |name: &str| parts.headers.get(name).map(|v| v.as_bytes());
-        Some(Asker {
+        Some(McpCaller {
             who: parts.extensions.get::<Caller>()?.clone(),
             peer: parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0,
             max_wait: header(routes::MAX_WAIT_HEADER)
@@ -335,12 +335,12 @@ impl Asker {
         })
     }
 
-    /// The asker of the request with `extensions`: a session's call has it, a request
+    /// The caller of the request with `extensions`: a session's call has it, a request
     /// outside any session (2026-07-28, stateless) its HTTP request's head.
-    fn in_request(extensions: &rmcp::model::Extensions) -> Option<Asker> {
-        match extensions.get::<Asker>() {
-            Some(asker) => Some(asker.clone()),
-            None => Asker::of(extensions.get::<axum::http::request::Parts>()?, None),
+    fn in_request(extensions: &rmcp::model::Extensions) -> Option<McpCaller> {
+        match extensions.get::<McpCaller>() {
+            Some(caller) => Some(caller.clone()),
+            None => McpCaller::of(extensions.get::<axum::http::request::Parts>()?, None),
         }
     }
 
@@ -474,18 +474,18 @@ impl RemoteAgent {
     /// The tools answering the caller of `ctx`'s HTTP request: their hub calls carry the
     /// request's credential and their bindings the address the hub saw.
     fn tools_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Tools, ErrorData> {
-        let asker = Asker::in_request(&ctx.extensions)
+        let caller = McpCaller::in_request(&ctx.extensions)
             .ok_or_else(|| ErrorData::internal_error("the caller is missing", None))?;
         let hub = Hub::new(Arc::new(InProcess::for_caller(
             self.app.clone(),
-            asker.who,
-            asker.peer,
+            caller.who,
+            caller.peer,
         )));
-        let host_ip = asker.peer.ip().to_canonical().to_string();
+        let host_ip = caller.peer.ip().to_canonical().to_string();
         Ok(self
             .session_tools(&ctx.extensions)
             .for_caller(hub, host_ip)
-            .with_max_wait(asker.max_wait))
+            .with_max_wait(caller.max_wait))
     }
 }
 
@@ -535,7 +535,10 @@ impl ServerHandler for RemoteAgent {
         }
         let id = NumberOrString::Number(self.calls.fetch_add(1, Ordering::Relaxed));
         ctx.id = id.clone();
-        let ended = ctx.extensions.get::<Asker>().and_then(|a| a.ended.clone());
+        let ended = ctx
+            .extensions
+            .get::<McpCaller>()
+            .and_then(|a| a.ended.clone());
         let answered = tools.clone();
         // The wait straight, not through the router: a waiting call keeps only its future.
         let call = if waits {
@@ -601,7 +604,7 @@ impl ServerHandler for RemoteAgent {
 /// panel login or a live agent key).
 pub fn check_caller(app: &crate::api::AppState, request: &Request) -> Result<Caller, Refusal> {
     crate::api::guard::Audience::Agent
-        .admit(&app.secret, request.headers())
+        .admit(&app.credentials, request.headers())
         .map_err(|e| Refusal::unauthorized(e.message))
 }
 

@@ -28,7 +28,7 @@ use rmcp::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Asker;
+use super::McpCaller;
 use super::call_stream::{CallStream, StreamEnded};
 use super::handshake::{Handshake, HandshakeTransport};
 use super::mux::{Client, Mux, Outgoing};
@@ -484,9 +484,9 @@ impl SessionManager for Sessions {
             client.as_ref(),
             |extensions| {
                 if let Some(parts) = extensions.remove::<axum::http::request::Parts>()
-                    && let Some(asker) = Asker::of(&parts, Some(ended.clone()))
+                    && let Some(caller) = McpCaller::of(&parts, Some(ended.clone()))
                 {
-                    extensions.insert(asker);
+                    extensions.insert(caller);
                 }
                 extensions.insert(roots);
             },

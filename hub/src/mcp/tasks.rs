@@ -137,8 +137,8 @@ pub struct Tasks {
 
 /// Who asked: the SHA-256 of the request's credentials.
 pub fn owner_of(ctx: &RequestContext<RoleServer>) -> String {
-    match super::Asker::in_request(&ctx.extensions) {
-        Some(asker) => asker.owner(),
+    match super::McpCaller::in_request(&ctx.extensions) {
+        Some(caller) => caller.owner(),
         None => hex::encode(Sha256::digest([])),
     }
 }

@@ -38,16 +38,16 @@ const LOGIN_WINDOW: Duration = Duration::from_secs(60);
 const LIMITER_ADDRESSES: usize = 10_000;
 /// The credentials the hub accepts: the secret, the panel logins made with
 /// it, and the agent keys.
-pub struct Secret {
-    value: String,
+pub struct Credentials {
+    secret: String,
     logins: Logins,
     keys: Keys,
 }
 
-impl Secret {
-    pub fn new(value: String, logins: Logins, keys: Keys) -> Self {
-        Secret {
-            value,
+impl Credentials {
+    pub fn new(secret: String, logins: Logins, keys: Keys) -> Self {
+        Credentials {
+            secret,
             logins,
             keys,
         }
@@ -58,8 +58,8 @@ impl Secret {
     }
 
     /// Compares in constant time, so timing does not leak the secret.
-    pub fn matches(&self, candidate: &str) -> bool {
-        constant_time_eq(self.value.as_bytes(), candidate.as_bytes())
+    pub fn is_secret(&self, candidate: &str) -> bool {
+        constant_time_eq(self.secret.as_bytes(), candidate.as_bytes())
     }
 
     pub fn logins(&self) -> &Logins {
@@ -183,8 +183,8 @@ impl Audience {
     /// entry that answers agents beside the router calls it): who called, or why not — 401 for a
     /// missing, wrong or revoked credential, 403 for an agent key on a person's
     /// route.
-    pub fn admit(self, secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiError> {
-        let caller = authenticate(secret, headers)?;
+    pub fn admit(self, credentials: &Credentials, headers: &HeaderMap) -> Result<Caller, ApiError> {
+        let caller = authenticate(credentials, headers)?;
         if matches!(caller, Caller::Agent { .. }) && self == Audience::Person {
             return Err(ApiError::forbidden(
                 "an agent key can only call the agent routes; use the hub's secret or the panel for this one",
@@ -201,7 +201,7 @@ impl Audience {
         mut req: Request,
         next: Next,
     ) -> Response {
-        match self.admit(&app.secret, req.headers()) {
+        match self.admit(&app.credentials, req.headers()) {
             Ok(caller) => {
                 req.extensions_mut().insert(caller);
                 next.run(req).await
@@ -212,7 +212,7 @@ impl Audience {
 }
 
 /// Who the request's credential names, whatever the route.
-pub fn authenticate(secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiError> {
+pub fn authenticate(credentials: &Credentials, headers: &HeaderMap) -> Result<Caller, ApiError> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -220,16 +220,16 @@ pub fn authenticate(secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiE
         .map(str::trim);
     if let Some(b) = bearer {
         if crate::keys::looks_like_key(b) {
-            return match secret.keys.verify(b) {
+            return match credentials.keys.verify(b) {
                 Some(key) => Ok(Caller::Agent { key }),
                 None => Err(ApiError::key_refused()),
             };
         }
-        if secret.matches(b) {
+        if credentials.is_secret(b) {
             return Ok(Caller::Person);
         }
     }
-    if login_ids(headers).any(|id| secret.logins.is_live(id)) {
+    if login_ids(headers).any(|id| credentials.logins.is_live(id)) {
         return Ok(Caller::Person);
     }
     Err(ApiError::unauthorized(
@@ -239,8 +239,8 @@ pub fn authenticate(secret: &Secret, headers: &HeaderMap) -> Result<Caller, ApiE
 
 /// Whether the request carries any credential the hub accepts (connections
 /// that show one keep their room, see `transport::admission`).
-pub fn is_authorized(secret: &Secret, headers: &HeaderMap) -> bool {
-    authenticate(secret, headers).is_ok()
+pub fn is_authorized(credentials: &Credentials, headers: &HeaderMap) -> bool {
+    authenticate(credentials, headers).is_ok()
 }
 
 #[cfg(test)]
@@ -248,9 +248,9 @@ mod tests {
     use super::*;
 
     /// A secret `0123456789abcdef0123456789abcdef` with its logins and keys in `dir`.
-    fn test_secret(dir: &std::path::Path) -> Secret {
+    fn test_secret(dir: &std::path::Path) -> Credentials {
         let store = crate::store::Store::open(dir, 1 << 20).unwrap();
-        Secret::new(
+        Credentials::new(
             "0123456789abcdef0123456789abcdef".into(),
             Logins::open(&store).unwrap(),
             Keys::open(&store).unwrap(),

@@ -9,7 +9,7 @@ mod credentials;
 mod front_door;
 
 pub use credentials::{
-    Audience, COOKIE, Caller, LoginLimiter, Secret, TLS_COOKIE, authenticate, is_authorized,
+    Audience, COOKIE, Caller, Credentials, LoginLimiter, TLS_COOKIE, authenticate, is_authorized,
     login_cookie, login_ids, logout_cookie,
 };
 pub use front_door::{RefusalLog, Visit};
