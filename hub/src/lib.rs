@@ -26,12 +26,6 @@
 
 #![forbid(unsafe_code)]
 
-// The floors below, named as if their modules were this crate's.
-use holdline_core::{binding, config, home, hub, keys, logins};
-use holdline_notify::{self as notify, push};
-use holdline_store::{interchange, lock, names, session, store};
-use holdline_sync as sync;
-
 pub mod admin;
 pub mod api;
 pub mod crash_point;
@@ -50,8 +44,12 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::{self, Home};
+use holdline_core::{hub, keys, logins};
+use holdline_notify::{self as notify, push};
+use holdline_store::store;
+use holdline_sync as sync;
 
 /// How long a stopping hub waits for sled to close its files.
 const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -2,12 +2,12 @@
 //! gzipped (once per file, then kept) for browsers that take it.
 //! Static files need no secret; everything they fetch does.
 
-use crate::lock::Unpoisoned as _;
 use axum::Router;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use holdline_store::lock::Unpoisoned as _;
 use rust_embed::RustEmbed;
 use std::collections::HashMap;
 use std::io::Write;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::notice::{Outcome, cut};
 use super::{Event, SendError};
-use crate::config::notify::{Ntfy, Webhook, WebhookFormat};
+use holdline_core::config::notify::{Ntfy, Webhook, WebhookFormat};
 
 /// The most of a channel's answer that is read.
 pub const MAX_ANSWER: usize = 1024 * 1024;

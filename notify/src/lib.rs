@@ -19,10 +19,6 @@ pub mod push;
 pub mod telegram;
 pub mod webpush;
 
-// The floors below, named as if their modules were this crate's.
-use holdline_core::{config, home, hub};
-use holdline_store::{lock, session, store};
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,11 +26,11 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::config::notify::{self as settings, NotifyConfig};
-use crate::hub::{Hub, SessionInfo};
-use crate::lock::Unpoisoned as _;
 use crate::push::WebPush;
-use crate::session::{Session, Status, Token, now_ms};
+use holdline_core::config::notify::{self as settings, NotifyConfig};
+use holdline_core::hub::{Hub, SessionInfo};
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::session::{Session, Status, Token, now_ms};
 use notice::{Notice, Outcome};
 use telegram::TelegramChannel;
 use webpush::WebPushChannel;
@@ -442,7 +438,7 @@ impl Watch {
     fn files_of(
         &self,
         token: &Token,
-        attachments: &[crate::session::AttachmentRef],
+        attachments: &[holdline_store::session::AttachmentRef],
     ) -> Vec<notice::NoticeFile> {
         attachments
             .iter()

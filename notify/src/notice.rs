@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use holdline_contract::choices::{self, ChoiceOption};
 
-use crate::config::Template;
-use crate::session::{QuestionOrigin, Token, WaitEnd};
+use holdline_core::config::Template;
+use holdline_store::session::{QuestionOrigin, Token, WaitEnd};
 
 /// The longest message text a notification carries (characters).
 pub const MAX_TEXT: usize = 1000;
@@ -74,7 +74,7 @@ pub struct NoticeFile {
 impl NoticeFile {
     /// Whether it goes as a photo: a raster image type the hub serves inline.
     pub fn is_image(&self) -> bool {
-        crate::session::IMAGE_TYPES.contains(&self.mime_type.as_str())
+        holdline_store::session::IMAGE_TYPES.contains(&self.mime_type.as_str())
     }
 }
 

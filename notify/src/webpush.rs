@@ -15,8 +15,8 @@ use serde::Serialize;
 use super::channels::{refusal, transport};
 use super::notice::{Notice, cut};
 use super::{Event, SendError};
-use crate::lock::Unpoisoned as _;
 use crate::push::{MAX_PLAINTEXT, Subscription, TTL, WebPush};
+use holdline_store::lock::Unpoisoned as _;
 
 /// What the service worker is handed.
 #[derive(Debug, Serialize)]
@@ -186,7 +186,7 @@ impl WebPushChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Token;
+    use holdline_store::session::Token;
     use std::time::Duration;
 
     fn notice(text: Option<String>) -> Notice {

@@ -5,7 +5,7 @@
 use super::client::HubClient;
 use super::{Result, count, open_offline, said};
 use crate::api::dto::{AttachmentsAnswer, FileUsageDto, FreeAnswer, FreeBody};
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// Through the running hub, or on the store when none runs.
 pub async fn attachments(config: &Config, free: Option<FreeBody>) -> Result<()> {

@@ -2,8 +2,8 @@
 
 use super::client::HubClient;
 use super::{Result, count};
-use crate::config::Config;
-use crate::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
 
 /// Made by the running hub, or from the store when none runs.
 pub async fn backup(config: &Config) -> Result<()> {
@@ -14,7 +14,7 @@ pub async fn backup(config: &Config) -> Result<()> {
         }
         None => {
             let home = Home::new(config.home.clone());
-            let store = crate::store::Store::open(&home.db_dir(), config.cache_bytes)?;
+            let store = holdline_store::store::Store::open(&home.db_dir(), config.cache_bytes)?;
             let made = store.backup()?;
             (made.path.display().to_string(), made.sessions)
         }

@@ -19,9 +19,9 @@ use crate::api::dto::{
     ReplyBody, SessionDetail, SessionList,
 };
 use crate::api::paths;
-use crate::config::Config;
-use crate::home::Home;
-use crate::interchange::ExportFile;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
+use holdline_store::interchange::ExportFile;
 
 /// The running hub, reached with the home's secret.
 pub struct HubClient {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::client::HubClient;
 use super::{AdminError, Result, count, open_offline};
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// The running hub's sessions, or the store's when no hub runs, to `out` or stdout.
 pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
@@ -22,7 +22,7 @@ pub async fn export(config: &Config, out: Option<&Path>) -> Result<()> {
     };
     let cannot =
         |e: std::io::Error| AdminError::Message(format!("cannot write {}: {e}", path.display()));
-    let mut file = crate::home::PrivateFile::create(path).map_err(cannot)?;
+    let mut file = holdline_core::home::PrivateFile::create(path).map_err(cannot)?;
     let mut w = std::io::BufWriter::new(&mut file.file);
     let sessions = source.write_to(&mut w).await.map_err(cannot)?;
     w.flush().map_err(cannot)?;
@@ -41,7 +41,7 @@ enum ExportSource {
     /// The running hub's streamed answer.
     Hub(reqwest::Response),
     /// The store, opened because no hub runs.
-    Store(crate::hub::Hub),
+    Store(holdline_core::hub::Hub),
 }
 
 impl ExportSource {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::client::HubClient;
 use super::{AdminError, Result, count, open_offline, said};
-use crate::config::Config;
-use crate::interchange::ExportFile;
+use holdline_core::config::Config;
+use holdline_store::interchange::ExportFile;
 
 /// Through the running hub, or into the store when none runs.
 pub async fn import(config: &Config, path: &Path) -> Result<()> {

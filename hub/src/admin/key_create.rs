@@ -7,13 +7,13 @@ use holdline_contract::clients;
 use super::client::HubClient;
 use super::{Result, mcp_url, offline_keys, said};
 use crate::api::dto::KeyCreateBody;
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// The key alone on stdout's first line, so `KEY=$(holdline-hub key create --name x |
 /// head -1)` works, then, when asked, the `holdline-mcp install` command that writes the
 /// client's remote entry on the agent's machine; how to use it on stderr.
 pub async fn key_create(config: &Config, name: &str, print_config: Option<&str>) -> Result<()> {
-    let name = crate::keys::KeyName::parse(name).map_err(said)?;
+    let name = holdline_core::keys::KeyName::parse(name).map_err(said)?;
     let key = match HubClient::running(config).await {
         Some(c) => {
             let body = KeyCreateBody {

@@ -3,7 +3,7 @@
 use super::client::HubClient;
 use super::{Result, offline_keys};
 use crate::api::dto::KeyDto;
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// From the running hub, or the store when none runs.
 pub async fn key_list(config: &Config) -> Result<()> {

@@ -2,11 +2,11 @@
 
 use super::client::HubClient;
 use super::{Result, count, offline_keys, said};
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// A running hub ends the key's open waits at once, a stopped one when it starts.
 pub async fn key_revoke(config: &Config, name: &str) -> Result<()> {
-    let name = crate::names::KeyName::parse(name).map_err(said)?;
+    let name = holdline_store::names::KeyName::parse(name).map_err(said)?;
     match HubClient::running(config).await {
         Some(c) => {
             let r = c.revoke_key(name.as_str()).await?;

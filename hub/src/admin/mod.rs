@@ -11,8 +11,8 @@ use std::io::Write as _;
 
 use holdline_contract::{local_hub, routes};
 
-use crate::config::Config;
-use crate::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
 
 /// `println!` for what a command prints: when the reader stops reading
 /// (`panel-url | head`), the command ends quietly, as every Unix tool does,
@@ -61,7 +61,7 @@ pub enum AdminError {
     #[error("{0}")]
     Message(String),
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] holdline_store::store::StoreError),
 }
 
 type Result<T> = std::result::Result<T, AdminError>;
@@ -123,11 +123,11 @@ pub fn hub_url(config: &Config) -> String {
 }
 
 /// Opens the store directly, for when no hub runs.
-fn open_offline(config: &Config) -> Result<crate::hub::Hub> {
+fn open_offline(config: &Config) -> Result<holdline_core::hub::Hub> {
     Home::new(config.home.clone()).prepare().map_err(|e| {
         AdminError::Message(format!("cannot prepare {}: {e}", config.home.display()))
     })?;
-    Ok(crate::hub::Hub::open(
+    Ok(holdline_core::hub::Hub::open(
         config.clone(),
         config.listen.to_string(),
         tokio_util::sync::CancellationToken::new(),
@@ -136,13 +136,13 @@ fn open_offline(config: &Config) -> Result<crate::hub::Hub> {
 
 /// The agent keys of a stopped hub, straight from its store (a running hub
 /// holds the store's lock; then the commands go over HTTP).
-fn offline_keys(config: &Config) -> Result<crate::keys::Keys> {
+fn offline_keys(config: &Config) -> Result<holdline_core::keys::Keys> {
     let home = Home::new(config.home.clone());
     home.prepare().map_err(|e| {
         AdminError::Message(format!("cannot prepare {}: {e}", config.home.display()))
     })?;
-    let store = crate::store::Store::open(&home.db_dir(), config.cache_bytes)?;
-    Ok(crate::keys::Keys::open(&store)?)
+    let store = holdline_store::store::Store::open(&home.db_dir(), config.cache_bytes)?;
+    Ok(holdline_core::keys::Keys::open(&store)?)
 }
 
 #[cfg(test)]

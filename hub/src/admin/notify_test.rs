@@ -2,7 +2,7 @@
 
 use super::client::HubClient;
 use super::{Result, fail, listening};
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// Sends the tests; fails when any channel failed.
 pub async fn notify_test(config: &Config) -> Result<()> {
@@ -18,7 +18,7 @@ pub async fn notify_test(config: &Config) -> Result<()> {
         None => format!("http://{}/", crate::net::advertised(listening(config))),
     };
     let mut failed = 0;
-    for (name, result) in crate::notify::test(n, &link, None).await {
+    for (name, result) in holdline_notify::test(n, &link, None).await {
         match result {
             Ok(()) => say!("{name}: sent"),
             Err(e) => {

@@ -1,8 +1,8 @@
 //! `panel-url`: the login link and a QR code for a phone.
 
 use super::{AdminError, Result, listening};
-use crate::config::Config;
-use crate::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
 
 /// Prints the link (with the secret in its fragment) and, unless `no_qr`, its QR code.
 pub fn panel_url(config: &Config, no_qr: bool) -> Result<()> {

@@ -4,8 +4,8 @@
 use super::client::HubClient;
 use super::{AdminError, Result};
 use crate::api::dto::ReplyBody;
-use crate::config::Config;
-use crate::session::Role;
+use holdline_core::config::Config;
+use holdline_store::session::Role;
 
 /// Sends the reply; `choose` numbers the question's options from 1, as people see them
 /// listed. With a question named, the hub refuses it (and this fails, naming the current

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::client::HubClient;
 use super::{Result, count, fail, queued};
-use crate::config::Config;
-use crate::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
 
 /// Restores `backup`, keeping the store it replaces beside it; refused while a hub runs.
 pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
@@ -17,8 +17,8 @@ pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
             config.home.display()
         ));
     }
-    let credentials = [crate::keys::META, crate::logins::META];
-    let done = crate::store::restore(backup, &db, &credentials)?;
+    let credentials = [holdline_core::keys::META, holdline_core::logins::META];
+    let done = holdline_store::store::restore(backup, &db, &credentials)?;
     let v = &done.verified;
     say!(
         "restored {} from {}: {}, {}",
@@ -28,10 +28,10 @@ pub async fn restore(config: &Config, backup: &Path) -> Result<()> {
         queued(v.replies)
     );
     match done.credentials {
-        crate::store::Credentials::Carried => say!(
+        holdline_store::store::Credentials::Carried => say!(
             "agent keys and panel logins are those of the store it replaced (a key revoked or a login ended after the backup stays so)"
         ),
-        crate::store::Credentials::Dropped => say!(
+        holdline_store::store::Credentials::Dropped => say!(
             "agent keys and panel logins: none kept (the store it replaced could not be read to vouch for the backup's); make keys again with `holdline-hub key create` and log in with `holdline-hub panel-url`"
         ),
     }

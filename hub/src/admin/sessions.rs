@@ -3,14 +3,14 @@
 use super::Result;
 use super::client::HubClient;
 use crate::api::dto::SessionDto;
-use crate::config::Config;
+use holdline_core::config::Config;
 
 /// The open sessions (with `all`, the archived too), one line each.
 pub async fn sessions(config: &Config, all: bool) -> Result<()> {
     let c = HubClient::new(config)?;
     let status = if all { "all" } else { "" };
     let list = c.sessions(status, 200).await?;
-    let now = crate::session::now_ms();
+    let now = holdline_store::session::now_ms();
     say!(
         "{:<36} {:<9} {:>8}  {:<16} {:<16} TITLE",
         "TOKEN",

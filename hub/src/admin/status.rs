@@ -3,8 +3,8 @@
 use super::client::HubClient;
 use super::{Result, count};
 use crate::api::dto::StoreCondition;
-use crate::config::Config;
 use crate::process::StartedBy;
+use holdline_core::config::Config;
 
 /// One line of what the hub holds, then its process, its store and MongoDB sync.
 pub async fn status(config: &Config) -> Result<()> {

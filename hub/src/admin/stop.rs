@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use super::client::HubClient;
 use super::{AdminError, Result, fail};
-use crate::config::Config;
-use crate::home::Home;
+use holdline_core::config::Config;
+use holdline_core::home::Home;
 
 /// How long `stop` waits for the hub to finish its requests, flush and exit
 /// (its own shutdown gives requests 5 s).

@@ -17,10 +17,10 @@ use holdline_contract::{Status, routes};
 use super::dto::*;
 use super::error::{ApiError, Body, token};
 use super::{AppState, JSON_LIMIT, guard};
-use crate::binding::Caller;
-use crate::hub::{InitRequest as HubInit, PollOutcome, RegisterRequest as HubRegister};
-use crate::names::KeyName;
-use crate::session::Token;
+use holdline_core::binding::Caller;
+use holdline_core::hub::{InitRequest as HubInit, PollOutcome, RegisterRequest as HubRegister};
+use holdline_store::names::KeyName;
+use holdline_store::session::Token;
 
 /// Who calls an agent route: the credential, and the address the hub saw.
 #[derive(Debug, Clone)]
@@ -188,7 +188,8 @@ async fn admit_poll(
 fn hold_poll(
     app: &AppState,
     poll: Admitted,
-) -> impl std::future::Future<Output = Result<PollOutcome, crate::hub::HubError>> + Send + '_ {
+) -> impl std::future::Future<Output = Result<PollOutcome, holdline_core::hub::HubError>> + Send + '_
+{
     app.hub
         .poll(poll.token, poll.wait_id, poll.timeout, poll.owner)
 }
@@ -306,13 +307,13 @@ pub fn session_head(
     app: &AppState,
     who: &guard::Caller,
     raw: &str,
-) -> Result<crate::hub::SessionInfo, ApiError> {
+) -> Result<holdline_core::hub::SessionInfo, ApiError> {
     let t = token(raw)?;
     let info = app.hub.info(&t)?;
     if let Some(key) = who.agent_key()
         && info.session.owner.as_ref() != Some(key)
     {
-        return Err(crate::hub::HubError::NotFound(t).into());
+        return Err(holdline_core::hub::HubError::NotFound(t).into());
     }
     Ok(info)
 }

@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Template;
-use crate::hub::SessionInfo;
-use crate::keys::Keys;
-use crate::session::{Image, Message, Millis, Review};
+use holdline_core::config::Template;
+use holdline_core::hub::SessionInfo;
+use holdline_core::keys::Keys;
+use holdline_store::session::{Image, Message, Millis, Review};
 
 /// The agent routes' bodies and answers are the contract's: written once for the bridge
 /// and the hub.
@@ -39,7 +39,7 @@ pub struct PersonMergeBody {
 pub struct ConfigBody {
     pub token: String,
     #[serde(flatten)]
-    pub settings: crate::hub::SessionSettings,
+    pub settings: holdline_core::hub::SessionSettings,
 }
 
 /// `POST /api/reply`: the person's reply, from the panel or `holdline-hub reply`.
@@ -94,7 +94,7 @@ pub struct FindQuery {
 #[serde(rename_all = "camelCase")]
 pub struct FindHit {
     pub seq: u64,
-    pub role: crate::session::Role,
+    pub role: holdline_store::session::Role,
     pub at: Millis,
     pub snippet: String,
 }
@@ -290,12 +290,12 @@ pub struct Health {
     pub waiting: usize,
     pub uptime_ms: u64,
     /// MongoDB sync, `null` while it is off.
-    pub mongo: Option<crate::sync::SyncState>,
+    pub mongo: Option<holdline_sync::SyncState>,
     pub store: StoreHealth,
     /// Notification channels, when any is configured (for the panel: the admin CLI does
     /// not read them back).
     #[serde(skip_serializing_if = "Option::is_none", skip_deserializing)]
-    pub notify: Option<Vec<crate::notify::ChannelState>>,
+    pub notify: Option<Vec<holdline_notify::ChannelState>>,
     /// The hub's process and what started it (`holdline-hub status` and `stop`
     /// read them).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -375,8 +375,8 @@ pub struct KeyDto {
     pub last_used_at: Option<Millis>,
 }
 
-impl From<crate::keys::KeyInfo> for KeyDto {
-    fn from(k: crate::keys::KeyInfo) -> Self {
+impl From<holdline_core::keys::KeyInfo> for KeyDto {
+    fn from(k: holdline_core::keys::KeyInfo) -> Self {
         KeyDto {
             name: k.name.to_string(),
             created_at: k.created_ms,
@@ -423,8 +423,8 @@ pub struct AttachmentsAnswer {
 }
 
 impl AttachmentsAnswer {
-    pub fn of(usage: crate::hub::FileUsage) -> Self {
-        let row = |key: Option<String>, u: crate::store::Usage, quota: u64| FileUsageDto {
+    pub fn of(usage: holdline_core::hub::FileUsage) -> Self {
+        let row = |key: Option<String>, u: holdline_store::store::Usage, quota: u64| FileUsageDto {
             key,
             files: u.files,
             bytes: u.bytes,
@@ -442,9 +442,9 @@ impl AttachmentsAnswer {
     }
 }
 
-impl From<FreeBody> for crate::hub::FreeScope {
+impl From<FreeBody> for holdline_core::hub::FreeScope {
     fn from(b: FreeBody) -> Self {
-        use crate::hub::FreeScope;
+        use holdline_core::hub::FreeScope;
         match b {
             FreeBody::Expired => FreeScope::Expired,
             FreeBody::Secret => FreeScope::Owner(None),

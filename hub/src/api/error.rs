@@ -10,8 +10,8 @@ use serde::de::DeserializeOwned;
 
 use holdline_contract::{CurrentQuestion, ErrorBody, ErrorCode, ErrorDetail};
 
-use crate::hub::HubError;
-use crate::session::Token;
+use holdline_core::hub::HubError;
+use holdline_store::session::Token;
 
 /// What a JSON route's handler returns: its answer's body, or the error it answers.
 pub type JsonResult<T> = Result<axum::Json<T>, ApiError>;
@@ -100,7 +100,7 @@ impl From<HubError> for ApiError {
             },
             // A disk that refuses writes (full, an I/O error) or a store being
             // reopened: the hub heals by itself, so the caller may try again.
-            HubError::Store(crate::store::StoreError::Io(e)) => {
+            HubError::Store(holdline_store::store::StoreError::Io(e)) => {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -15,7 +15,7 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use super::AppState;
 use super::dto::{Health, SessionDto, StoreCondition, StoreHealth, Up};
-use crate::store::StoreState;
+use holdline_store::store::StoreState;
 
 /// `GET /api/events`: a `session` event per change; ends at shutdown.
 pub async fn stream(

@@ -9,8 +9,8 @@ use holdline_contract::ErrorCode;
 use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body};
-use crate::hub::HubError;
-use crate::keys::KeyError;
+use holdline_core::hub::HubError;
+use holdline_core::keys::KeyError;
 
 use super::error::JsonResult;
 

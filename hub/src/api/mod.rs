@@ -1,6 +1,6 @@
 //! The only code that knows routes and JSON: the router of docs/api.md, its guards
 //! and body limits (connections and framing are `transport`'s). Handlers
-//! translate to [`crate::hub::Hub`] calls.
+//! translate to [`holdline_core::hub::Hub`] calls.
 
 pub mod agent;
 pub mod dto;
@@ -24,8 +24,8 @@ use tower::ServiceExt;
 
 use holdline_contract::routes;
 
-use crate::hub::Hub;
 use crate::transport::server::Answering;
+use holdline_core::hub::Hub;
 
 /// JSON bodies are capped at 1 MiB; replies with images at 10 MiB.
 pub use routes::{JSON_LIMIT, REPLY_LIMIT};
@@ -43,11 +43,11 @@ pub struct AppState {
     /// How many refusals get a log line of their own.
     pub refusals: Arc<guard::RefusalLog>,
     /// MongoDB sync, when configured.
-    pub sync: Option<crate::sync::Sync>,
+    pub sync: Option<holdline_sync::Sync>,
     /// Notification channels, when `[notify]` has any.
-    pub notify: Option<crate::notify::Notifier>,
+    pub notify: Option<holdline_notify::Notifier>,
     /// Web Push: the hub's VAPID key and the browsers subscribed.
-    pub push: crate::push::WebPush,
+    pub push: holdline_notify::push::WebPush,
     /// What an agent key holds besides its waits (`/mcp`'s sessions), ended with the key.
     pub key_holder: Arc<dyn KeyHolder>,
 }
@@ -58,7 +58,7 @@ pub trait KeyHolder: Send + Sync {
     /// Ends what `key` holds; answers how many things ended.
     fn end_key(
         self: Arc<Self>,
-        key: crate::keys::KeyName,
+        key: holdline_core::keys::KeyName,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send>>;
 }
 
@@ -205,19 +205,19 @@ fn person_router(state: &AppState) -> Router<AppState> {
 
 impl AppState {
     /// A session as the API shows it (whether its owner key still lives included).
-    pub fn session_dto(&self, info: crate::hub::SessionInfo) -> dto::SessionDto {
+    pub fn session_dto(&self, info: holdline_core::hub::SessionInfo) -> dto::SessionDto {
         dto::SessionDto::new(info, self.credentials.keys())
     }
 
     /// The MongoDB sync state for `/healthz`; `None` while sync is off.
-    pub fn sync_state(&self) -> Option<crate::sync::SyncState> {
-        self.sync.as_ref().map(crate::sync::Sync::state)
+    pub fn sync_state(&self) -> Option<holdline_sync::SyncState> {
+        self.sync.as_ref().map(holdline_sync::Sync::state)
     }
 
     /// Before an agent's call: take over a session this hub knows only from
     /// MongoDB (its agent failed over here). Failing that, the call goes on
     /// and answers what this hub knows.
-    pub async fn adopt_if_remote(&self, token: &crate::session::Token) {
+    pub async fn adopt_if_remote(&self, token: &holdline_store::session::Token) {
         if let Some(sync) = &self.sync
             && self.hub.owns(token) != Some(true)
             // Boxed: a MongoDB round trip's state is kilobytes, and every

@@ -11,8 +11,8 @@ use super::AppState;
 use super::dto::*;
 use super::error::{ApiError, Body, Query, token};
 use super::guard;
-use crate::hub::{HubError, PersonReply};
-use crate::interchange::ExportFile;
+use holdline_core::hub::{HubError, PersonReply};
+use holdline_store::interchange::ExportFile;
 
 use super::error::JsonResult;
 
@@ -47,7 +47,7 @@ pub async fn login(
         .logins()
         .begin()
         .await
-        .map_err(crate::hub::HubError::from)?;
+        .map_err(holdline_core::hub::HubError::from)?;
     // The new cookie replaces the one this browser sent: end that login, so
     // no id outlives the cookie that carried it.
     let replaced: Vec<String> = guard::login_ids(&headers).map(str::to_owned).collect();
@@ -56,7 +56,7 @@ pub async fn login(
             .logins()
             .end(&old)
             .await
-            .map_err(crate::hub::HubError::from)?;
+            .map_err(holdline_core::hub::HubError::from)?;
     }
     tracing::info!(%ip, "panel login");
     Ok((
@@ -74,7 +74,7 @@ pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Result<R
             .logins()
             .end(&id)
             .await
-            .map_err(crate::hub::HubError::from)?;
+            .map_err(holdline_core::hub::HubError::from)?;
     }
     Ok((
         [(header::SET_COOKIE, guard::logout_cookie())],
@@ -90,7 +90,7 @@ pub async fn logout_everywhere(State(app): State<AppState>) -> Result<Response, 
         .logins()
         .end_all()
         .await
-        .map_err(crate::hub::HubError::from)?;
+        .map_err(holdline_core::hub::HubError::from)?;
     tracing::info!(ended, "logged out everywhere");
     Ok((
         [(header::SET_COOKIE, guard::logout_cookie())],
@@ -182,10 +182,10 @@ pub async fn detail(
 ) -> JsonResult<SessionDetail> {
     let t = token(&raw)?;
     let limit = q.limit.unwrap_or(50);
-    if !(1..=crate::hub::MAX_PAGE).contains(&limit) {
+    if !(1..=holdline_core::hub::MAX_PAGE).contains(&limit) {
         return Err(ApiError::bad_request(format!(
             "limit must be 1 to {}",
-            crate::hub::MAX_PAGE
+            holdline_core::hub::MAX_PAGE
         )));
     }
     let info = app.hub.info(&t)?;
@@ -215,7 +215,7 @@ pub async fn attachment(
     Path((raw, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let t = token(&raw)?;
-    if !crate::session::AttachmentRef::is_id(&id) {
+    if !holdline_store::session::AttachmentRef::is_id(&id) {
         return Err(ApiError::bad_request(
             "attachment id must be at_ followed by 32 hex digits",
         ));
@@ -423,7 +423,7 @@ pub async fn hand_over(
     let owner = match b.key {
         None => None,
         Some(name) => {
-            let live = crate::names::KeyName::parse(&name)
+            let live = holdline_store::names::KeyName::parse(&name)
                 .ok()
                 .filter(|k| app.credentials.keys().is_live(k));
             Some(live.ok_or_else(|| {

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::error::{ApiError, Body};
-use crate::hub::HubError;
-use crate::push::Subscription;
-use crate::push::subscriptions::ChangeError;
+use holdline_core::hub::HubError;
+use holdline_notify::push::Subscription;
+use holdline_notify::push::subscriptions::ChangeError;
 
 use super::dto::PushTestAnswer;
 use super::error::JsonResult;
@@ -103,7 +103,7 @@ pub async fn unsubscribe(
 /// attempt (also what `holdline-hub notify test` asks a running hub for).
 pub async fn test(State(app): State<AppState>) -> JsonResult<PushTestAnswer> {
     let subject = app.hub.config().notify.push_subject();
-    let r = crate::notify::test_push(&app.push, subject).await;
+    let r = holdline_notify::test_push(&app.push, subject).await;
     Ok(Json(PushTestAnswer {
         sent: r.is_ok(),
         error: r.err().map(|e| e.to_string()),

@@ -8,7 +8,7 @@ use axum::http::{Request, header};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::config::Config;
+use holdline_core::config::Config;
 
 const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
@@ -18,7 +18,7 @@ struct NothingHeld;
 impl KeyHolder for NothingHeld {
     fn end_key(
         self: Arc<Self>,
-        _: crate::keys::KeyName,
+        _: holdline_core::keys::KeyName,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send>> {
         Box::pin(std::future::ready(0))
     }
@@ -26,19 +26,21 @@ impl KeyHolder for NothingHeld {
 
 /// The API of a hub on a fresh home inside `dir`, as `run` composes it (no `/mcp`).
 pub(crate) fn api(dir: &std::path::Path) -> Api {
-    let home = crate::home::Home::new(dir.join("home"));
+    let home = holdline_core::home::Home::new(dir.join("home"));
     home.prepare().unwrap();
     let config = Config::for_home(home.root.clone(), "127.0.0.1:13458".parse().unwrap());
     let hub = Hub::open(config, "test".into(), CancellationToken::new()).unwrap();
     let store = hub.store();
     let credentials = guard::Credentials::new(
         SECRET.into(),
-        crate::logins::Logins::open(store).unwrap(),
-        crate::keys::Keys::open(store).unwrap(),
+        holdline_core::logins::Logins::open(store).unwrap(),
+        holdline_core::keys::Keys::open(store).unwrap(),
     );
-    let push = crate::push::WebPush {
-        key: Arc::new(crate::push::VapidKey::load_or_make(&home.vapid_key_file()).unwrap()),
-        subscriptions: Arc::new(crate::push::Subscriptions::open(store).unwrap()),
+    let push = holdline_notify::push::WebPush {
+        key: Arc::new(
+            holdline_notify::push::VapidKey::load_or_make(&home.vapid_key_file()).unwrap(),
+        ),
+        subscriptions: Arc::new(holdline_notify::push::Subscriptions::open(store).unwrap()),
     };
     let state = AppState {
         hub,
@@ -62,7 +64,7 @@ pub(crate) fn api(dir: &std::path::Path) -> Api {
 async fn a_held_http_poll_keeps_little_besides_the_hubs_hold() {
     let dir = tempfile::tempdir().unwrap();
     let api = api(dir.path());
-    let token = crate::session::Token::generate();
+    let token = holdline_store::session::Token::generate();
     let hold = std::mem::size_of_val(&api.state().hub.poll(
         token.clone(),
         "w".into(),

@@ -17,11 +17,11 @@ use std::{
     time::Duration,
 };
 
-use crate::lock::Unpoisoned as _;
 use futures::{
     StreamExt,
     channel::{mpsc, oneshot},
 };
+use holdline_store::lock::Unpoisoned as _;
 use rmcp::{
     RoleServer,
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},

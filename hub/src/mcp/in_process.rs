@@ -150,7 +150,7 @@ mod tests {
     async fn an_in_process_poll_is_the_hubs_hold_and_its_time_limit() {
         let dir = tempfile::tempdir().unwrap();
         let api = crate::api::tests::api(dir.path());
-        let token = crate::session::Token::generate();
+        let token = holdline_store::session::Token::generate();
         let hold = std::mem::size_of_val(&api.state().hub.poll(
             token.clone(),
             "w".into(),

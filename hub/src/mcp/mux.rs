@@ -35,7 +35,7 @@ use rmcp::{
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::calls::Calls;
-use crate::lock::Unpoisoned as _;
+use holdline_store::lock::Unpoisoned as _;
 
 /// The messages of one call, as the client reads them.
 pub type Outgoing = mpsc::UnboundedReceiver<ServerSseMessage>;

@@ -33,9 +33,9 @@ use super::call_stream::{CallStream, StreamEnded};
 use super::handshake::{Handshake, HandshakeTransport};
 use super::mux::{Client, Mux, Outgoing};
 use crate::api::guard::Caller;
-use crate::config::McpLimits;
-use crate::keys::KeyName;
-use crate::lock::Unpoisoned as _;
+use holdline_core::config::McpLimits;
+use holdline_core::keys::KeyName;
+use holdline_store::lock::Unpoisoned as _;
 
 /// How long a revoked key's session may go on writing the answers of its calls.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);

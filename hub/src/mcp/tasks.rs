@@ -35,12 +35,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::McpLimits;
 use crate::crash_point::CrashPoint;
-use crate::hub::Hub;
-use crate::lock::Unpoisoned as _;
-use crate::session::{Token, now_ms};
-use crate::store::{Store, StoreError};
+use holdline_core::config::McpLimits;
+use holdline_core::hub::Hub;
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::session::{Token, now_ms};
+use holdline_store::store::{Store, StoreError};
 
 /// Where task records live in the store's meta tree: `mcp-task/<id>`.
 const PREFIX: &str = "mcp-task/";

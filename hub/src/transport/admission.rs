@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::lock::Unpoisoned as _;
+use holdline_store::lock::Unpoisoned as _;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 /// Descriptors kept for the store, the log, the listener and the admin

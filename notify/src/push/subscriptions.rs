@@ -10,9 +10,9 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use super::{Refused, Subscription, SubscriptionKeys, check};
-use crate::lock::Unpoisoned as _;
-use crate::session::now_ms;
-use crate::store::{Store, StoreError};
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::session::now_ms;
+use holdline_store::store::{Store, StoreError};
 
 /// Subscriptions kept at most (each is one browser on one device).
 pub const MAX_SUBSCRIPTIONS: usize = 50;

@@ -225,7 +225,7 @@ fn the_key_is_made_once_and_kept_private() {
 #[tokio::test]
 async fn subscriptions_last_replace_by_endpoint_and_are_capped() {
     let dir = tempfile::tempdir().unwrap();
-    let store = crate::store::Store::open(dir.path(), 8 << 20).unwrap();
+    let store = holdline_store::store::Store::open(dir.path(), 8 << 20).unwrap();
     let subs = Subscriptions::open(&store).unwrap();
     let mut s = rfc_subscription();
     subs.add(s.clone()).await.unwrap();
@@ -251,7 +251,7 @@ async fn subscriptions_last_replace_by_endpoint_and_are_capped() {
     assert!(!again.has(&s.endpoint));
 }
 
-fn test_store() -> crate::store::Store {
+fn test_store() -> holdline_store::store::Store {
     let dir = tempfile::tempdir().unwrap().keep();
-    crate::store::Store::open(&dir, 8 << 20).unwrap()
+    holdline_store::store::Store::open(&dir, 8 << 20).unwrap()
 }

@@ -43,7 +43,7 @@ impl VapidKey {
     /// The key in `path`, made (0600) when missing; a file that holds no
     /// P-256 key is refused, saying what to do.
     pub fn load_or_make(path: &Path) -> std::io::Result<VapidKey> {
-        let text = crate::home::read_or_make_private(path, new_secret)?;
+        let text = holdline_core::home::read_or_make_private(path, new_secret)?;
         Self::from_base64(text.trim()).ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,

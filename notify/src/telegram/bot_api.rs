@@ -15,8 +15,8 @@ use super::super::SendError;
 use super::super::channels::{MAX_ANSWER, read_bounded, refusal, transport};
 use super::sent::Keyboard;
 use super::updates::{FileInfo, PhotoSize, SentMessage, UpdateBatch};
-use crate::config::notify::Telegram;
-use crate::session::Image;
+use holdline_core::config::notify::Telegram;
+use holdline_store::session::Image;
 
 /// How long one `getUpdates` holds at the Bot API.
 pub const LONG_POLL_SEC: u64 = 25;

@@ -19,8 +19,8 @@ use super::TelegramChannel;
 use super::bot_api::SendMessage;
 use super::sent::{Asked, Offer, Tap, keyboard, sent_note};
 use super::updates::{CallbackQuery, Chat, Incoming, Message, Update, User};
-use crate::hub::{Hub, HubError, PersonReply};
-use crate::session::{Image, Token};
+use holdline_core::hub::{Hub, HubError, PersonReply};
+use holdline_store::session::{Image, Token};
 
 /// The longest reply text taken from a message.
 const MAX_REPLY_CHARS: usize = 16_384;

@@ -29,9 +29,9 @@ use holdline_contract::choices::ChoiceOption;
 
 use super::notice::{Notice, Outcome};
 use super::{Event, SendError};
-use crate::config::notify::Telegram;
-use crate::lock::Unpoisoned as _;
 use bot_api::{BotApi, SendMessage};
+use holdline_core::config::notify::Telegram;
+use holdline_store::lock::Unpoisoned as _;
 use sent::{NoticeMessage, Sent, keyboard};
 
 pub use bot_api::LONG_POLL_SEC;

@@ -13,7 +13,7 @@ use holdline_contract::choices::ChoiceOption;
 use serde::Serialize;
 
 use super::super::notice::Notice;
-use crate::session::Token;
+use holdline_store::session::Token;
 
 /// Questions remembered for the edit when their wait ends.
 pub const REMEMBERED: usize = 2048;
@@ -303,7 +303,7 @@ mod tests {
             link: String::new(),
             quick_replies: texts
                 .iter()
-                .map(|t| crate::config::Template {
+                .map(|t| holdline_core::config::Template {
                     label: "l".into(),
                     text: (*t).into(),
                     lang: None,

@@ -1,5 +1,5 @@
 //! Credentials: the secret (Bearer), the panel's logins (cookies, see
-//! [`crate::logins`]), agent keys (see [`crate::keys`]), who called
+//! [`holdline_core::logins`]), agent keys (see [`holdline_core::keys`]), who called
 //! ([`Caller`]) and the login rate limit.
 //!
 //! Invariant: every authenticated route is behind one router's auth layer
@@ -18,10 +18,10 @@ use axum::response::{IntoResponse, Response};
 
 use crate::api::AppState;
 use crate::api::error::ApiError;
-use crate::keys::Keys;
-use crate::lock::Unpoisoned as _;
-use crate::logins::{self, Logins};
-use crate::names::KeyName;
+use holdline_core::keys::Keys;
+use holdline_core::logins::{self, Logins};
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::names::KeyName;
 
 /// The panel's cookie name over plain HTTP. Browsers send a host's cookies
 /// to every port of it, so the value is a revocable login id, never derived
@@ -219,7 +219,7 @@ pub fn authenticate(credentials: &Credentials, headers: &HeaderMap) -> Result<Ca
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     if let Some(b) = bearer {
-        if crate::keys::looks_like_key(b) {
+        if holdline_core::keys::looks_like_key(b) {
             return match credentials.keys.verify(b) {
                 Some(key) => Ok(Caller::Agent { key }),
                 None => Err(ApiError::key_refused()),
@@ -249,7 +249,7 @@ mod tests {
 
     /// A secret `0123456789abcdef0123456789abcdef` with its logins and keys in `dir`.
     fn test_secret(dir: &std::path::Path) -> Credentials {
-        let store = crate::store::Store::open(dir, 1 << 20).unwrap();
+        let store = holdline_store::store::Store::open(dir, 1 << 20).unwrap();
         Credentials::new(
             "0123456789abcdef0123456789abcdef".into(),
             Logins::open(&store).unwrap(),

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::api::AppState;
 use crate::api::error::ApiError;
-use crate::lock::Unpoisoned as _;
+use holdline_store::lock::Unpoisoned as _;
 
 /// Refusals (4xx answers) logged per window at most; the rest are counted
 /// and reported in one line, so a flood of bad requests cannot fill the log.
