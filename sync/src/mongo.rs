@@ -250,34 +250,7 @@ impl Sync {
         {
             return self.pull_session(token).await;
         }
-        // Files first: a message in MongoDB always finds its files there.
-        for a in messages.iter().flat_map(|(_, m)| &m.attachments) {
-            self.push_file(token, a).await?;
-        }
-        for (seq, m) in &messages {
-            let mut d = to_doc(m)?;
-            d.insert("_id", format!("{token}:{seq}"));
-            d.insert("token", token.as_str());
-            d.insert("seq", *seq as i64);
-            self.messages()
-                .replace_one(doc! {"_id": format!("{token}:{seq}")}, d)
-                .upsert(true)
-                .await?;
-        }
-        let ids: Vec<&str> = replies.iter().map(|r| r.id.as_str()).collect();
-        self.replies()
-            .delete_many(doc! {"token": token.as_str(), "_id": {"$nin": ids}})
-            .await?;
-        for r in &replies {
-            let state = serde_json::to_string(r).map_err(|e| SyncError::Decode(e.to_string()))?;
-            self.replies()
-                .replace_one(
-                    doc! {"_id": r.id.as_str()},
-                    doc! {"_id": r.id.as_str(), "token": token.as_str(), "at": r.at, "state": state},
-                )
-                .upsert(true)
-                .await?;
-        }
+        self.push_history(token, &messages, &replies).await?;
         let state =
             serde_json::to_string(&session).map_err(|e| SyncError::Decode(e.to_string()))?;
         self.sessions()
@@ -298,8 +271,50 @@ impl Sync {
             )
             .upsert(true)
             .await?;
-        hub.mark_synced(token, session.rev, session.msg_count)
+        // Not flushed: a mark a crash takes back only pushes the session again
+        // at the next start, and every push is idempotent (upserts by id).
+        let _mark_not_flushed = hub
+            .mark_synced(token, session.rev, session.msg_count)
             .map_err(|e| SyncError::Decode(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Writes the messages MongoDB lacks (their files first) and the session's
+    /// reply queue as this hub has it.
+    async fn push_history(
+        &self,
+        token: &Token,
+        messages: &[(u64, Message)],
+        replies: &[QueuedReply],
+    ) -> Result<(), SyncError> {
+        // Files first: a message in MongoDB always finds its files there.
+        for a in messages.iter().flat_map(|(_, m)| &m.attachments) {
+            self.push_file(token, a).await?;
+        }
+        for (seq, m) in messages {
+            let mut d = to_doc(m)?;
+            d.insert("_id", format!("{token}:{seq}"));
+            d.insert("token", token.as_str());
+            d.insert("seq", *seq as i64);
+            self.messages()
+                .replace_one(doc! {"_id": format!("{token}:{seq}")}, d)
+                .upsert(true)
+                .await?;
+        }
+        let ids: Vec<&str> = replies.iter().map(|r| r.id.as_str()).collect();
+        self.replies()
+            .delete_many(doc! {"token": token.as_str(), "_id": {"$nin": ids}})
+            .await?;
+        for r in replies {
+            let state = serde_json::to_string(r).map_err(|e| SyncError::Decode(e.to_string()))?;
+            self.replies()
+                .replace_one(
+                    doc! {"_id": r.id.as_str()},
+                    doc! {"_id": r.id.as_str(), "token": token.as_str(), "at": r.at, "state": state},
+                )
+                .upsert(true)
+                .await?;
+        }
         Ok(())
     }
 
@@ -429,7 +444,10 @@ impl Sync {
 
     async fn pull_session(&self, token: &Token) -> Result<(), SyncError> {
         if let Some((session, messages, _, files)) = self.fetch(token).await? {
-            self.inner
+            // Not flushed: MongoDB keeps the original, and the first pull after a
+            // start copies in every session newer than the copy the disk kept.
+            let _copy_not_flushed = self
+                .inner
                 .hub
                 .put_mirror(session, messages, files)
                 .map_err(|e| SyncError::Decode(e.to_string()))?;
@@ -450,9 +468,14 @@ impl Sync {
         else {
             return Ok(false);
         };
+        // On disk before MongoDB says this hub owns it, and before the agent's
+        // call that asked goes on here.
         self.inner
             .hub
             .adopt(session, messages, replies, files)
+            .map_err(|e| SyncError::Decode(e.to_string()))?
+            .flushed(&self.inner.hub)
+            .await
             .map_err(|e| SyncError::Decode(e.to_string()))?;
         // Claim it in MongoDB at once, so the old owner stops writing.
         if let Err(e) = self.push_one(token, true).await {

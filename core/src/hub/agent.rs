@@ -31,7 +31,6 @@ impl Hub {
             Some(token) => self.rebind(&token, &caller, &req),
             None => self.create_session(&caller, &req),
         }
-        .map(Unflushed::new)
     }
 
     /// The caller's own open session bound to its thread id, else its plan
@@ -66,7 +65,12 @@ impl Hub {
     /// Binds the caller's chat (and plan, thread) to its own session `token`;
     /// lenient: the same plan or thread under a new title (or window) takes
     /// the session along.
-    fn rebind(&self, token: &Token, caller: &Caller<'_>, req: &InitRequest) -> Result<InitOutcome> {
+    fn rebind(
+        &self,
+        token: &Token,
+        caller: &Caller<'_>,
+        req: &InitRequest,
+    ) -> Result<Unflushed<InitOutcome>> {
         let key = caller.key();
         let owner = caller.agent_key;
         let store = &self.inner.store;
@@ -102,7 +106,11 @@ impl Hub {
     }
 
     /// A new session owned by the caller and bound to its chat, plan and thread.
-    fn create_session(&self, caller: &Caller<'_>, req: &InitRequest) -> Result<InitOutcome> {
+    fn create_session(
+        &self,
+        caller: &Caller<'_>,
+        req: &InitRequest,
+    ) -> Result<Unflushed<InitOutcome>> {
         let mut s = Session::new(
             Token::generate(),
             &req.cursor_title,
@@ -121,20 +129,19 @@ impl Hub {
             Some(&s.token),
         );
         bind_plan_thread(&mut s, &mut w, req);
-        w.session(&s);
-        {
-            let mut map = self.lock();
-            self.inner.store.apply(&w)?;
-            map.insert(s.clone());
-        }
         let out = InitOutcome {
             token: s.token.clone(),
             status: s.status,
             created: true,
             binding_key: s.binding_key.clone(),
         };
-        self.changed(s);
-        Ok(out)
+        self.write(|_| {
+            Ok(Change::Write {
+                write: w,
+                sessions: Swapped::Own(vec![s]),
+                answer: out,
+            })
+        })
     }
 
     /// `select_conversation`: strict — the caller must own the session.
@@ -156,7 +163,6 @@ impl Hub {
             s.note_host_name(host_name);
             Ok(s.status)
         })
-        .map(Unflushed::new)
     }
 
     /// Opens the session's wait (superseding an open one) and records the
@@ -212,8 +218,8 @@ impl Hub {
         }
         let wait_id = committed?;
         self.inner.waiters.opened(&req.token);
-        self.arm_timed_reply(req.token.clone(), wait_id.clone());
-        Ok(Unflushed::new(wait_id))
+        self.arm_timed_reply(req.token.clone(), wait_id.peek().clone());
+        Ok(wait_id)
     }
 
     /// The queued reply the session's open wait takes next: for a permission question
@@ -393,13 +399,14 @@ impl Hub {
                 Ok(due)
             });
             match fired {
-                Ok(true) => {
-                    if let Err(e) = hub.flush().await {
+                Ok(queued) if *queued.peek() => {
+                    if let Err(e) = queued.flushed(&hub).await {
                         tracing::error!(error = %e, "flushing a timed reply failed");
                     }
                     tracing::info!(token = %token, "timed reply queued");
                 }
-                Ok(false) | Err(HubError::NotFound(_)) => {}
+                // Nothing queued: the rev the commit wrote needs no flush of its own.
+                Ok(_) | Err(HubError::NotFound(_)) => {}
                 Err(e) => tracing::warn!(token = %token, error = %e, "timed reply failed"),
             }
         });
@@ -571,7 +578,6 @@ impl Hub {
             }
             Ok(())
         })
-        .map(Unflushed::new)
     }
 
     /// Ends the wait without a reply (the owner's call); queued replies stay queued.
@@ -603,7 +609,6 @@ impl Hub {
             }
             Ok(())
         })
-        .map(Unflushed::new)
     }
 
     /// Appends the source's history to the target, closes the source and
@@ -625,94 +630,112 @@ impl Hub {
                 "cannot merge a session into itself".into(),
             ));
         }
-        let store = &self.inner.store;
-        let (src_after, dst_after) = {
-            let mut map = self.lock();
-            let mut src = map
-                .get(from)?
-                .ok_or_else(|| HubError::NotFound(from.clone()))?
-                .clone();
-            let mut dst = map
-                .get(to)?
-                .ok_or_else(|| HubError::NotFound(to.clone()))?
-                .clone();
-            // Owner first: another owner's token answers like an unknown one
-            // whatever its state, so no status tells that it exists.
-            if let Some(caller) = caller {
-                for s in [&src, &dst] {
-                    own(s, caller.agent_key)?;
-                }
-            }
-            for s in [&src, &dst] {
-                if s.mirror {
-                    return Err(mirror_error(s));
-                }
-            }
-            ensure_open(&dst)?;
-            ensure_open(&src)?;
-            if let Some(caller) = caller {
-                if !caller.owns(&dst) {
-                    return Err(rejected(&dst, caller));
-                }
-                if !caller.shares_machine_and_workspace(&src) {
-                    return Err(HubError::BindingRejected(
-                        "the source session belongs to another workspace or machine".into(),
-                    ));
-                }
-            }
-            let mut w = Write::new();
-            // The progress the target shows is the newer of the two: merging a fresh
-            // session into an old one must not bring the old one's "next step" back.
-            if src.last_review.has_review && src.last_active_at >= dst.last_active_at {
-                dst.last_review = src.last_review.clone();
-            }
-            let history = store.messages(from, None, usize::MAX)?;
-            // A trace in the target: where the messages that follow came from.
-            let source = if src.display_title.is_empty() {
-                &src.title
-            } else {
-                &src.display_title
-            };
-            let trace = Message::new(
-                Role::System,
-                format!(
-                    "Merged from “{source}” ({from}, {} @ {}): {} messages follow.",
-                    src.workspace,
-                    src.host_ip,
-                    history.len()
-                ),
-                now_ms(),
-            );
-            self.append(&mut dst, &mut w, trace);
-            for (_, m) in history {
-                self.append(&mut dst, &mut w, m);
-            }
-            for r in store.queued_replies(from)? {
-                w.dequeue(from, &r.id);
-                w.enqueue(to, r);
-            }
-            for kind in [BindingKind::Chat, BindingKind::Plan, BindingKind::Thread] {
-                for name in store.bindings_of(kind, from)? {
-                    w.bind(kind, &name, Some(to));
-                }
-            }
-            src.close_wait(WaitEnd::Merged);
-            src.status = Status::Merged;
-            src.merged_into = Some(to.clone());
-            src.last_active_at = now_ms();
-            dst.binding_check_count += 1;
-            src.rev += 1;
-            dst.rev += 1;
-            w.session(&src).session(&dst);
-            store.apply(&w)?;
-            map.insert(src.clone());
-            map.insert(dst.clone());
-            (src, dst)
-        };
-        self.changed(src_after);
-        self.changed(dst_after);
-        Ok(Unflushed::new(()))
+        self.write(|table| {
+            let (src, dst) = merge_pair(table, from, to, caller)?;
+            let mut write = Write::new();
+            let merged = self.merged(src, dst, &mut write)?;
+            Ok(Change::Write {
+                write,
+                sessions: Swapped::Own(Vec::from(merged)),
+                answer: (),
+            })
+        })
     }
+
+    /// The merge itself: the source's history (after a trace naming where it came
+    /// from), queued replies and bindings go to the target in `w`; the source is
+    /// closed. Returns both, source first, their `rev`s one up.
+    fn merged(&self, mut src: Session, mut dst: Session, w: &mut Write) -> Result<[Session; 2]> {
+        let store = &self.inner.store;
+        let (from, to) = (src.token.clone(), dst.token.clone());
+        // The progress the target shows is the newer of the two: merging a fresh
+        // session into an old one must not bring the old one's "next step" back.
+        if src.last_review.has_review && src.last_active_at >= dst.last_active_at {
+            dst.last_review = src.last_review.clone();
+        }
+        let history = store.messages(&from, None, usize::MAX)?;
+        self.append(&mut dst, w, merge_trace(&src, history.len()));
+        for (_, m) in history {
+            self.append(&mut dst, w, m);
+        }
+        for r in store.queued_replies(&from)? {
+            w.dequeue(&from, &r.id);
+            w.enqueue(&to, r);
+        }
+        for kind in [BindingKind::Chat, BindingKind::Plan, BindingKind::Thread] {
+            for name in store.bindings_of(kind, &from)? {
+                w.bind(kind, &name, Some(&to));
+            }
+        }
+        src.close_wait(WaitEnd::Merged);
+        src.status = Status::Merged;
+        src.merged_into = Some(to);
+        src.last_active_at = now_ms();
+        dst.binding_check_count += 1;
+        src.rev += 1;
+        dst.rev += 1;
+        Ok([src, dst])
+    }
+}
+
+/// The two sessions of a merge, as the table has them, once every rule allows it:
+/// with a `caller`, both its own, the target bound to its chat and the source on
+/// its machine and workspace; neither a copy; both open.
+fn merge_pair(
+    table: &mut SessionTable,
+    from: &Token,
+    to: &Token,
+    caller: Option<&Caller<'_>>,
+) -> Result<(Session, Session)> {
+    let mut found = |t: &Token| -> Result<Session> {
+        Ok(table
+            .get(t)?
+            .ok_or_else(|| HubError::NotFound(t.clone()))?
+            .clone())
+    };
+    let (src, dst) = (found(from)?, found(to)?);
+    // Owner first: another owner's token answers like an unknown one
+    // whatever its state, so no status tells that it exists.
+    if let Some(caller) = caller {
+        for s in [&src, &dst] {
+            own(s, caller.agent_key)?;
+        }
+    }
+    for s in [&src, &dst] {
+        if s.mirror {
+            return Err(mirror_error(s));
+        }
+    }
+    ensure_open(&dst)?;
+    ensure_open(&src)?;
+    if let Some(caller) = caller {
+        if !caller.owns(&dst) {
+            return Err(rejected(&dst, caller));
+        }
+        if !caller.shares_machine_and_workspace(&src) {
+            return Err(HubError::BindingRejected(
+                "the source session belongs to another workspace or machine".into(),
+            ));
+        }
+    }
+    Ok((src, dst))
+}
+
+/// A trace in a merge's target: where the messages that follow came from.
+fn merge_trace(src: &Session, messages: usize) -> Message {
+    let source = if src.display_title.is_empty() {
+        &src.title
+    } else {
+        &src.display_title
+    };
+    Message::new(
+        Role::System,
+        format!(
+            "Merged from “{source}” ({}, {} @ {}): {messages} messages follow.",
+            src.token, src.workspace, src.host_ip,
+        ),
+        now_ms(),
+    )
 }
 
 fn bind_plan_thread(s: &mut Session, w: &mut Write, req: &InitRequest) {

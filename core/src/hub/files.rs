@@ -107,7 +107,14 @@ impl Hub {
             }
         }
         if attachments > 0 {
-            self.inner.store.apply(&w)?;
+            // Flushed by the sweep below, before it deletes anything.
+            let _released = self.write(|_| {
+                Ok(Change::Write {
+                    write: w,
+                    sessions: Swapped::None,
+                    answer: (),
+                })
+            })?;
         }
         let bytes = self.inner.store.sweep_files().await?;
         if attachments > 0 {

@@ -96,7 +96,9 @@ impl Hub {
         Unflushed::new(closed)
     }
 
-    /// Closes `wait_id` for `reason` if it is still the session's open wait.
+    /// Closes `wait_id` for `reason` if it is still the session's open wait. Not
+    /// flushed: its callers close many and flush once for all (or hand that on
+    /// as [`Unflushed`]).
     fn end_wait(&self, token: &Token, wait_id: &str, reason: WaitEnd) -> Result<bool> {
         let still_open = self
             .lock()
@@ -113,5 +115,6 @@ impl Hub {
             s.status = Status::Holding;
             Ok(true)
         })
+        .map(|closed| *closed.peek())
     }
 }

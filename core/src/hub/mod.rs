@@ -1,9 +1,10 @@
 //! The hub's state handle: every operation of docs/api.md over the session table,
 //! the store and the waiters. No HTTP here; `api` translates.
 //!
-//! Invariant: every change goes through [`Hub::commit`] — validated on a copy,
-//! applied to sled as one atomic write, then swapped into memory — so memory
-//! never holds a state the store lacks. Callers flush before answering.
+//! Invariant: every change goes through [`Hub::write`] (module `write`) — decided
+//! under the table's lock, applied to sled as one atomic write, then swapped into
+//! memory — so memory never holds a state the store lacks. Its result is
+//! [`Unflushed`]: callers flush before answering.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -36,10 +37,12 @@ mod sync;
 #[cfg(test)]
 mod tests;
 mod unflushed;
+mod write;
 
 pub use files::{FileUsage, FreeScope, Freed};
 pub use sync::SyncSnapshot;
 pub use unflushed::Unflushed;
+use write::{Change, Swapped};
 
 /// Why an operation was refused; `api::error` maps each to a status and code.
 #[derive(Debug, thiserror::Error)]
@@ -371,53 +374,6 @@ impl Hub {
         let map = self.lock();
         let waiting = map.waiting().filter(|s| !s.mirror).count();
         (map.len(), waiting)
-    }
-
-    // ---- the commit path ------------------------------------------------
-
-    /// Runs `f` on a copy of the session; if it succeeds, stores the copy and
-    /// `f`'s extra writes as one atomic write and swaps the copy in.
-    fn commit<R>(
-        &self,
-        token: &Token,
-        f: impl FnOnce(&Hub, &mut Session, &mut Write) -> Result<R>,
-    ) -> Result<R> {
-        let (r, after) = {
-            let mut map = self.lock();
-            let current = map
-                .get(token)?
-                .ok_or_else(|| HubError::NotFound(token.clone()))?;
-            if current.mirror {
-                return Err(mirror_error(current));
-            }
-            let mut next = current.clone();
-            let mut w = Write::new();
-            let r = f(self, &mut next, &mut w)?;
-            next.rev += 1;
-            w.session(&next);
-            self.inner.store.apply(&w)?;
-            map.insert(next.clone());
-            (r, next)
-        };
-        self.changed(after);
-        Ok(r)
-    }
-
-    /// Tells waiters, listeners and sync that a session changed.
-    fn changed(&self, session: Session) {
-        self.inner.waiters.wake(&session.token);
-        if !session.mirror {
-            self.mark_unsynced(&session.token);
-        }
-        // Counting the queue reads the store: only when a panel listens.
-        if self.inner.events.receiver_count() == 0 {
-            return;
-        }
-        let queued = self.queued_count(&session.token);
-        let _ = self.inner.events.send(SessionInfo {
-            session,
-            queued_replies: queued,
-        });
     }
 
     fn queued_count(&self, token: &Token) -> usize {

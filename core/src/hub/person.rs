@@ -71,7 +71,7 @@ impl Hub {
             Ok((id, queued))
         })?;
         self.inner.counters.replies.fetch_add(1, Ordering::Relaxed);
-        Ok(Unflushed::new(out))
+        Ok(out)
     }
 
     /// The permission question a reply answers (its `requestId`) while its hook waits.
@@ -182,44 +182,7 @@ impl Hub {
 
     /// Changes keep-alive settings or the display title.
     pub fn configure(&self, token: &Token, c: SessionSettings) -> Result<Unflushed<SessionInfo>> {
-        if let Some(ms) = c.timed_reply_interval_ms
-            && ms != 0
-            && !(100..=86_400_000).contains(&ms)
-        {
-            return Err(HubError::BadRequest(
-                "timedReplyIntervalMs must be 0 or 100 to 86400000".into(),
-            ));
-        }
-        if c.max_auto_streak.is_some_and(|m| m > 10_000) {
-            return Err(HubError::BadRequest(
-                "maxAutoStreak must be at most 10000".into(),
-            ));
-        }
-        for (name, v, max) in [
-            ("continuePrompt", &c.continue_prompt, 8192),
-            ("displayTitle", &c.display_title, MAX_TITLE),
-        ] {
-            if v.as_ref().is_some_and(|v| v.chars().count() > max) {
-                return Err(HubError::BadRequest(format!(
-                    "{name} is longer than {max} characters"
-                )));
-            }
-        }
-        if let Some(t) = &c.display_title {
-            holdline_contract::visible::check(t)
-                .map_err(|e| HubError::BadRequest(format!("displayTitle {e}")))?;
-        }
-        if let Some(list) = &c.quick_replies {
-            check_templates(list, MAX_SESSION_TEMPLATES).map_err(HubError::BadRequest)?;
-        }
-        if c.continue_prompt
-            .as_ref()
-            .is_some_and(|p| p.trim().is_empty())
-        {
-            return Err(HubError::BadRequest(
-                "continuePrompt cannot be empty".into(),
-            ));
-        }
+        check_settings(&c)?;
         let wait = self.commit(token, |_, s, _| {
             let k = &mut s.keep_alive;
             if let Some(v) = c.session_auto_continue {
@@ -245,15 +208,16 @@ impl Hub {
             }
             Ok(s.wait.as_ref().map(|w| w.wait_id.clone()))
         })?;
-        if let Some(wait_id) = wait {
-            self.arm_timed_reply(token.clone(), wait_id);
+        if let Some(wait_id) = wait.peek() {
+            self.arm_timed_reply(token.clone(), wait_id.clone());
         }
-        self.info(token).map(Unflushed::new)
+        let info = self.info(token)?;
+        Ok(wait.map(|_| info))
     }
 
     /// Archives a session: ends its wait and writes `archive/YYYY-MM/ct_….json`.
     pub fn archive(&self, token: &Token) -> Result<Unflushed<SessionInfo>> {
-        self.commit(token, |_, s, _| {
+        let archived = self.commit(token, |_, s, _| {
             match s.status {
                 Status::Merged => return Err(HubError::Closed(closed_message(s))),
                 Status::Archived => return Ok(()),
@@ -267,7 +231,8 @@ impl Hub {
         if let Err(e) = self.write_archive_file(token) {
             tracing::warn!(token = %token, error = %e, "writing the archive file failed");
         }
-        self.info(token).map(Unflushed::new)
+        let info = self.info(token)?;
+        Ok(archived.map(|()| info))
     }
 
     /// Hands a session to another owner (`owner`: a key's name, `None` the secret's
@@ -286,7 +251,7 @@ impl Hub {
     ) -> Result<Unflushed<SessionInfo>> {
         let store = &self.inner.store;
         let free = self.bindings_free_to_take(token, owner.as_ref())?;
-        self.commit(token, |_, s, w| {
+        let handed = self.commit(token, |_, s, w| {
             if s.owner == owner {
                 return Ok(());
             }
@@ -314,7 +279,8 @@ impl Hub {
             s.last_active_at = now_ms();
             Ok(())
         })?;
-        self.info(token).map(Unflushed::new)
+        let info = self.info(token)?;
+        Ok(handed.map(|()| info))
     }
 
     /// The sessions the new `owner`'s bindings of `token`'s names point at that a
@@ -345,7 +311,7 @@ impl Hub {
 
     /// Puts an archived session back to `holding`.
     pub fn restore(&self, token: &Token) -> Result<Unflushed<SessionInfo>> {
-        self.commit(token, |_, s, _| match s.status {
+        let restored = self.commit(token, |_, s, _| match s.status {
             Status::Merged => Err(HubError::Closed(closed_message(s))),
             Status::Archived => {
                 s.status = Status::Holding;
@@ -354,7 +320,8 @@ impl Hub {
             }
             _ => Ok(()),
         })?;
-        self.info(token).map(Unflushed::new)
+        let info = self.info(token)?;
+        Ok(restored.map(|()| info))
     }
 
     fn write_archive_file(&self, token: &Token) -> std::io::Result<()> {
@@ -595,50 +562,113 @@ impl Hub {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| HubError::BadRequest(e.to_string()))?;
         let (mut imported, mut skipped) = (0, 0);
-        for (mut session, messages, files) in converted {
-            let mut map = self.lock();
-            if map.contains_key(&session.token) {
+        for (session, messages, files) in converted {
+            if self.lock().contains_key(&session.token) {
                 skipped += 1;
                 continue;
             }
             let mut w = Write::new();
+            // Pinned until the write that names them is applied.
             let _staged = self.stage_carried(&session, files, &mut w)?;
-            session.msg_count = 0;
-            for m in messages {
-                let seq = session.note_message(&m);
-                w.message(&session.token, seq, m);
-            }
-            // An open session owns its names; a merged one hands them to its
-            // target, as the merge did, unless something else holds them now.
-            let (bound_to, always) = match (&session.status, &session.merged_into) {
-                (Status::Merged, Some(target)) => (Some(target.clone()), false),
-                (status, _) if !status.is_closed() => (Some(session.token.clone()), true),
-                _ => (None, false),
-            };
-            if let Some(bound_to) = bound_to {
-                let names = [
-                    (BindingKind::Chat, Some(session.binding_key.as_str())),
-                    (BindingKind::Plan, session.plan_name.as_deref()),
-                    (BindingKind::Thread, session.thread_id.as_deref()),
-                ];
-                for (kind, name) in names {
-                    let Some(name) = name else { continue };
-                    let name = owned_name(session.owner.as_ref(), name);
-                    if always || self.inner.store.binding(kind, &name)?.is_none() {
-                        w.bind(kind, &name, Some(&bound_to));
-                    }
+            let added = self.write(|table| {
+                if table.contains_key(&session.token) {
+                    return Ok(Change::Unchanged(false));
                 }
+                self.import_one(session, messages, w)
+            })?;
+            // Flushed once for all, by whoever takes the answer below.
+            if *added.peek() {
+                imported += 1;
+            } else {
+                skipped += 1;
             }
-            w.session(&session);
-            self.inner.store.apply(&w)?;
-            let token = session.token.clone();
-            map.insert(session);
-            drop(map);
-            self.mark_unsynced(&token);
-            imported += 1;
         }
         Ok(Unflushed::new((imported, skipped)))
     }
+
+    /// The write that adds one imported session (its files already staged in
+    /// `w`) with its history and bindings.
+    fn import_one(
+        &self,
+        mut session: Session,
+        messages: Vec<Message>,
+        mut w: Write,
+    ) -> Result<Change<bool>> {
+        session.msg_count = 0;
+        for m in messages {
+            let seq = session.note_message(&m);
+            w.message(&session.token, seq, m);
+        }
+        // An open session owns its names; a merged one hands them to its
+        // target, as the merge did, unless something else holds them now.
+        let (bound_to, always) = match (&session.status, &session.merged_into) {
+            (Status::Merged, Some(target)) => (Some(target.clone()), false),
+            (status, _) if !status.is_closed() => (Some(session.token.clone()), true),
+            _ => (None, false),
+        };
+        if let Some(bound_to) = bound_to {
+            let names = [
+                (BindingKind::Chat, Some(session.binding_key.as_str())),
+                (BindingKind::Plan, session.plan_name.as_deref()),
+                (BindingKind::Thread, session.thread_id.as_deref()),
+            ];
+            for (kind, name) in names {
+                let Some(name) = name else { continue };
+                let name = owned_name(session.owner.as_ref(), name);
+                if always || self.inner.store.binding(kind, &name)?.is_none() {
+                    w.bind(kind, &name, Some(&bound_to));
+                }
+            }
+        }
+        Ok(Change::Write {
+            write: w,
+            sessions: Swapped::Imported(session),
+            answer: true,
+        })
+    }
+}
+
+/// Every rule on a settings update, checked before anything is written.
+fn check_settings(c: &SessionSettings) -> Result<()> {
+    if let Some(ms) = c.timed_reply_interval_ms
+        && ms != 0
+        && !(100..=86_400_000).contains(&ms)
+    {
+        return Err(HubError::BadRequest(
+            "timedReplyIntervalMs must be 0 or 100 to 86400000".into(),
+        ));
+    }
+    if c.max_auto_streak.is_some_and(|m| m > 10_000) {
+        return Err(HubError::BadRequest(
+            "maxAutoStreak must be at most 10000".into(),
+        ));
+    }
+    for (name, v, max) in [
+        ("continuePrompt", &c.continue_prompt, 8192),
+        ("displayTitle", &c.display_title, MAX_TITLE),
+    ] {
+        if v.as_ref().is_some_and(|v| v.chars().count() > max) {
+            return Err(HubError::BadRequest(format!(
+                "{name} is longer than {max} characters"
+            )));
+        }
+    }
+    if let Some(t) = &c.display_title {
+        holdline_contract::visible::check(t)
+            .map_err(|e| HubError::BadRequest(format!("displayTitle {e}")))?;
+    }
+    if let Some(list) = &c.quick_replies {
+        check_templates(list, MAX_SESSION_TEMPLATES).map_err(HubError::BadRequest)?;
+    }
+    if c.continue_prompt
+        .as_ref()
+        .is_some_and(|p| p.trim().is_empty())
+    {
+        return Err(HubError::BadRequest(
+            "continuePrompt cannot be empty".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The names a session is bound by: its chat, plan label and thread id.

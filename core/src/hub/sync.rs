@@ -13,6 +13,13 @@ impl Hub {
         }
     }
 
+    /// Takes a session off the changed set: MongoDB has it as this hub does.
+    pub(super) fn forget_unsynced(&self, token: &Token) {
+        if let Some(set) = &self.inner.unsynced {
+            set.lock_unpoisoned().remove(token);
+        }
+    }
+
     /// Up to `max` changed sessions, oldest change first, taken off the set.
     pub fn take_unsynced(&self, max: usize) -> Vec<(Token, Instant)> {
         let Some(set) = &self.inner.unsynced else {
@@ -75,8 +82,10 @@ impl Hub {
         Ok(self.inner.store.attachment(id)?)
     }
 
-    pub fn mark_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<()> {
-        Ok(self.inner.store.set_synced(token, rev, messages)?)
+    /// Notes how far MongoDB has the session (its `rev` and message count).
+    pub fn mark_synced(&self, token: &Token, rev: u64, messages: u64) -> Result<Unflushed<()>> {
+        self.inner.store.set_synced(token, rev, messages)?;
+        Ok(Unflushed::new(()))
     }
 
     /// Stores a copy of another hub's session (read-only here). A session this
@@ -86,19 +95,19 @@ impl Hub {
         mut session: Session,
         messages: Vec<(u64, Message)>,
         files: Vec<(String, Vec<u8>)>,
-    ) -> Result<()> {
+    ) -> Result<Unflushed<()>> {
         if session.hub == self.inner.name {
-            return Ok(());
+            return Ok(Unflushed::new(()));
         }
         session.mirror = true;
         let token = session.token.clone();
         let mut w = Write::new();
+        // Pinned until the write that names them is applied.
         let _staged = self.stage_carried(&session, files, &mut w)?;
-        {
-            let mut map = self.lock();
-            let local = map.get(&token)?;
+        self.write(|table| {
+            let local = table.get(&token)?;
             if local.is_some_and(|l| l.mirror && l.rev >= session.rev) {
-                return Ok(());
+                return Ok(Change::Unchanged(()));
             }
             if let Some(l) = local
                 && !l.mirror
@@ -112,15 +121,12 @@ impl Hub {
             for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
                 w.message(&token, seq, m);
             }
-            w.session(&session);
-            self.inner.store.apply(&w)?;
-            map.insert(session.clone());
-        }
-        if let Some(set) = &self.inner.unsynced {
-            set.lock_unpoisoned().remove(&token);
-        }
-        self.changed(session);
-        Ok(())
+            Ok(Change::Write {
+                write: w,
+                sessions: Swapped::Mirror(session),
+                answer: (),
+            })
+        })
     }
 
     /// The revision of this hub's read-only copy of a session, if it has one.
@@ -145,7 +151,7 @@ impl Hub {
         messages: Vec<(u64, Message)>,
         replies: Vec<QueuedReply>,
         files: Vec<(String, Vec<u8>)>,
-    ) -> Result<()> {
+    ) -> Result<Unflushed<()>> {
         let token = session.token.clone();
         let previous = session.hub.clone();
         session.adoptions.push(crate::session::Adoption {
@@ -156,14 +162,15 @@ impl Hub {
         session.hub = self.inner.name.clone();
         session.mirror = false;
         session.rev += 1;
+        let wait = session.wait.as_ref().map(|w| w.wait_id.clone());
         let mut w = Write::new();
+        // Pinned until the write that names them is applied.
         let _staged = self.stage_carried(&session, files, &mut w)?;
-        {
-            let mut map = self.lock();
-            if map.summary(&token).is_some_and(|l| !l.mirror) {
-                return Ok(());
+        let adopted = self.write(|table| {
+            if table.summary(&token).is_some_and(|l| !l.mirror) {
+                return Ok(Change::Unchanged(false));
             }
-            let have = map.get(&token)?.map_or(0, |l| l.msg_count);
+            let have = table.get(&token)?.map_or(0, |l| l.msg_count);
             for (seq, m) in messages.into_iter().filter(|(seq, _)| *seq >= have) {
                 w.message(&token, seq, m);
             }
@@ -177,17 +184,19 @@ impl Hub {
                 let name = owned_name(session.owner.as_ref(), &session.binding_key);
                 w.bind(BindingKind::Chat, &name, Some(&token));
             }
-            w.session(&session);
-            self.inner.store.apply(&w)?;
-            map.insert(session.clone());
+            Ok(Change::Write {
+                write: w,
+                sessions: Swapped::Own(vec![session]),
+                answer: true,
+            })
+        })?;
+        if *adopted.peek() {
+            tracing::info!(token = %token, from = %previous, "adopted a session from MongoDB");
+            if let Some(wait_id) = wait {
+                self.arm_timed_reply(token, wait_id);
+            }
         }
-        tracing::info!(token = %token, from = %previous, "adopted a session from MongoDB");
-        let wait = session.wait.as_ref().map(|w| w.wait_id.clone());
-        self.changed(session);
-        if let Some(wait_id) = wait {
-            self.arm_timed_reply(token, wait_id);
-        }
-        Ok(())
+        Ok(adopted.map(|_| ()))
     }
 }
 

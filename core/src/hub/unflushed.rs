@@ -19,6 +19,17 @@ impl<T> Unflushed<T> {
         Unflushed(value)
     }
 
+    /// What the write returned, for the hub's own follow-up in memory (a
+    /// timer to arm, a count to keep); answering it still takes [`Unflushed::flushed`].
+    pub(super) fn peek(&self) -> &T {
+        &self.0
+    }
+
+    /// The answer made from what the write returned, still to be flushed.
+    pub(super) fn map<U>(self, f: impl FnOnce(T) -> U) -> Unflushed<U> {
+        Unflushed(f(self.0))
+    }
+
     /// Flushes the store, then hands back the write's result.
     pub async fn flushed(self, hub: &Hub) -> Result<T> {
         hub.flush().await?;
