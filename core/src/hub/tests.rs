@@ -1,6 +1,7 @@
 //! The delivery rule at the Hub's own API, where a test can stand in the
 //! window between a reply's write and the flush of the request that wrote it,
-//! and the size of the future every waiting session holds.
+//! the size of the future every waiting session holds, and who hears of each
+//! kind of change.
 
 use super::*;
 
@@ -202,4 +203,87 @@ async fn a_permission_answer_reaches_only_the_wait_that_asked() {
         hub.reply_with(&token, answer),
         Err(HubError::PermissionOver)
     ));
+}
+
+/// A hub on a fresh home inside `dir` that keeps the set sync pushes from
+/// (MongoDB configured; nothing connects to it here).
+fn open_syncing_hub(dir: &std::path::Path, name: &str) -> Hub {
+    let home = crate::home::Home::new(dir.join(name));
+    home.prepare().unwrap();
+    let mut config = Config::for_home(home.root.clone(), "127.0.0.1:13459".parse().unwrap());
+    config.mongo_uri = Some("mongodb://127.0.0.1:1".into());
+    Hub::open(config, name.into(), CancellationToken::new()).unwrap()
+}
+
+/// A new session of the secret's bridge on `hub`, on disk.
+async fn a_session_on(hub: &Hub) -> InitOutcome {
+    hub.init(InitRequest {
+        cursor_title: "chat".into(),
+        workspace: "/ws".into(),
+        host_ip: "10.0.0.2".into(),
+        new_plan: false,
+        plan_label: None,
+        thread_id: None,
+        host_name: None,
+        agent_key: None,
+    })
+    .unwrap()
+    .flushed(hub)
+    .await
+    .unwrap()
+}
+
+/// Who hears of a change is part of the change (`write::Swapped`): the hub's own
+/// change tells the panel's stream and sync, an import tells sync only, and a copy
+/// of another hub's session tells the panel and takes the session off sync's set.
+#[tokio::test]
+async fn each_kind_of_change_tells_whom_it_should() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, other) = (
+        open_syncing_hub(dir.path(), "here"),
+        open_syncing_hub(dir.path(), "other"),
+    );
+    let made = a_session_on(&other).await;
+    let mut file = Vec::new();
+    other
+        .export_to(std::slice::from_ref(&made.token), &mut file)
+        .unwrap();
+    let mut panel = here.subscribe();
+
+    let (imported, skipped) = here
+        .import(serde_json::from_slice(&file).unwrap())
+        .unwrap()
+        .flushed(&here)
+        .await
+        .unwrap();
+    assert_eq!((imported, skipped), (1, 0));
+    assert!(
+        panel.try_recv().is_err(),
+        "an import is not on the panel's stream"
+    );
+    assert_eq!(here.sync_backlog().0, 1, "an import is for sync to push");
+    let _ = here.take_unsynced(10);
+
+    let archived = here
+        .archive(&made.token)
+        .unwrap()
+        .flushed(&here)
+        .await
+        .unwrap();
+    assert_eq!(panel.try_recv().unwrap().session.token, made.token);
+    assert_eq!(here.sync_backlog().0, 1, "the hub's own change is for sync");
+
+    // Another hub adopted it: this one keeps a copy, and has nothing to push.
+    let mut adopted = archived.session;
+    adopted.hub = "other".into();
+    adopted.rev += 1;
+    here.put_mirror(adopted, Vec::new(), Vec::new())
+        .unwrap()
+        .flushed(&here)
+        .await
+        .unwrap();
+    let copy = panel.try_recv().unwrap().session;
+    assert!(copy.mirror && copy.token == made.token, "{copy:?}");
+    assert_eq!(here.sync_backlog().0, 0, "a copy is not pushed back");
+    assert_eq!(here.owns(&made.token), Some(false));
 }

@@ -167,6 +167,7 @@ mod tests {
                 callers.push(path.file_name().unwrap().to_string_lossy().into_owned());
             }
         }
+        callers.sort();
         assert!(
             !callers.is_empty(),
             "the scan found no call at all: is {:?} the hub's folder?",
