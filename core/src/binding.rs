@@ -5,8 +5,8 @@
 //! owns it ([`Caller::may_use`]); binding names are kept per owner
 //! ([`owned_name`]), so two owners with one fingerprint never share a binding.
 
-use crate::names::{BindingKey, KeyName};
-use crate::session::Session;
+use holdline_store::names::{BindingKey, KeyName};
+use holdline_store::session::Session;
 
 /// The caller's fingerprint, as the bridge sends it with every call, and the
 /// agent key it called with (`None`: the secret) — the owner it acts as.
@@ -80,14 +80,14 @@ pub fn check_wait(caller: &Caller<'_>, session: &Session) -> WaitBinding {
 
 /// Points a session at a new title and its key.
 pub fn migrate(session: &mut Session, cursor_title: &str, new_key: BindingKey) {
-    session.title = crate::session::visible_name(cursor_title);
+    session.title = holdline_store::session::visible_name(cursor_title);
     session.binding_key = new_key.into_string();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Token;
+    use holdline_store::session::Token;
 
     fn session() -> Session {
         Session::new(Token::generate(), "Fix CI", "/w", "10.0.0.2", "hub")

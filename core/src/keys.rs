@@ -14,10 +14,10 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::lock::Unpoisoned as _;
-pub use crate::names::{BadKeyName, KeyName, MAX_NAME};
-use crate::session::{Millis, now_ms};
-use crate::store::{Store, StoreError};
+use holdline_store::lock::Unpoisoned as _;
+pub use holdline_store::names::{BadKeyName, KeyName, MAX_NAME};
+use holdline_store::session::{Millis, now_ms};
+use holdline_store::store::{Store, StoreError};
 
 /// What every agent key starts with, so the guard tells a key from the secret.
 pub const PREFIX: &str = "hlk_";
@@ -295,7 +295,7 @@ mod tests {
             assert!(!raw.to_string().contains(&text));
             text
         };
-        let store = crate::store::testing::reopen(dir.path()).unwrap();
+        let store = holdline_store::store::testing::reopen(dir.path()).unwrap();
         let keys = Keys::open(&store).unwrap();
         assert_eq!(keys.verify(&text).unwrap().as_str(), "desk");
     }

@@ -17,9 +17,6 @@
 
 #![forbid(unsafe_code)]
 
-// The floor below, named as if its modules were this crate's.
-use holdline_store::{interchange, lock, names, session, store};
-
 pub mod binding;
 pub mod config;
 pub mod home;

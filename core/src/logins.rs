@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::lock::Unpoisoned as _;
-use crate::session::now_ms;
-use crate::store::{Store, StoreError};
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::session::now_ms;
+use holdline_store::store::{Store, StoreError};
 
 /// How long a panel login lasts (from the login; then `holdline-hub
 /// panel-url` again).

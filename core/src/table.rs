@@ -15,8 +15,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::session::{Session, Summary, Token};
-use crate::store::{Store, StoreError};
+use holdline_store::session::{Session, Summary, Token};
+use holdline_store::store::{Store, StoreError};
 
 /// Sessions without an open wait kept in memory after use, the most recently
 /// used first (~1.2 KiB each): the panel's pages and the agents at work.
@@ -199,8 +199,8 @@ fn missing(token: &Token) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::OpenWait;
-    use crate::store::Write;
+    use holdline_store::session::OpenWait;
+    use holdline_store::store::Write;
 
     /// `n` stored sessions; every fifth has an open wait.
     fn stored(store: &Store, n: usize) -> Vec<Token> {

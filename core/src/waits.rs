@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::lock::Unpoisoned as _;
-use crate::session::Token;
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::session::Token;
 
 /// A session's bell. Smaller than a watch channel (a held poll per session
 /// waiting, 10,000 of them at once, is the hub's main memory cost).

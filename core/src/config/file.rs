@@ -98,10 +98,10 @@ impl Config {
             wait_grace: Duration::from_secs(wait_grace_sec),
             continue_prompt: f
                 .continue_prompt
-                .unwrap_or_else(|| crate::session::DEFAULT_CONTINUE_PROMPT.into()),
+                .unwrap_or_else(|| holdline_store::session::DEFAULT_CONTINUE_PROMPT.into()),
             max_auto_streak: f
                 .max_auto_streak
-                .unwrap_or(crate::session::DEFAULT_MAX_AUTO_STREAK),
+                .unwrap_or(holdline_store::session::DEFAULT_MAX_AUTO_STREAK),
             cache_bytes: cache_mb * 1024 * 1024,
             templates: f.templates.unwrap_or_else(default_templates),
             mcp: McpLimits::from_file(f.mcp.unwrap_or_default(), &mut clamp),
@@ -132,7 +132,7 @@ impl AttachmentLimits {
             total,
         );
         AttachmentLimits {
-            quota: crate::store::Quota {
+            quota: holdline_store::store::Quota {
                 per_owner: per_owner << 20,
                 total: total << 20,
             },

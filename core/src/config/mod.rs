@@ -33,7 +33,7 @@ use notify::NotifyConfig;
 pub use holdline_contract::local_hub::DEFAULT_LISTEN;
 
 /// Quick-reply templates are session data too (a session may have its own).
-pub use crate::session::Template;
+pub use holdline_store::session::Template;
 
 /// sled's page cache when `cache_mb` is not set. Every session's metadata is
 /// in memory anyway; the cache serves history reads and writes, and each MiB
@@ -250,7 +250,7 @@ impl McpLimits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttachmentLimits {
     /// Bytes of distinct files per owner (the secret, each agent key) and in all.
-    pub quota: crate::store::Quota,
+    pub quota: holdline_store::store::Quota,
     /// How long a file is kept once its question is no longer open.
     pub keep: Duration,
 }

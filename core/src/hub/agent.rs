@@ -5,8 +5,8 @@
 //! `requestId` records the agent's message once.
 
 use super::*;
-use crate::session::AttachmentRef;
-use crate::store::{FileRecord, Staged};
+use holdline_store::session::AttachmentRef;
+use holdline_store::store::{FileRecord, Staged};
 
 impl Hub {
     /// `init_conversation`: lenient — reuses the caller's own session bound
@@ -770,7 +770,7 @@ fn check_register(req: &RegisterRequest) -> Result<Vec<(AttachmentRef, Vec<u8>)>
         holdline_contract::changes::check_changes(changes)
             .map_err(|e| HubError::BadRequest(e.to_string()))?;
     }
-    crate::session::decode_uploads(&req.attachments).map_err(HubError::BadRequest)
+    holdline_store::session::decode_uploads(&req.attachments).map_err(HubError::BadRequest)
 }
 
 /// The owner check every agent call makes first: another owner's session

@@ -8,8 +8,8 @@
 //! keep_sec` from when it came. The person may free any owner's files at once.
 
 use super::*;
-use crate::session::AttachmentRef;
-use crate::store::{FileRecord, Staged, Usage, sha_of};
+use holdline_store::session::AttachmentRef;
+use holdline_store::store::{FileRecord, Staged, Usage, sha_of};
 
 /// Whose files the person frees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub struct FileUsage {
     /// By owner: an agent key's name, `None` for the hub secret.
     pub owners: Vec<(Option<String>, Usage)>,
     pub total: Usage,
-    pub quota: crate::store::Quota,
+    pub quota: holdline_store::store::Quota,
     pub keep: Duration,
 }
 

@@ -17,16 +17,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::binding::{self, Caller, WaitBinding, owned_name};
 use crate::config::{Config, Template};
-use crate::interchange;
-use crate::lock::Unpoisoned as _;
-use crate::names::KeyName;
-use crate::session::{
+use crate::table::SessionTable;
+use crate::waits::Waiters;
+use holdline_store::interchange;
+use holdline_store::lock::Unpoisoned as _;
+use holdline_store::names::KeyName;
+use holdline_store::session::{
     Choice, ChoiceOption, Image, Message, OpenWait, QuestionOrigin, QueuedReply, Review, Role,
     Session, Status, Summary, Token, WaitEnd, WorkspaceChanges, now_ms, preview_of,
 };
-use crate::store::{BindingKind, Store, StoreError, Write};
-use crate::table::SessionTable;
-use crate::waits::Waiters;
+use holdline_store::store::{BindingKind, Store, StoreError, Write};
 
 mod agent;
 mod files;
@@ -75,7 +75,7 @@ pub enum HubError {
     PermissionOver,
     /// A question's files would pass the attachment quota; nothing of it was stored.
     #[error("{0}")]
-    Quota(crate::store::QuotaExceeded),
+    Quota(holdline_store::store::QuotaExceeded),
     /// A file a message names whose bytes were released (retention, or freed by the person).
     #[error("{0}")]
     Released(String),
@@ -152,7 +152,7 @@ pub struct RegisterRequest {
     pub host_name: Option<String>,
     /// The workspace's uncommitted changes, checked by [`holdline_contract::changes::check_changes`].
     pub changes: Option<WorkspaceChanges>,
-    /// The files the question shows, checked by [`crate::session::decode_uploads`].
+    /// The files the question shows, checked by [`holdline_store::session::decode_uploads`].
     pub attachments: Vec<holdline_contract::attachments::AttachmentUpload>,
     /// The agent key the call came with (`None`: the secret); the wait keeps it.
     pub agent_key: Option<KeyName>,
@@ -456,7 +456,8 @@ fn check_images(images: &[Image]) -> Result<()> {
         return Err(HubError::BadRequest("at most 10 images per reply".into()));
     }
     for img in images {
-        crate::session::check_image(img).map_err(|e| HubError::BadRequest(e.to_string()))?;
+        holdline_store::session::check_image(img)
+            .map_err(|e| HubError::BadRequest(e.to_string()))?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! and answers 200.
 
 use super::*;
-use crate::session::{MAX_SESSION_TEMPLATES, MAX_SHARED_TEMPLATES, check_templates};
+use holdline_store::session::{MAX_SESSION_TEMPLATES, MAX_SHARED_TEMPLATES, check_templates};
 
 impl Hub {
     // ---- person side ----------------------------------------------------
@@ -457,7 +457,7 @@ impl Hub {
         &self,
         token: &Token,
         id: &str,
-    ) -> Result<Option<(crate::session::AttachmentRef, Vec<u8>)>> {
+    ) -> Result<Option<(holdline_store::session::AttachmentRef, Vec<u8>)>> {
         let Some((record, path)) = self.attachment_file(token, id)? else {
             return Ok(None);
         };
@@ -474,7 +474,7 @@ impl Hub {
         &self,
         token: &Token,
         id: &str,
-    ) -> Result<Option<(crate::session::AttachmentRef, std::path::PathBuf)>> {
+    ) -> Result<Option<(holdline_store::session::AttachmentRef, std::path::PathBuf)>> {
         if !self.lock().contains_key(token) {
             return Err(HubError::NotFound(token.clone()));
         }
@@ -693,7 +693,7 @@ fn kind_word(kind: BindingKind) -> &'static str {
 }
 
 /// What a read of a file whose bytes were released answers.
-pub(super) fn released(record: &crate::session::AttachmentRef) -> HubError {
+pub(super) fn released(record: &holdline_store::session::AttachmentRef) -> HubError {
     HubError::Released(format!(
         "the file {:?} of this message was removed: the hub released its bytes (retention rule or freed by the person)",
         record.name

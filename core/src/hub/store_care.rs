@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use super::Hub;
-use crate::store::{BackupReport, StoreError, StoreState};
 use crate::table::SessionTable;
+use holdline_store::store::{BackupReport, StoreError, StoreState};
 
 /// How often a failing store tries to reopen.
 const HEAL_EVERY: Duration = Duration::from_secs(2);

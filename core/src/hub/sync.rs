@@ -154,7 +154,7 @@ impl Hub {
     ) -> Result<Unflushed<()>> {
         let token = session.token.clone();
         let previous = session.hub.clone();
-        session.adoptions.push(crate::session::Adoption {
+        session.adoptions.push(holdline_store::session::Adoption {
             from: previous.clone(),
             to: self.inner.name.clone(),
             at: now_ms(),
