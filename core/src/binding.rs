@@ -2,7 +2,7 @@
 //! bound to, the three check levels, and whose it is; pure logic, no IO.
 //!
 //! Invariant: an agent call reaches a session only if the caller's credential
-//! owns it ([`Caller::may_use`]); binding names are kept per owner
+//! owns it ([`Fingerprint::may_use`]); binding names are kept per owner
 //! ([`owned_name`]), so two owners with one fingerprint never share a binding.
 
 use holdline_store::names::{BindingKey, KeyName};
@@ -11,14 +11,14 @@ use holdline_store::session::Session;
 /// The caller's fingerprint, as the bridge sends it with every call, and the
 /// agent key it called with (`None`: the secret) — the owner it acts as.
 #[derive(Debug, Clone)]
-pub struct Caller<'a> {
+pub struct Fingerprint<'a> {
     pub cursor_title: &'a str,
     pub workspace: &'a str,
     pub host_ip: &'a str,
     pub agent_key: Option<&'a KeyName>,
 }
 
-impl Caller<'_> {
+impl Fingerprint<'_> {
     pub fn key(&self) -> BindingKey {
         BindingKey::new(self.workspace, self.cursor_title, self.host_ip)
     }
@@ -65,7 +65,7 @@ pub enum WaitBinding {
 }
 
 /// The medium check of `wait_for_user_input`.
-pub fn check_wait(caller: &Caller<'_>, session: &Session) -> WaitBinding {
+pub fn check_wait(caller: &Fingerprint<'_>, session: &Session) -> WaitBinding {
     if caller.owns(session) {
         WaitBinding::Same
     } else if caller.shares_machine_and_workspace(session) {
@@ -104,7 +104,7 @@ mod tests {
     #[test]
     fn strict_needs_every_part() {
         let s = session();
-        let same = Caller {
+        let same = Fingerprint {
             cursor_title: "Fix CI",
             workspace: "/w",
             host_ip: "10.0.0.2",
@@ -116,7 +116,7 @@ mod tests {
             ("Fix CI", "/x", "10.0.0.2"),
             ("Fix CI", "/w", "10.0.0.3"),
         ] {
-            let c = Caller {
+            let c = Fingerprint {
                 cursor_title: t,
                 workspace: w,
                 host_ip: h,
@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn wait_check_migrates_a_renamed_title_only() {
         let s = session();
-        let renamed = Caller {
+        let renamed = Fingerprint {
             cursor_title: "Fix CI v2",
             workspace: "/w",
             host_ip: "10.0.0.2",
@@ -142,7 +142,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let elsewhere = Caller {
+        let elsewhere = Fingerprint {
             cursor_title: "Fix CI",
             workspace: "/w",
             host_ip: "10.0.0.9",

@@ -16,7 +16,7 @@ impl Hub {
         check_caller(&req.cursor_title, &req.workspace, &req.host_ip)?;
         check_opt_name("planLabel", req.plan_label.as_deref())?;
         check_opt_name("threadId", req.thread_id.as_deref())?;
-        let caller = Caller {
+        let caller = Fingerprint {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
             host_ip: &req.host_ip,
@@ -35,7 +35,11 @@ impl Hub {
 
     /// The caller's own open session bound to its thread id, else its plan
     /// label, else its chat.
-    fn find_own_session(&self, caller: &Caller<'_>, req: &InitRequest) -> Result<Option<Token>> {
+    fn find_own_session(
+        &self,
+        caller: &Fingerprint<'_>,
+        req: &InitRequest,
+    ) -> Result<Option<Token>> {
         let owner = caller.agent_key;
         let lookups = [
             (BindingKind::Thread, req.thread_id.clone()),
@@ -68,7 +72,7 @@ impl Hub {
     fn rebind(
         &self,
         token: &Token,
-        caller: &Caller<'_>,
+        caller: &Fingerprint<'_>,
         req: &InitRequest,
     ) -> Result<Unflushed<InitOutcome>> {
         let key = caller.key();
@@ -108,7 +112,7 @@ impl Hub {
     /// A new session owned by the caller and bound to its chat, plan and thread.
     fn create_session(
         &self,
-        caller: &Caller<'_>,
+        caller: &Fingerprint<'_>,
         req: &InitRequest,
     ) -> Result<Unflushed<InitOutcome>> {
         let mut s = Session::new(
@@ -149,7 +153,7 @@ impl Hub {
     pub fn select(
         &self,
         token: &Token,
-        caller: &Caller<'_>,
+        caller: &Fingerprint<'_>,
         host_name: Option<&str>,
     ) -> Result<Unflushed<Status>> {
         check_caller(caller.cursor_title, caller.workspace, caller.host_ip)?;
@@ -173,7 +177,7 @@ impl Hub {
         // Only one request's files in memory, and only until they are on disk.
         req.attachments = Vec::new();
         let files = self.stage_files(req.agent_key.as_ref(), decoded)?;
-        let caller = Caller {
+        let caller = Fingerprint {
             cursor_title: &req.cursor_title,
             workspace: &req.workspace,
             host_ip: &req.host_ip,
@@ -291,7 +295,7 @@ impl Hub {
         &self,
         s: &mut Session,
         w: &mut Write,
-        caller: &Caller,
+        caller: &Fingerprint,
         cursor_title: &str,
     ) -> Result<()> {
         let owner = caller.agent_key;
@@ -620,7 +624,7 @@ impl Hub {
         &self,
         from: &Token,
         to: &Token,
-        caller: Option<&Caller<'_>>,
+        caller: Option<&Fingerprint<'_>>,
     ) -> Result<Unflushed<()>> {
         if let Some(c) = caller {
             check_caller(c.cursor_title, c.workspace, c.host_ip)?;
@@ -685,7 +689,7 @@ fn merge_pair(
     table: &mut SessionTable,
     from: &Token,
     to: &Token,
-    caller: Option<&Caller<'_>>,
+    caller: Option<&Fingerprint<'_>>,
 ) -> Result<(Session, Session)> {
     let mut found = |t: &Token| -> Result<Session> {
         Ok(table

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::binding::{self, Caller, WaitBinding, owned_name};
+use crate::binding::{self, Fingerprint, WaitBinding, owned_name};
 use crate::config::{Config, Template};
 use crate::table::SessionTable;
 use crate::waits::Waiters;
@@ -409,7 +409,7 @@ fn closed_message(s: &Session) -> String {
     }
 }
 
-fn rejected(s: &Session, caller: &Caller<'_>) -> HubError {
+fn rejected(s: &Session, caller: &Fingerprint<'_>) -> HubError {
     HubError::BindingRejected(format!(
         "session {} is bound to another IDE chat ({}), not {}",
         s.token,

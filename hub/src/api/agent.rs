@@ -17,7 +17,7 @@ use holdline_contract::{Status, routes};
 use super::dto::*;
 use super::error::{ApiError, Body, token};
 use super::{AppState, JSON_LIMIT, guard};
-use holdline_core::binding::Caller;
+use holdline_core::binding::Fingerprint;
 use holdline_core::hub::{InitRequest as HubInit, PollOutcome, RegisterRequest as HubRegister};
 use holdline_store::names::KeyName;
 use holdline_store::session::Token;
@@ -79,7 +79,7 @@ pub async fn select(
     let t = token(&b.token)?;
     app.adopt_if_remote(&t).await;
     let host_ip = caller.binding_host(b.host_ip);
-    let binding = Caller {
+    let binding = Fingerprint {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
         host_ip: &host_ip,
@@ -286,7 +286,7 @@ pub async fn merge(
     app.adopt_if_remote(&from).await;
     app.adopt_if_remote(&to).await;
     let host_ip = caller.binding_host(b.host_ip);
-    let binding = Caller {
+    let binding = Fingerprint {
         cursor_title: &b.cursor_title,
         workspace: &b.workspace,
         host_ip: &host_ip,
