@@ -193,16 +193,21 @@ pub(crate) async fn post_reply(hub: &TestHub, body: Value) -> anyhow::Result<req
         .await?)
 }
 
-/// The `reason` of a block the hook printed, failing when it printed anything else.
-pub(crate) fn block_reason(out: &Output) -> String {
+/// What the hook printed on stdout, as JSON, failing when it did not exit 0 or print JSON.
+pub(crate) fn hook_answer(out: &Output) -> Value {
     assert!(
         out.status.success(),
         "exit {:?}: {}",
         out.status,
         stderr(out)
     );
-    let answer: Value = serde_json::from_str(stdout(out).trim())
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(out)));
+    serde_json::from_str(stdout(out).trim())
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(out)))
+}
+
+/// The `reason` of a block the hook printed, failing when it printed anything else.
+pub(crate) fn block_reason(out: &Output) -> String {
+    let answer = hook_answer(out);
     assert_eq!(answer["decision"], "block", "{answer}");
     answer["reason"].as_str().expect("a reason").to_owned()
 }

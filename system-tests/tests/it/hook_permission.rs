@@ -47,14 +47,7 @@ fn codex_bash(session_id: &str, command: &str) -> Value {
 
 /// The decision the hook printed.
 fn decision(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        stderr(out)
-    );
-    let answer: Value = serde_json::from_str(stdout(out).trim())
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(out)));
+    let answer = hook_answer(out);
     assert_eq!(
         answer["hookSpecificOutput"]["hookEventName"], "PermissionRequest",
         "{answer}"
