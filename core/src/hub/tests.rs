@@ -144,20 +144,7 @@ fn ask(hub: &Hub, token: &Token, request_id: &str, origin: QuestionOrigin) -> St
 async fn a_permission_answer_reaches_only_the_wait_that_asked() {
     let dir = tempfile::tempdir().unwrap();
     let (hub, _home) = open_hub(dir.path());
-    let token = hub
-        .init(InitRequest {
-            cursor_title: "chat".into(),
-            workspace: "/ws".into(),
-            host_ip: "10.0.0.2".into(),
-            new_plan: false,
-            plan_label: None,
-            thread_id: None,
-            host_name: None,
-            agent_key: None,
-        })
-        .unwrap()
-        .unflushed()
-        .token;
+    let token = a_session_on(&hub).await.token;
     let queued = |hub: &Hub| hub.inner.store.queued_replies(&token).unwrap();
     // A reply the person wrote for the agent while it worked.
     hub.reply(&token, "for the agent".into(), vec![])
