@@ -33,19 +33,7 @@ async fn a_poll_answers_a_reply_only_once_a_crash_cannot_take_it_back() {
     let dir = tempfile::tempdir().unwrap();
     let (hub, home) = open_hub(dir.path());
     let caller = ("chat", "/ws", "10.0.0.2");
-    let session = hub
-        .init(InitRequest {
-            cursor_title: caller.0.into(),
-            workspace: caller.1.into(),
-            host_ip: caller.2.into(),
-            new_plan: false,
-            plan_label: None,
-            thread_id: None,
-            host_name: None,
-            agent_key: None,
-        })
-        .unwrap()
-        .unflushed();
+    let session = hub.init(secret_chat()).unwrap().unflushed();
     let wait_id = hub
         .register(RegisterRequest {
             token: session.token.clone(),
@@ -202,9 +190,9 @@ fn open_syncing_hub(dir: &std::path::Path, name: &str) -> Hub {
     Hub::open(config, name.into(), CancellationToken::new()).unwrap()
 }
 
-/// A new session of the secret's bridge on `hub`, on disk.
-async fn a_session_on(hub: &Hub) -> InitOutcome {
-    hub.init(InitRequest {
+/// The init of the secret's bridge in chat `chat` of `/ws` on 10.0.0.2.
+fn secret_chat() -> InitRequest {
+    InitRequest {
         cursor_title: "chat".into(),
         workspace: "/ws".into(),
         host_ip: "10.0.0.2".into(),
@@ -213,11 +201,12 @@ async fn a_session_on(hub: &Hub) -> InitOutcome {
         thread_id: None,
         host_name: None,
         agent_key: None,
-    })
-    .unwrap()
-    .flushed(hub)
-    .await
-    .unwrap()
+    }
+}
+
+/// A new session of the secret's bridge on `hub`, on disk.
+async fn a_session_on(hub: &Hub) -> InitOutcome {
+    hub.init(secret_chat()).unwrap().flushed(hub).await.unwrap()
 }
 
 /// Who hears of a change is part of the change (`write::Swapped`): the hub's own
