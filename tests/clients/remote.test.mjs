@@ -12,7 +12,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_CLIENT_TIMEOUT_SEC, ROUNDS, drivers, holdlineResults, judgePicks, knownOpts, needs, scenarios } from './scenarios.mjs';
+import { CLAIMED_ADDRESS, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, MCP_PATH, REMOTE_CLIENT_TIMEOUT_SEC, ROUNDS, drivers, holdlineResults, judgeLeaving, judgePicks, knownOpts, needs, scenarios } from './scenarios.mjs';
 
 /** The client whose key is revoked mid-wait (a light native binary). */
 const REVOKE_CLIENT = 'codex';
@@ -56,10 +56,9 @@ describe(`real clients over ${MCP_PATH} (Streamable HTTP)`, { concurrency: true 
         t.diagnostic(`${calls.length} wait calls before the reply, ${brain.waitCalls().length} in all, over ${r.seconds} s`);
       });
 
-      it('R3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', knownOpts(driver, 'R3'), async (t) => {
+      it('R3. Ctrl-C mid-wait: the session leaves waiting within the grace period after the signal or the client exits; a later reply is queued and reaches the next turn', knownOpts(driver, 'R3'), async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
-        assert.ok(c.leftAfterMs !== null, `the session still waiting ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C (it left ${c.leftLateMs ? `after ${c.leftLateMs} ms` : 'not within 15 s more'})`);
-        t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status})`);
+        t.diagnostic(judgeLeaving(c));
         assert.equal(c.later.queued, true, `a reply after Ctrl-C answers queued:true (got ${JSON.stringify(c.later)})`);
         assert.equal(c.restartToken, c.token, 'the restarted agent found the same session');
         const got = c.brain.results.filter((x) => x.text?.includes(c.marker));

@@ -8,7 +8,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ATTACH, GRACE_SEC, GRACE_SLACK_MS, GUIDANCE, OFFERS, ROUNDS, drivers, holdlineResults, judgePicks, knownOpts, needs, scenarios } from './scenarios.mjs';
+import { ATTACH, GUIDANCE, OFFERS, ROUNDS, drivers, holdlineResults, judgeLeaving, judgePicks, knownOpts, needs, scenarios } from './scenarios.mjs';
 import { pngBase64 } from './harness.mjs';
 
 describe('real clients', { concurrency: true }, () => {
@@ -50,10 +50,9 @@ describe('real clients', { concurrency: true }, () => {
         assert.ok(waits.filter((w) => w.kind === 'no_reply_yet').length >= ROUNDS - 1, 'each early wait ended with "no reply yet"');
       });
 
-      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period; a later reply is queued and reaches the next turn', knownOpts(driver, '3'), async (t) => {
+      it('3. Ctrl-C mid-wait: the session leaves waiting within the grace period after the signal or the client exits; a later reply is queued and reaches the next turn', knownOpts(driver, '3'), async (t) => {
         const c = needs(await s.ctrlC, 'Ctrl-C');
-        assert.ok(c.leftAfterMs !== null, `the session still waiting ${GRACE_SEC} s (+${GRACE_SLACK_MS} ms) after Ctrl-C (it left ${c.leftLateMs ? `after ${c.leftLateMs} ms` : 'not within 15 s more'})`);
-        t.diagnostic(`session left waiting ${c.leftAfterMs} ms after Ctrl-C (status ${c.status}); bridges before ${c.bridgesBefore?.length}, after ${c.bridgesAfter?.length}`);
+        t.diagnostic(`${judgeLeaving(c)}; bridges before ${c.bridgesBefore?.length}, after ${c.bridgesAfter?.length}`);
         assert.ok(c.bridgesBefore.length >= 1, 'the bridge of this run was found while it waited');
         assert.deepEqual(c.bridgesAfter, [], 'no holdline-mcp of this run is left 3 s after Ctrl-C');
         assert.equal(c.restartToken, c.token, 'the restarted agent found the same session');
