@@ -376,8 +376,8 @@ function schemaShown(requests) {
  * When the session left `waiting` after Ctrl-C, judged from the later of the signal and the
  * client's exit: until its process is gone a client may still hold its call (Factory Droid
  * takes 5.3 s to exit and closes its /mcp stream only then), and the hub must not end a
- * live client's wait. `late`: how much past LEAVE_WITHIN_MS the session still showed
- * waiting (null: in time).
+ * live client's wait; a client not gone within 10 s is judged from the signal. `late`: what
+ * was measured when the session showed waiting past LEAVE_WITHIN_MS (null: in time).
  */
 function leaving(signalled, exitedAt, leftAt) {
   const gone = Math.max(signalled, exitedAt ?? signalled);
@@ -406,10 +406,9 @@ async function ctrlCScenario(driver, transport) {
     // Mid-wait, as a terminal's Ctrl-C: SIGINT to the whole foreground process group.
     client.ctrlC();
     const signalled = Date.now();
-    let exitedAt = null;
-    client.exited.then(() => { exitedAt = Date.now(); });
+    const exited = client.exited.then(() => Date.now());
     const leftAt = await waitFor('the session to leave waiting', async () => (await hub.session(token)).status !== 'waiting' && Date.now(), LEAVE_WITHIN_MS + 15_000, 200).catch(() => null);
-    await within(client.exited, 10_000);
+    const exitedAt = await within(exited, 10_000);
     out.leaving = leaving(signalled, exitedAt, leftAt);
     out.status = (await hub.session(token)).status;
     // The bridge cancels its waits and exits on the signal (its wait may also end by the
